@@ -1,0 +1,3 @@
+from sparkfab.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,3 @@
+"""CLI verbs. Each module registers its verbs with `sparkfab.cli.command`."""
+
+from sparkfab.commands import inventory_cmds  # noqa: F401

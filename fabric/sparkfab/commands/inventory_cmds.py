@@ -1,0 +1,87 @@
+"""`sparkfab validate` and `sparkfab plan`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from sparkfab.cli import command, emit_json
+from sparkfab.plan import Plan
+from sparkfab.resolve import load_plan
+
+
+def _inventory_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inventory", metavar="INVENTORY", help="the cluster inventory (YAML)")
+
+
+def _format_arg(p: argparse.ArgumentParser) -> None:
+    _inventory_arg(p)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
+
+@command("validate", "Check an inventory: every problem at once (exit 2), or nothing (exit 0).", _inventory_arg)
+def validate(args: argparse.Namespace) -> int:
+    plan = load_plan(args.inventory)
+    n_if = sum(len(h.ifaces) for h in plan.hosts)
+    if not args.quiet:
+        sys.stderr.write(f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
+                         f"{n_if} fabric interfaces, {len(plan.instances)} instance(s)\n")
+    return 0
+
+
+@command("plan", "Resolve an inventory: ranks, rails, subnets, addresses, peers, HCA lists.", _format_arg)
+def plan_cmd(args: argparse.Namespace) -> int:
+    plan = load_plan(args.inventory)
+    if args.format == "json":
+        emit_json(plan.to_dict())
+    else:
+        print_plan(plan, Console(width=160))
+    return 0
+
+
+def print_plan(plan: Plan, console: Console) -> None:
+    console.print(f"[bold]{plan.cluster}[/]: link {plan.link_speed}, MTU {plan.mtu}, rails /"
+                  f"{plan.rail_prefix}, control plane {plan.control_plane}")
+    for inst in plan.instances:
+        t = Table(title=f"instance {inst.name}: {inst.topology}, TP{inst.tp}, master {inst.master_addr}")
+        for col in ("rank", "host", "prev", "next"):
+            t.add_column(col)
+        for r in inst.ranks:
+            t.add_row(str(r.rank), r.host, f"{r.prev_host or '-'} via {r.prev_port or '-'}",
+                      f"{r.next_host or '-'} via {r.next_port or '-'}")
+        console.print(t)
+    t = Table(title="fabric interfaces")
+    for col in ("host", "netdev", "rdma", "rail", "address", "peer"):
+        t.add_column(col)
+    for h in plan.hosts:
+        for i in h.ifaces:
+            peer = f"{i.peer_host}:{i.peer_port} {i.peer_address}" if i.peer_host else f"{i.switch}:{i.switch_port}"
+            t.add_row(h.name, i.netdev, i.rdma, i.rail, i.address, peer)
+    console.print(t)
+    t = Table(title="NCCL_IB_HCA and control plane")
+    for col in ("host", "200", "100e", "control", "routes"):
+        t.add_column(col)
+    for h in plan.hosts:
+        t.add_row(h.name, ",".join(h.hca["200"]), ",".join(h.hca["100e"]),
+                  f"{h.control_if} {h.control_address}", str(len(h.routes)))
+    console.print(t)
+
+
+def _schema_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", help="write here instead of stdout (inventory/schema.json)")
+
+
+@command("schema", "Print the inventory's JSON Schema (generated from the model).", _schema_args)
+def schema_cmd(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sparkfab.schema import schema_text
+
+    if args.output:
+        Path(args.output).write_text(schema_text(), encoding="utf-8")
+    else:
+        sys.stdout.write(schema_text())
+    return 0

@@ -1,0 +1,158 @@
+"""The resolved plan: the single source of truth every generator, the lab and verify read.
+
+Built once by `sparkfab.resolve.resolve()` from a valid inventory; nothing downstream
+re-derives an address, a rank or a peer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MODES = ("200", "100e", "100")
+
+
+@dataclass(frozen=True)
+class Iface:
+    """One fabric netdev of one Spark: a twin of a cabled port on one rail."""
+
+    netdev: str
+    rdma: str
+    pci: str
+    port: str
+    root: int
+    rail: str
+    subnet: str
+    address: str  # with prefix, e.g. 192.168.100.11/24
+    cable: int
+    peer_host: str | None = None
+    peer_port: str | None = None
+    peer_netdev: str | None = None
+    peer_address: str | None = None  # without prefix
+    switch: str | None = None
+    switch_port: str | None = None  # "port/lane"
+
+    @property
+    def ip(self) -> str:
+        return self.address.split("/")[0]
+
+
+@dataclass(frozen=True)
+class Route:
+    to: str  # a /32 control address
+    via: str
+    dev: str
+    hops: int  # Sparks on the way, the destination included
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    mgmt_address: str
+    mgmt_if: str
+    ifaces: tuple[Iface, ...]
+    hca: dict[str, tuple[str, ...]]  # link-speed mode -> exact NCCL_IB_HCA device list
+    control_if: str
+    control_address: str
+    routes: tuple[Route, ...] = ()
+    forwarding: bool = False
+    instance: str | None = None
+    rank: int | None = None
+
+    def iface(self, netdev: str) -> Iface:
+        return next(i for i in self.ifaces if i.netdev == netdev)
+
+    @property
+    def fabric_ifs(self) -> tuple[str, ...]:
+        return tuple(i.netdev for i in self.ifaces)
+
+
+@dataclass(frozen=True)
+class Rank:
+    rank: int
+    host: str
+    prev_host: str | None
+    next_host: str | None
+    prev_port: str | None
+    next_port: str | None
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    topology: str  # single | pair | triangle | ring | switched
+    tp: int
+    ranks: tuple[Rank, ...]
+    launcher: str | None
+    backend: str | None
+    runtime: str | None
+    port: int
+    flags: dict[str, Any]
+    env: dict[str, str]
+    master_addr: str
+    switch: str | None = None
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(r.host for r in self.ranks)
+
+    @property
+    def direct(self) -> bool:
+        return self.topology in ("pair", "triangle", "ring")
+
+
+@dataclass(frozen=True)
+class Rail:
+    name: str
+    subnet: str
+    root: int
+    cable: int | None
+    switch: str | None
+    members: tuple[tuple[str, str], ...]  # (host, netdev)
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    model: str
+    capacity: dict[str, int]  # link-speed mode -> Sparks it carries
+    used: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    cluster: str
+    link_speed: str
+    mtu: int
+    rail_prefix: int
+    control_plane: str
+    nccl_version: str
+    nccl_graph: bool
+    nccl_channels: int
+    master_port: int
+    hosts: tuple[Host, ...]
+    instances: tuple[Instance, ...]
+    rails: tuple[Rail, ...]
+    switches: tuple[Switch, ...] = field(default_factory=tuple)
+    source: str = ""
+
+    def host(self, name: str) -> Host:
+        return next(h for h in self.hosts if h.name == name)
+
+    def instance(self, name: str) -> Instance:
+        return next(i for i in self.instances if i.name == name)
+
+    def instance_of(self, host: str) -> Instance | None:
+        return next((i for i in self.instances if host in i.hosts), None)
+
+    def with_link_speed(self, mode: str) -> Plan:
+        from dataclasses import replace
+
+        return replace(self, link_speed=mode)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("source")
+        for host in data["hosts"]:
+            host["hca"] = {m: list(host["hca"][m]) for m in MODES}
+        return data
