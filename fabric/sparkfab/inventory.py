@@ -100,6 +100,7 @@ class Sparkfab(Strict):
     nccl_graph: bool = False
     nccl_channels: Annotated[int, Field(ge=1, le=64)] = 8
     master_port: Annotated[int, Field(ge=1, le=65535)] = 29501
+    netplan_renderer: Literal["networkd", "NetworkManager"] = "networkd"
     switches: dict[Name, Switch] = Field(default_factory=dict)
     cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)
     instances: dict[Name, Instance] = Field(default_factory=dict)
@@ -108,6 +109,7 @@ class Sparkfab(Strict):
 class Inventory(Strict):
     hosts: dict[Name, HostVars]
     sparkfab: Sparkfab
+    group_vars: dict[str, Any] = Field(default_factory=dict)
     source: str = ""
 
 
@@ -162,7 +164,8 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
         problems.append(Problem("all.vars", "no 'sparkfab' block", "put the cluster under all.vars.sparkfab", _line(raw, ("all", "vars"))))
         raise InventoryError(problems, source)
     hosts, ansible = _split_host_vars(hosts_raw)
-    data = _plain({"hosts": hosts, "sparkfab": block, "source": source})
+    others = {k: v for k, v in (group.get("vars") or {}).items() if k != "sparkfab"}
+    data = _plain({"hosts": hosts, "sparkfab": block, "group_vars": others, "source": source})
     inv = None
     for attempt in range(4):
         try:

@@ -58,6 +58,7 @@ class Host:
     forwarding: bool = False
     instance: str | None = None
     rank: int | None = None
+    ansible: dict[str, Any] = field(default_factory=dict)
 
     def iface(self, netdev: str) -> Iface:
         return next(i for i in self.ifaces if i.netdev == netdev)
@@ -134,6 +135,8 @@ class Plan:
     instances: tuple[Instance, ...]
     rails: tuple[Rail, ...]
     switches: tuple[Switch, ...] = field(default_factory=tuple)
+    group_vars: dict[str, Any] = field(default_factory=dict)
+    netplan_renderer: str = "networkd"
     source: str = ""
 
     def host(self, name: str) -> Host:
@@ -153,6 +156,9 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("source")
+        data.pop("group_vars")
+        for host in data["hosts"]:
+            host.pop("ansible")
         for host in data["hosts"]:
             host["hca"] = {m: list(host["hca"][m]) for m in MODES}
         return data

@@ -295,10 +295,20 @@ def _instances(ctx: Ctx, cables: list[Cable]) -> list[tuple[str, str, list[Rank]
         hosts = _instance_hosts(ctx, name, inst.hosts, owner)
         if hosts is None:
             continue
+        _check_launcher(ctx, name, inst.launcher)
         resolved = _topology(ctx, name, hosts, cables)
         if resolved is not None:
             out.append((name, *resolved))
     return out
+
+
+def _check_launcher(ctx: Ctx, name: str, launcher: str | None) -> None:
+    from sparkfab.launchers import recipes
+
+    known = sorted(recipes())
+    if launcher is not None and launcher not in known:
+        ctx.add(SF + ("instances", name, "launcher"), f"unknown launcher '{launcher}'",
+                _close(launcher, known) + " (recipes live in launchers/*.yml)")
 
 
 def _instance_hosts(ctx: Ctx, name: str, hosts: list[str], owner: dict[str, str]) -> list[str] | None:
@@ -376,6 +386,7 @@ def _hosts(ctx: Ctx, cables: list[Cable], subnets: dict[RailKey, ipaddress.IPv4N
             hca=_hca(mine, inst[1] if inst else None), control_if=hv.mgmt_if,
             control_address=hv.ansible_host or name,
             instance=inst[0] if inst else None, rank=inst[2].rank if inst else None,
+            ansible=dict(hv.ansible),
         )
     if ctx.inv.sparkfab.control_plane == "fabric":
         hosts = _fabric_control(ctx, hosts, instances)
@@ -487,7 +498,7 @@ def _assemble(inv: Inventory, cables: list[Cable], subnets: dict[RailKey, ipaddr
         control_plane=sf.control_plane, nccl_version=sf.nccl_version, nccl_graph=sf.nccl_graph,
         nccl_channels=sf.nccl_channels, master_port=sf.master_port,
         hosts=tuple(hosts.values()), instances=tuple(insts), rails=tuple(rails), switches=switches,
-        source=inv.source,
+        group_vars=dict(inv.group_vars), netplan_renderer=sf.netplan_renderer, source=inv.source,
     )
 
 

@@ -1,3 +1,4 @@
 """CLI verbs. Each module registers its verbs with `sparkfab.cli.command`."""
 
 from sparkfab.commands import inventory_cmds  # noqa: F401
+from sparkfab.commands import render_cmds  # noqa: F401

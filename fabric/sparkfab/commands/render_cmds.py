@@ -1,0 +1,42 @@
+"""`sparkfab render`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from sparkfab.cli import command
+from sparkfab.render.tree import render
+from sparkfab.resolve import load_plan
+from sparkfab.writer import assets, write_tree
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inventory", metavar="INVENTORY")
+    p.add_argument("-o", "--output", required=True, type=Path, help="directory for the per-host tree")
+    p.add_argument("--link-speed", choices=("200", "100e", "100"), help="override the inventory's link_speed")
+    p.add_argument("--nccl-graph", action="store_true", help="also write an NCCL ring graph (NCCL_GRAPH_FILE)")
+
+
+def render_plan(inventory: str, link_speed: str | None = None, graph: bool = False):  # type: ignore[no-untyped-def]
+    plan = load_plan(inventory)
+    if link_speed:
+        plan = plan.with_link_speed(link_speed)
+    if graph:
+        plan = dataclasses.replace(plan, nccl_graph=True)
+    return plan
+
+
+@command("render", "Generate every host's configuration into DIR/<host>/etc/... plus an Ansible inventory.", _args)
+def render_cmd(args: argparse.Namespace) -> int:
+    plan = render_plan(args.inventory, args.link_speed, args.nccl_graph)
+    tree = render(plan, assets())
+    for w in tree.warnings:
+        sys.stderr.write(f"warning: {w}\n")
+    written = write_tree(tree, args.output)
+    if not args.quiet:
+        sys.stderr.write(f"rendered {len(written)} files for {len(tree.hosts)} hosts of {plan.cluster} "
+                         f"(link {plan.link_speed}) into {args.output}\n")
+    return 0

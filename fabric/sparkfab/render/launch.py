@@ -1,0 +1,159 @@
+"""Per-rank launch: an env file, an argv, a start order and the engine-flag hash.
+
+Workers start first and rank 0 last, then a health wait on rank 0. The engine-shaping
+flags must be identical on every rank (a mismatch hangs start-up with no error): their
+hash is written per host so that verify can compare ranks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from sparkfab.launchers import Recipe
+from sparkfab.plan import Host, Instance, Plan
+from sparkfab.render import File
+
+LAUNCH_DIR = "/etc/sparkfab/launch"
+COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
+#: Flags that differ per rank by design; everything else must match across ranks.
+PER_RANK = ("--node-rank", "--headless")
+
+
+@dataclass(frozen=True)
+class Launch:
+    instance: str
+    rank: int
+    world: int
+    start_order: int
+    runtime: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    engine_flags: tuple[str, ...]
+    health_url: str | None
+
+    @property
+    def engine_hash(self) -> str:
+        return hashlib.sha256("\0".join(self.engine_flags).encode()).hexdigest()
+
+
+def flag_argv(flags: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if value is True:
+            out.append(f"--{key}")
+        elif value is False:
+            out.append(f"--no-{key}")
+        else:
+            out += [f"--{key}", str(value)]
+    return out
+
+
+def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
+    rank = next(r for r in inst.ranks if r.host == host.name)
+    n = len(inst.ranks)
+    runtime = inst.runtime or ("process" if recipe.engine == "collective" else "docker")
+    backend = inst.backend or recipe.backend
+    if recipe.engine == "collective":
+        argv = _collective_argv(plan, inst, rank.rank)
+    else:
+        argv = _vllm_argv(plan, inst, recipe, rank.rank, backend)
+    engine = tuple(a for i, a in enumerate(argv) if a not in PER_RANK and (i == 0 or argv[i - 1] not in PER_RANK))
+    env = _env(plan, inst, host, recipe, backend)
+    health = f"http://{inst.master_addr}:{inst.port}/health" if rank.rank == 0 else None
+    return Launch(inst.name, rank.rank, n, n - 1 if rank.rank == 0 else rank.rank - 1, runtime,
+                  tuple(argv), tuple(env), engine, health)
+
+
+def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: str) -> list[str]:
+    flags = {**recipe.flags, **inst.flags}
+    argv = ["vllm", "serve", recipe.model, *flag_argv(flags), "--tensor-parallel-size", str(inst.tp),
+            "--distributed-executor-backend", backend]
+    if backend == "mp" and inst.tp > 1:
+        argv += ["--nnodes", str(len(inst.ranks)), "--node-rank", str(rank),
+                 "--master-addr", inst.master_addr, "--master-port", str(plan.master_port)]
+        if rank > 0:
+            argv.append("--headless")
+    argv += ["--host", "0.0.0.0", "--port", str(inst.port)]
+    return argv
+
+
+def _collective_argv(plan: Plan, inst: Instance, rank: int) -> list[str]:
+    return ["python3", COLLECTIVE_PATH, "serve", "--rank", str(rank), "--world-size", str(len(inst.ranks)),
+            "--master-addr", inst.master_addr, "--master-port", str(plan.master_port),
+            "--http-port", str(inst.port)]
+
+
+def _env(plan: Plan, inst: Instance, host: Host, recipe: Recipe, backend: str) -> list[tuple[str, str]]:
+    env = {
+        "VLLM_HOST_IP": host.control_address,
+        "MASTER_ADDR": inst.master_addr,
+        "MASTER_PORT": str(plan.master_port),
+        "TP_SOCKET_IFNAME": host.control_if,
+    }
+    if backend == "ray":
+        env.update({"RAY_memory_monitor_refresh_ms": "0", "RAY_NODE_IP_ADDRESS": host.control_address,
+                    "RAY_OVERRIDE_NODE_IP_ADDRESS": host.control_address})
+    env.update(recipe.env)
+    env.update(inst.env)
+    return sorted(env.items())
+
+
+def ray_commands(plan: Plan, inst: Instance, host: Host, serve: list[str]) -> list[str]:
+    """The container command with Ray: rank 0 starts the head then serves; others join."""
+    port = str(plan.master_port)
+    if host.name == inst.ranks[0].host:
+        head = ["ray", "start", "--head", "--port", port, "--node-ip-address", host.control_address,
+                "--disable-usage-stats"]
+        return ["bash", "-c", f"{shlex.join(head)} && exec {shlex.join(serve)}"]
+    return ["ray", "start", "--block", "--address", f"{inst.master_addr}:{port}",
+            "--node-ip-address", host.control_address, "--disable-usage-stats"]
+
+
+def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
+    lx = launch(plan, inst, host, recipe)
+    base = f"{LAUNCH_DIR}/{inst.name}"
+    env_text = f"# sparkfab: launch env of {inst.name} rank {lx.rank} on {host.name} (generated)\n"
+    env_text += "".join(f"{k}={v}\n" for k, v in lx.env)
+    backend = inst.backend or recipe.backend
+    command = list(lx.argv)
+    if recipe.engine == "vllm" and backend == "ray":
+        command = ray_commands(plan, inst, host, command)
+    meta = {
+        "instance": inst.name, "rank": lx.rank, "world_size": lx.world, "start_order": lx.start_order,
+        "runtime": lx.runtime, "engine": recipe.engine, "argv": command,
+        "engine_flags": list(lx.engine_flags), "engine_flag_hash": lx.engine_hash,
+        "health_url": lx.health_url, "container": f"sparkfab-{inst.name}",
+    }
+    return [
+        File(f"{base}.env", env_text),
+        File(f"{base}.sh", _script(plan, inst, host, recipe, lx, command), 0o755),
+        File(f"{base}.json", json.dumps(meta, indent=2) + "\n"),
+    ]
+
+
+def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, command: list[str]) -> str:
+    head = (f"#!/bin/sh\n# sparkfab: start {inst.name} rank {lx.rank}/{lx.world} on {host.name} "
+            f"(start order {lx.start_order}; generated)\nset -eu\n")
+    envs = f"/etc/sparkfab/nccl.env {LAUNCH_DIR}/{inst.name}.env"
+    if lx.runtime == "process":
+        return head + (f"set -a\nfor f in {envs}; do . \"$f\"; done\nset +a\n"
+                       f"exec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n")
+    vols = " ".join(f"-v {shlex.quote(v)}" for v in recipe.volumes)
+    name = f"sparkfab-{inst.name}"
+    return head + (
+        f"docker rm -f {name} >/dev/null 2>&1 || true\n"
+        f"exec docker run -d --name {name} --restart no \\\n"
+        "  --network host --ipc host --gpus all \\\n"
+        "  --device /dev/infiniband --cap-add IPC_LOCK \\\n"
+        f"  --ulimit memlock=-1 --ulimit stack=67108864 --shm-size {recipe.shm_size} \\\n"
+        f"  --env-file /etc/sparkfab/nccl.env --env-file {LAUNCH_DIR}/{inst.name}.env \\\n"
+        f"  {vols} \\\n"
+        f"  {shlex.quote(recipe.image)} \\\n"
+        f"  {shlex.join(command)}\n"
+    )

@@ -1,0 +1,77 @@
+"""Everything a host needs, and the Ansible inventory that pushes it.
+
+`render(plan)` returns {host: [File]} plus the inventory files; `sparkfab.writer` puts
+them on disk as DIR/<host>/etc/... and DIR/inventory.yml, DIR/host_vars/<host>.yml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from sparkfab.launchers import recipe
+from sparkfab.plan import Host, Plan
+from sparkfab.render import File, control, launch, nccl, netplan
+
+
+@dataclass(frozen=True)
+class Tree:
+    hosts: dict[str, tuple[File, ...]]
+    inventory: File
+    host_vars: dict[str, File]
+    warnings: tuple[str, ...]
+
+
+def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
+    files: list[File] = []
+    if host.ifaces:
+        files += [netplan.netplan(plan, host, plan.netplan_renderer), nccl.nccl_env(plan, host)]
+        graph = nccl.graph_xml(plan, host)
+        if graph is not None:
+            files.append(graph)
+    if plan.control_plane == "fabric" and host.ifaces:
+        files += [control.sysctl(plan, host), control.nftables(plan, host), control.ufw_rules(plan, host)]
+    inst = plan.instance_of(host.name)
+    if inst is not None and inst.launcher is not None:
+        rec = recipe(inst.launcher)
+        files += launch.files(plan, inst, host, rec)
+        if rec.engine == "collective":
+            files.append(File(launch.COLLECTIVE_PATH, assets.get("collective.py", ""), 0o644))
+    return sorted(files, key=lambda f: f.path)
+
+
+def render(plan: Plan, assets: dict[str, str] | None = None) -> Tree:
+    assets = assets or {}
+    hosts = {h.name: tuple(host_files(plan, h, assets)) for h in plan.hosts}
+    return Tree(hosts, _inventory(plan), {h.name: _host_vars(plan, h, hosts[h.name]) for h in plan.hosts},
+                tuple(nccl.warnings(plan)))
+
+
+def _inventory(plan: Plan) -> File:
+    hosts = {h.name: {"ansible_host": h.mgmt_address, **h.ansible} for h in plan.hosts}
+    group = {**plan.group_vars, "sparkfab_cluster": plan.cluster,
+             "sparkfab_control_plane": plan.control_plane}
+    doc = {"all": {"hosts": hosts, "vars": dict(sorted(group.items()))}}
+    head = f"# sparkfab: Ansible inventory for the rendered tree of {plan.cluster} (generated)\n"
+    return File("inventory.yml", head + yaml.safe_dump(doc, sort_keys=False, width=120))
+
+
+def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
+    inst = plan.instance_of(host.name)
+    meta: dict[str, Any] = {}
+    if inst is not None and inst.launcher is not None:
+        lx = launch.launch(plan, inst, host, recipe(inst.launcher))
+        meta = {"sparkfab_rank": lx.rank, "sparkfab_world_size": lx.world,
+                "sparkfab_start_order": lx.start_order, "sparkfab_runtime": lx.runtime,
+                "sparkfab_health_url": lx.health_url, "sparkfab_engine_flag_hash": lx.engine_hash}
+    data = {
+        "sparkfab_files": [{"src": f.path.lstrip("/"), "dest": f.path, "mode": f"{f.mode:04o}"} for f in files],
+        "sparkfab_fabric_ifs": list(host.fabric_ifs),
+        "sparkfab_instance": inst.name if inst else None,
+        "sparkfab_forwarding": host.forwarding,
+        **meta,
+    }
+    head = f"# sparkfab: variables of {host.name} (generated)\n"
+    return File(f"host_vars/{host.name}.yml", head + yaml.safe_dump(data, sort_keys=False, width=120))

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install everything sparkfab and its tests need on a fresh Debian machine (idempotent).
+#   Debian packages (as root): openssh, netplan.io, lldpd, nftables, iproute2, systemd-networkd.
+#   Python: a virtual environment in .venv with sparkfab (editable), its dev tools and
+#   torch 2.13.0 (CPU build) for the gloo collective.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
+              ethtool systemd procps util-linux)
+
+need_debs() {
+  local p
+  for p in "${DEB_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || return 0
+  done
+  return 1
+}
+
+if need_debs; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: Debian packages missing (${DEB_PACKAGES[*]}); run as root to install them" >&2
+  else
+    # Never let package scripts start sshd/lldpd on this machine's own network.
+    created_policy=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+      created_policy=1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${DEB_PACKAGES[@]}" >/dev/null
+    [ "$created_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.sparkfab-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e '.[dev]' 'torch==2.13.0'
+  touch "$stamp"
+fi
+echo "setup: ready (.venv/bin/sparkfab)" >&2

@@ -1,0 +1,12 @@
+#!/bin/sh
+# sparkfab: start llama rank 1/2 on spark-b (start order 0; generated)
+set -eu
+docker rm -f sparkfab-llama >/dev/null 2>&1 || true
+exec docker run -d --name sparkfab-llama --restart no \
+  --network host --ipc host --gpus all \
+  --device /dev/infiniband --cap-add IPC_LOCK \
+  --ulimit memlock=-1 --ulimit stack=67108864 --shm-size 64g \
+  --env-file /etc/sparkfab/nccl.env --env-file /etc/sparkfab/launch/llama.env \
+  -v /root/.cache/huggingface:/root/.cache/huggingface \
+  nvcr.io/nvidia/vllm:26.05-py3 \
+  vllm serve meta-llama/Llama-3.3-70B-Instruct --served-model-name llama-3.3-70b --max-model-len 32768 --gpu-memory-utilization 0.8 --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 --node-rank 1 --master-addr 10.0.0.21 --master-port 29501 --headless --host 0.0.0.0 --port 8000

@@ -1,0 +1,12 @@
+#!/bin/sh
+# sparkfab: start glm-a rank 3/8 on spark-04 (start order 2; generated)
+set -eu
+docker rm -f sparkfab-glm-a >/dev/null 2>&1 || true
+exec docker run -d --name sparkfab-glm-a --restart no \
+  --network host --ipc host --gpus all \
+  --device /dev/infiniband --cap-add IPC_LOCK \
+  --ulimit memlock=-1 --ulimit stack=67108864 --shm-size 64g \
+  --env-file /etc/sparkfab/nccl.env --env-file /etc/sparkfab/launch/glm-a.env \
+  -v /root/.cache/huggingface:/root/.cache/huggingface \
+  vllm-node-b12x \
+  ray start --block --address 10.0.1.11:29501 --node-ip-address 10.0.1.14 --disable-usage-stats
