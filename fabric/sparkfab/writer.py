@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from sparkfab.render import File
-from sparkfab.render.tree import Tree
+from sparkfab.render.tree import Tree, bundle
 
 
 def assets() -> dict[str, str]:
@@ -31,7 +31,8 @@ def write_tree(tree: Tree, out: Path) -> list[Path]:
         for f in files:
             _write(out / host, f)
             written.append(out / host / f.path.lstrip("/"))
-    for f in (tree.inventory, *tree.host_vars.values()):
+    bundles = [File(f"bundles/{host}.json", bundle(files), 0o600) for host, files in tree.hosts.items()]
+    for f in (tree.inventory, *tree.host_vars.values(), *bundles):
         _write(out, f)
         written.append(out / f.path)
     return written

@@ -16,6 +16,10 @@ from sparkfab.plan import Host, Plan
 from sparkfab.render import File, control, launch, nccl, netplan
 
 
+LLDP_PATH = "/etc/lldpd.d/sparkfab.conf"
+LLDP_CONF = "# sparkfab: cabling checks compare LLDP port ids with the plan (generated)\nconfigure lldp portidsubtype ifname\n"
+
+
 @dataclass(frozen=True)
 class Tree:
     hosts: dict[str, tuple[File, ...]]
@@ -31,6 +35,7 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
         graph = nccl.graph_xml(plan, host)
         if graph is not None:
             files.append(graph)
+        files.append(File(LLDP_PATH, LLDP_CONF))
     if plan.control_plane == "fabric" and host.ifaces:
         files += [control.sysctl(plan, host), control.nftables(plan, host), control.ufw_rules(plan, host)]
     inst = plan.instance_of(host.name)
@@ -58,6 +63,24 @@ def _inventory(plan: Plan) -> File:
     return File("inventory.yml", head + yaml.safe_dump(doc, sort_keys=False, width=120))
 
 
+_KINDS = (("/etc/netplan/", "netplan"), ("/etc/sparkfab/nccl", "nccl"), ("/etc/sparkfab/launch/", "launch"),
+          ("/etc/sparkfab/collective", "launch"), ("/etc/sysctl.d/", "control"), ("/etc/sparkfab/firewall", "control"),
+          ("/etc/sparkfab/ufw", "control"), ("/etc/lldpd.d/", "lldp"))
+
+
+def _kind(path: str) -> str:
+    return next(kind for prefix, kind in _KINDS if path.startswith(prefix))
+
+
+def bundle(files: tuple[File, ...]) -> str:
+    """Everything but netplan, as one JSON document the host-side installer reads."""
+    import json
+
+    data = {f.path: {"content": f.content, "mode": f"{f.mode:04o}", "kind": _kind(f.path)}
+            for f in files if _kind(f.path) != "netplan"}
+    return json.dumps({"files": data}, indent=1, sort_keys=True) + "\n"
+
+
 def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
     inst = plan.instance_of(host.name)
     meta: dict[str, Any] = {}
@@ -67,7 +90,9 @@ def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
                 "sparkfab_start_order": lx.start_order, "sparkfab_runtime": lx.runtime,
                 "sparkfab_health_url": lx.health_url, "sparkfab_engine_flag_hash": lx.engine_hash}
     data = {
-        "sparkfab_files": [{"src": f.path.lstrip("/"), "dest": f.path, "mode": f"{f.mode:04o}"} for f in files],
+        "sparkfab_files": [{"src": f.path.lstrip("/"), "dest": f.path, "mode": f"{f.mode:04o}", "kind": _kind(f.path)}
+                           for f in files],
+        "sparkfab_addresses": [{"dev": i.netdev, "address": i.address} for i in host.ifaces],
         "sparkfab_fabric_ifs": list(host.fabric_ifs),
         "sparkfab_instance": inst.name if inst else None,
         "sparkfab_forwarding": host.forwarding,

@@ -1,0 +1,176 @@
+"""`sparkfab apply`, `sparkfab linkspeed` and `sparkfab serve`: render, then push with Ansible."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from sparkfab.cli import command
+from sparkfab.deploy import HostResult, RunResult, run_playbook, state_dir
+from sparkfab.errors import DeployError, UsageError
+from sparkfab.lab.spec import lab_dir
+from sparkfab.plan import Plan
+from sparkfab.render.tree import render
+from sparkfab.resolve import load_plan
+from sparkfab.writer import assets, write_tree
+
+_err = Console(stderr=True, width=140)
+
+
+def plan_state_dir(plan: Plan) -> Path:
+    lab = plan.group_vars.get("sparkfab_lab_dir")
+    return Path(lab) / "state" if lab else state_dir(plan.cluster)
+
+
+def current_link_speed(plan: Plan) -> str:
+    f = plan_state_dir(plan) / "link_speed"
+    return f.read_text().strip() if f.exists() else plan.link_speed
+
+
+def inventory_path(args: argparse.Namespace) -> str:
+    if not getattr(args, "lab", False):
+        return str(args.inventory)
+    cluster = load_plan(args.inventory).cluster
+    inv = lab_dir(cluster) / "inventory.yml"
+    if not inv.exists():
+        raise UsageError(f"lab {cluster} is not up: run `sparkfab lab up {args.inventory}`")
+    return str(inv)
+
+
+def render_tree(plan: Plan) -> Path:
+    tree = plan_state_dir(plan) / "tree"
+    if tree.exists():
+        shutil.rmtree(tree)
+    write_tree(render(plan, assets()), tree)
+    return tree
+
+
+def _confirm(plan: Plan, args: argparse.Namespace, what: str) -> None:
+    if plan.group_vars.get("sparkfab_lab") or getattr(args, "yes", False) or getattr(args, "check", False):
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"{what} changes real hosts ({', '.join(h.name for h in plan.hosts)}): pass -y to confirm")
+    answer = input(f"{what} on {len(plan.hosts)} host(s) of {plan.cluster}? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise UsageError("cancelled")
+
+
+def _table(hosts: dict[str, HostResult], title: str) -> Table:
+    t = Table(title=title)
+    for col in ("host", "state", "ok", "changed", "failed", "unreachable", "task"):
+        t.add_column(col)
+    for h in sorted(hosts.values(), key=lambda x: x.host):
+        style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(h.state, "green")
+        t.add_row(h.host, f"[{style}]{h.state}[/]", str(h.ok), str(h.changed), str(h.failed), str(h.unreachable),
+                  (h.failed_task or h.task)[:60])
+    return t
+
+
+def run_with_progress(playbook: str, plan: Plan, tree: Path, args: argparse.Namespace,
+                      extravars: dict[str, object] | None = None) -> RunResult:
+    names = [h.name for h in plan.hosts]
+    title = f"{playbook} on {plan.cluster}"
+    live = Live(_table({}, title), console=_err, refresh_per_second=4, transient=True) if _err.is_terminal else None
+
+    def update(hosts: dict[str, HostResult]) -> None:
+        if live is not None:
+            live.update(_table(hosts, title))
+
+    if live is not None:
+        live.start()
+    try:
+        result = run_playbook(playbook, tree / "inventory.yml", plan.cluster, check=getattr(args, "check", False),
+                              diff=getattr(args, "diff", False), limit=getattr(args, "limit", None),
+                              extravars=extravars, on_update=update, hosts=names, workdir=plan_state_dir(plan))
+    finally:
+        if live is not None:
+            live.stop()
+    if not args.quiet:
+        _err.print(_table(result.hosts, title))
+    return result
+
+
+def _fail_if(result: RunResult) -> None:
+    if result.failures:
+        lines = [f"{h.host}: {h.state} at task '{h.failed_task}': {h.message}" for h in result.failures]
+        raise DeployError("\n  ".join(["deploy failed on:", *lines]) + f"\n  (artifacts: {result.artifacts})")
+
+
+def _apply_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inventory", metavar="INVENTORY")
+    p.add_argument("--check", action="store_true", help="change nothing; report what would change")
+    p.add_argument("--diff", action="store_true", help="show file differences")
+    p.add_argument("--limit", help="only these hosts (Ansible pattern)")
+    p.add_argument("--lab", action="store_true", help="use the lab inventory of this cluster")
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask before changing real hosts")
+
+
+@command("apply", "Render, then push to the hosts with Ansible (idempotent; --check --diff to preview).", _apply_args)
+def apply_cmd(args: argparse.Namespace) -> int:
+    plan = load_plan(inventory_path(args))
+    plan = plan.with_link_speed(current_link_speed(plan))
+    _confirm(plan, args, "apply")
+    tree = render_tree(plan)
+    result = run_with_progress("site.yml", plan, tree, args)
+    if (args.diff or args.check) and result.diffs:
+        sys.stdout.write("".join(result.diffs))
+    changed = sum(h.changed for h in result.hosts.values())
+    _err.print(f"apply {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} "
+               f"failed={len(result.failures)} (link {plan.link_speed})")
+    _fail_if(result)
+    return 0
+
+
+def _linkspeed_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inventory", metavar="INVENTORY")
+    p.add_argument("mode", choices=("200", "100e"), help="200: both PCIe roots; 100e: one root (emulated 100 Gb/s)")
+    p.add_argument("--lab", action="store_true", help="use the lab inventory of this cluster")
+    p.add_argument("-y", "--yes", action="store_true")
+
+
+@command("linkspeed", "Flip a running cluster between 200 Gb/s and emulated 100 Gb/s.", _linkspeed_args)
+def linkspeed_cmd(args: argparse.Namespace) -> int:
+    base = load_plan(inventory_path(args))
+    before = base.with_link_speed(current_link_speed(base))
+    plan = base.with_link_speed(args.mode)
+    _confirm(plan, args, f"linkspeed {args.mode}")
+    tree = render_tree(plan)
+    result = run_with_progress("linkspeed.yml", plan, tree, args)
+    _fail_if(result)
+    state = plan_state_dir(plan)
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "link_speed").write_text(args.mode + "\n")
+    for h in plan.hosts:
+        old, new = ",".join(before.host(h.name).hca[before.link_speed]), ",".join(h.hca[args.mode])
+        if old != new:
+            sys.stdout.write(f"{h.name}: NCCL_IB_HCA ={old} -> ={new}\n")
+    restarted = sorted(h.host for h in result.hosts.values() if h.changed and plan.instance_of(h.host))
+    _err.print(f"link speed of {plan.cluster}: {before.link_speed} -> {args.mode}; "
+               f"serving restarted on {len(restarted)} host(s)")
+    return 0
+
+
+def _serve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=("start", "stop", "restart"))
+    p.add_argument("inventory", metavar="INVENTORY")
+    p.add_argument("--lab", action="store_true", help="use the lab inventory of this cluster")
+    p.add_argument("-y", "--yes", action="store_true")
+
+
+@command("serve", "Start or stop serving: workers first, rank 0 last, then a health wait.", _serve_args)
+def serve_cmd(args: argparse.Namespace) -> int:
+    plan = load_plan(inventory_path(args))
+    plan = plan.with_link_speed(current_link_speed(plan))
+    _confirm(plan, args, f"serve {args.action}")
+    tree = plan_state_dir(plan) / "tree"
+    if not (tree / "inventory.yml").exists():
+        tree = render_tree(plan)
+    result = run_with_progress("serve.yml", plan, tree, args, {"sparkfab_serve_action": args.action})
+    _fail_if(result)
+    return 0

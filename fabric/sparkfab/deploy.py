@@ -1,0 +1,166 @@
+"""The deploy seam: one typed wrapper around ansible_runner.run.
+
+Known traps handled here: the venv's bin/ goes on PATH (runner execs `ansible-playbook`),
+`suppress_env_files=True` and a fresh `ident` per run (stale env/cmdline files once turned
+an apply into a silent check run), and `stats` is None when the run never started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sparkfab.launchers import repo_dir
+
+Event = dict[str, Any]
+
+
+@dataclass
+class HostResult:
+    host: str
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    unreachable: int = 0
+    skipped: int = 0
+    failed_task: str | None = None
+    message: str = ""
+    task: str = ""
+
+    @property
+    def state(self) -> str:
+        if self.unreachable:
+            return "unreachable"
+        if self.failed:
+            return "failed"
+        return "changed" if self.changed else "ok"
+
+
+@dataclass
+class RunResult:
+    rc: int
+    status: str
+    hosts: dict[str, HostResult]
+    diffs: list[str] = field(default_factory=list)
+    artifacts: str = ""
+
+    @property
+    def failures(self) -> list[HostResult]:
+        return [h for h in self.hosts.values() if h.failed or h.unreachable]
+
+
+def state_dir(cluster: str) -> Path:
+    base = os.environ.get("SPARKFAB_STATE_DIR") or ("/var/lib/sparkfab" if os.geteuid() == 0
+                                                     else str(Path.home() / ".local/state/sparkfab"))
+    return Path(base) / cluster
+
+
+class _Collector:
+    def __init__(self, hosts: list[str], on_update: Callable[[dict[str, HostResult]], None] | None) -> None:
+        self.hosts = {h: HostResult(h) for h in hosts}
+        self.diffs: list[str] = []
+        self.on_update = on_update
+
+    def __call__(self, ev: Event) -> bool:
+        kind = ev.get("event", "")
+        data = ev.get("event_data", {})
+        host = data.get("host") or data.get("remote_addr")
+        if host is not None and host not in self.hosts:
+            self.hosts[host] = HostResult(host)
+        h = self.hosts.get(host) if host else None
+        if h is not None:
+            self._count(kind, data, h)
+        if self.on_update is not None and kind.startswith(("runner_on", "playbook_on_task_start")):
+            self.on_update(self.hosts)
+        return True
+
+    def _count(self, kind: str, data: dict[str, Any], h: HostResult) -> None:
+        res = data.get("res", {}) or {}
+        task = data.get("task", "")
+        h.task = task
+        if kind == "runner_on_ok":
+            h.ok += 1
+            h.changed += bool(res.get("changed"))
+            self._diff(h.host, task, res)
+        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+            h.failed += 1
+            h.failed_task = h.failed_task or task
+            h.message = h.message or _failure_text(res)
+        elif kind == "runner_on_unreachable":
+            h.unreachable += 1
+            h.failed_task = h.failed_task or task
+            h.message = str(res.get("msg", ""))[:400]
+        elif kind == "runner_on_skipped":
+            h.skipped += 1
+
+    def _diff(self, host: str, task: str, res: dict[str, Any]) -> None:
+        stdout = res.get("stdout")
+        if isinstance(stdout, str) and stdout.startswith("{"):
+            try:
+                self.diffs += [d for d in json.loads(stdout).get("diff", []) if d]
+            except ValueError:
+                pass
+        diffs = res.get("diff") or []
+        for d in diffs if isinstance(diffs, list) else [diffs]:
+            if isinstance(d, dict) and (d.get("before") != d.get("after")):
+                head = d.get("after_header") or d.get("before_header") or task
+                import difflib
+
+                lines = difflib.unified_diff(str(d.get("before", "")).splitlines(True),
+                                             str(d.get("after", "")).splitlines(True),
+                                             f"{host}:{head} (now)", f"{host}:{head} (planned)")
+                self.diffs.append("".join(lines))
+
+
+def _failure_text(res: dict[str, Any]) -> str:
+    """The first useful message of a failed task (for loops: the failed item's)."""
+    for item in res.get("results", []) or []:
+        if isinstance(item, dict) and item.get("failed"):
+            return str(item.get("msg") or item.get("stderr") or "")[:400]
+    return str(res.get("msg") or res.get("stderr") or "")[:400]
+
+
+def run_playbook(playbook: str, inventory: Path, cluster: str, *, check: bool = False, diff: bool = False,
+                 limit: str | None = None, extravars: dict[str, Any] | None = None,
+                 on_update: Callable[[dict[str, HostResult]], None] | None = None,
+                 hosts: list[str] | None = None, workdir: Path | None = None) -> RunResult:
+    import ansible_runner
+
+    bindir = str(Path(sys.executable).parent)
+    os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    pdd = (workdir or state_dir(cluster)) / "runner"
+    pdd.mkdir(parents=True, exist_ok=True)
+    cmdline = " ".join(x for x in ("--check" if check else "", "--diff" if diff or check else "") if x)
+    collector = _Collector(hosts or [], on_update)
+    envvars = {
+        "ANSIBLE_CONFIG": str(repo_dir("ansible.cfg")),
+        "ANSIBLE_ROLES_PATH": str(repo_dir("roles")),
+        "ANSIBLE_FORCE_COLOR": "0",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    r = ansible_runner.run(
+        private_data_dir=str(pdd), project_dir=str(repo_dir("playbooks")), playbook=playbook,
+        inventory=str(inventory), cmdline=cmdline or None, limit=limit, extravars=extravars or {},
+        envvars=envvars, ident=f"{playbook.removesuffix('.yml')}-{uuid.uuid4().hex[:8]}", quiet=True,
+        suppress_env_files=True, rotate_artifacts=10, event_handler=collector, forks=32,
+    )
+    if r.stats is None and not collector.hosts:
+        raise_if_not_started(r)
+    return RunResult(r.rc, r.status, collector.hosts, collector.diffs, str(Path(r.config.artifact_dir)))
+
+
+def raise_if_not_started(r: Any) -> None:
+    from sparkfab.errors import DeployError
+
+    out = ""
+    try:
+        out = r.stdout.read()[-2000:]
+    except Exception:  # noqa: BLE001
+        pass
+    raise DeployError(f"ansible-playbook did not start (rc {r.rc}, status {r.status}): {out}")

@@ -1,0 +1,1 @@
+"""Lab mode: a whole cluster on one Linux machine (namespaces, veths, bridges, real daemons)."""

@@ -1,0 +1,119 @@
+"""Fault drills on a running lab: swap two cables, cut one, shape a link (tc tbf).
+
+A cable is named `cables[i]` (both rails) or `cables[i].r0` / `.r1` (one rail). The
+current wiring is kept in the lab directory so that several drills can be stacked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from sparkfab.errors import UsageError
+from sparkfab.lab.build import _netns
+from sparkfab.lab.spec import LabSpec, Veth
+
+_REF = re.compile(r"^cables\[(\d+)\](?:\.r([01]))?$")
+
+
+def _wiring_file(spec: LabSpec) -> Path:
+    return spec.dir / "wiring.json"
+
+
+def current(spec: LabSpec) -> list[Veth]:
+    f = _wiring_file(spec)
+    if f.exists():
+        return [Veth(**v) for v in json.loads(f.read_text())]
+    return list(spec.veths)
+
+
+def _save(spec: LabSpec, veths: list[Veth]) -> None:
+    _wiring_file(spec).write_text(json.dumps([asdict(v) for v in veths], indent=1))
+
+
+def _select(veths: list[Veth], ref: str) -> list[int]:
+    m = _REF.match(ref)
+    if not m:
+        raise UsageError(f"'{ref}' is not a cable: write cables[N] or cables[N].r0")
+    cable, rail = m.group(1), m.group(2)
+    idx = [i for i, v in enumerate(veths) if v.label.startswith(f"cables[{cable}] ")
+           and (rail is None or v.label.endswith(f"root {rail}"))]
+    if not idx:
+        raise UsageError(f"{ref}: no such cable in this lab")
+    return idx
+
+
+def _delete(v: Veth) -> None:
+    with _netns(v.a_ns) as a:
+        found = a.link_lookup(ifname=v.a_if)
+        if found:
+            a.link("del", index=found[0])
+
+
+def _create(v: Veth) -> None:
+    with _netns(v.a_ns) as a:
+        a.link("add", ifname=v.a_if, kind="veth", mtu=v.mtu, peer={"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": v.mtu})
+        a.link("set", index=a.link_lookup(ifname=v.a_if)[0], state="up")
+    with _netns(v.b_ns) as b:
+        idx = b.link_lookup(ifname=v.b_if)[0]
+        if v.bridge:
+            b.link("set", index=idx, master=b.link_lookup(ifname=v.bridge)[0])
+        b.link("set", index=idx, state="up")
+
+
+def swap(spec: LabSpec, a: str, b: str) -> list[str]:
+    """Plug the far ends of two cables into each other's ports (rail by rail)."""
+    veths = current(spec)
+    ia, ib = _select(veths, a), _select(veths, b)
+    if len(ia) != len(ib):
+        raise UsageError("swap two whole cables, or two single rails")
+    done = []
+    for x, y in zip(ia, ib, strict=True):
+        va, vb = veths[x], veths[y]
+        _delete(va)
+        _delete(vb)
+        na = replace(va, b_ns=vb.b_ns, b_if=vb.b_if, bridge=vb.bridge, label=va.label + " (swapped)")
+        nb = replace(vb, b_ns=va.b_ns, b_if=va.b_if, bridge=va.bridge, label=vb.label + " (swapped)")
+        _create(na)
+        _create(nb)
+        veths[x], veths[y] = na, nb
+        done.append(f"{va.a_ns}:{va.a_if} now meets {na.b_ns}:{na.b_if}; {vb.a_ns}:{vb.a_if} now meets {nb.b_ns}:{nb.b_if}")
+    _save(spec, veths)
+    return done
+
+
+def cut(spec: LabSpec, ref: str) -> list[str]:
+    veths = current(spec)
+    idx = _select(veths, ref)
+    done = []
+    for i in sorted(idx, reverse=True):
+        _delete(veths[i])
+        done.append(f"cut {veths[i].a_ns}:{veths[i].a_if} <-> {veths[i].b_ns}:{veths[i].b_if}")
+        del veths[i]
+    _save(spec, veths)
+    return done
+
+
+def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
+    """Shape both ends of the rails with a token bucket (e.g. 1gbit)."""
+    veths = current(spec)
+    done = []
+    for i in _select(veths, ref):
+        v = veths[i]
+        for ns_name, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
+            with _netns(ns_name) as ns:
+                idx = ns.link_lookup(ifname=ifname)[0]
+                try:
+                    ns.tc("del", index=idx, handle="1:")
+                except Exception:  # noqa: BLE001 (no qdisc yet)
+                    pass
+                ns.tc("add", "tbf", index=idx, handle="1:", rate=rate_text, burst=131072, latency="50ms")
+        done.append(f"shaped {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if} to {rate_text}")
+    return done
+
+
+def describe(spec: LabSpec) -> list[dict[str, Any]]:
+    return [asdict(v) for v in current(spec)]
