@@ -107,7 +107,11 @@ class _Collector:
             except ValueError:
                 pass
         diffs = res.get("diff") or []
-        for d in diffs if isinstance(diffs, list) else [diffs]:
+        diffs = list(diffs) if isinstance(diffs, list) else [diffs]
+        for item in res.get("results", []) or []:
+            if isinstance(item, dict) and item.get("diff"):
+                diffs += item["diff"] if isinstance(item["diff"], list) else [item["diff"]]
+        for d in diffs:
             if isinstance(d, dict) and (d.get("before") != d.get("after")):
                 head = d.get("after_header") or d.get("before_header") or task
                 import difflib

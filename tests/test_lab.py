@@ -1,0 +1,113 @@
+"""Issue 4: the namespace lab and the real Ansible push, end to end (root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from tests.labutil import lab, requires_lab, sparkfab, ssh
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+
+def _leftovers(cluster: str) -> list[str]:
+    from sparkfab.lab import build
+
+    found = build.leftovers(cluster)
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if f"sf-{cluster}-" in cmd or f"/lab/{cluster}/" in cmd:
+                found.append(f"process {pid}: {cmd[:80]}")
+    return found
+
+
+def _changed(err: str) -> int:
+    line = next(x for x in err.splitlines() if x.startswith("apply "))
+    return int(line.split("changed=")[1].split()[0])
+
+
+@pytest.mark.parametrize("inventory,cluster,hosts", [
+    ("inventory/ring4.yml", "ring4", 4),
+    ("inventory/switch8-crs804-200.yml", "sw8", 8),
+])
+def test_full_cycle(inventory, cluster, hosts):
+    """lab up -> apply -> apply (changed=0) -> serve -> linkspeed 100e -> 200 -> lab down, nothing left."""
+    with lab(inventory, cluster) as up:
+        assert f"{hosts} Sparks" in up.err
+        first = sparkfab("apply", inventory, "--lab", "-q")
+        assert first.code == 0, first.err
+        assert _changed(first.err) > 0
+        again = sparkfab("apply", inventory, "--lab", "-q")
+        assert again.code == 0 and _changed(again.err) == 0, again.err
+        host = "spark-01" if hosts == 8 else "spark-355d"
+        assert "9000" in ssh(cluster, host, "cat /sys/class/net/enP2p1s0f1np1/mtu").stdout
+        started = sparkfab("serve", "start", inventory, "--lab", "-q")
+        assert started.code == 0, started.err
+        flip = sparkfab("linkspeed", inventory, "100e", "--lab", "-q")
+        assert flip.code == 0, flip.err
+        assert "-> =rocep1s0f" in flip.out and f"serving restarted on {hosts} host(s)" in flip.err
+        env = ssh(cluster, host, "grep ^NCCL_IB_HCA= /etc/sparkfab/nccl.env").stdout
+        assert "roceP2" not in env and "rocep1s0f" in env
+        back = sparkfab("linkspeed", inventory, "200", "--lab", "-q")
+        assert back.code == 0 and "roceP2p1s0f" in ssh(cluster, host, "cat /etc/sparkfab/nccl.env").stdout
+        rank0 = json.loads(ssh(cluster, host, "cat /etc/sparkfab/launch/glm.json").stdout)
+        assert rank0["runtime"] == "process"
+    assert _leftovers(cluster) == []
+
+
+def test_check_diff_on_a_fresh_lab_changes_nothing():
+    with lab("inventory/ring4.yml", "ring4"):
+        res = sparkfab("apply", "inventory/ring4.yml", "--lab", "--check", "--diff", "-q")
+        assert res.code == 0, res.err
+        assert "+++ /etc/sparkfab/nccl.env (planned)" in res.out
+        assert "+network:" in res.out  # the netplan file's diff
+        probe = ssh("ring4", "spark-329f", "ls -A /etc/netplan /etc/sparkfab; ip -4 -o addr show | grep -c 192.168 || true")
+        assert probe.stdout.split() == ["/etc/netplan:", "/etc/sparkfab:", "0"], probe.stdout
+
+
+def test_unreachable_host_is_named_and_others_are_applied():
+    from sparkfab.lab.spec import lab_dir
+
+    with lab("inventory/ring4.yml", "ring4"):
+        state = json.loads((lab_dir("ring4") / "state.json").read_text())
+        os.kill(state["pids"]["spark-c049.sshd"], signal.SIGTERM)
+        res = sparkfab("apply", "inventory/ring4.yml", "--lab", "-q")
+        assert res.code == 3
+        assert "spark-c049: unreachable" in res.err
+        assert "spark-329f" not in res.err.split("deploy failed on:")[1]
+        assert "192.168.100.1/24" in ssh("ring4", "spark-329f", "ip -4 -o addr").stdout
+
+
+def test_dry_run_creates_nothing():
+    from sparkfab.lab import build
+
+    build.down("tri3")
+    res = sparkfab("lab", "up", "inventory/triangle.yml", "--dry-run")
+    assert res.code == 0
+    assert "veth sf-tri3-spark-1:enp1s0f0np0 <-> sf-tri3-spark-2:enp1s0f1np1, MTU 9000" in res.out
+    assert build.leftovers("tri3") == []
+
+
+def test_down_after_a_crash_finds_everything_by_name():
+    from sparkfab.lab.spec import lab_dir
+
+    with lab("inventory/pair-2cables.yml", "pair2"):
+        (lab_dir("pair2") / "state.json").unlink()  # as if `lab up` had died half-way
+    assert _leftovers("pair2") == []
+
+
+def test_swap_and_cut_rewire_the_lab():
+    with lab("inventory/switch8-crs804-200.yml", "sw8"):
+        res = sparkfab("lab", "wire", "inventory/switch8-crs804-200.yml", "--swap", "cables[2]", "cables[3]")
+        assert res.code == 0 and "now meets sf-sw8-sw.sw1:p2s2r0" in res.out
+        cut = sparkfab("lab", "wire", "inventory/switch8-crs804-200.yml", "--cut", "cables[5].r1")
+        assert cut.code == 0
+        links = ssh("sw8", "spark-06", "ip -br link").stdout
+        assert "enp1s0f1np1" in links and "enP2p1s0f1np1" not in links
