@@ -56,7 +56,7 @@ def render(plan: Plan, assets: dict[str, str] | None = None) -> Tree:
 
 def _inventory(plan: Plan) -> File:
     hosts = {h.name: {"ansible_host": h.mgmt_address, **h.ansible} for h in plan.hosts}
-    group = {**plan.group_vars, "sparkfab_cluster": plan.cluster,
+    group = {"sparkfab_lab": False, **plan.group_vars, "sparkfab_cluster": plan.cluster,
              "sparkfab_control_plane": plan.control_plane}
     doc = {"all": {"hosts": hosts, "vars": dict(sorted(group.items()))}}
     head = f"# sparkfab: Ansible inventory for the rendered tree of {plan.cluster} (generated)\n"
