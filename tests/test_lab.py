@@ -28,6 +28,21 @@ def _leftovers(cluster: str) -> list[str]:
     return found
 
 
+def green_hosts(inventory: str) -> list[str]:
+    from sparkfab.resolve import load_plan
+
+    return [h.name for h in load_plan(inventory).hosts]
+
+
+def _verify(inventory: str, *extra: str) -> dict:
+    res = sparkfab("verify", inventory, "--lab", "--format", "json", *extra)
+    report = json.loads(res.out)
+    failed = [r for r in report["results"] if r["status"] == "fail"]
+    assert res.code == 0 and report["ok"], failed
+    assert report["counts"]["pass"] > 0
+    return report
+
+
 def _changed(err: str) -> int:
     line = next(x for x in err.splitlines() if x.startswith("apply "))
     return int(line.split("changed=")[1].split()[0])
@@ -48,6 +63,9 @@ def test_full_cycle(inventory, cluster, hosts):
         assert again.code == 0 and _changed(again.err) == 0, again.err
         host = "spark-01" if hosts == 8 else "spark-355d"
         assert "9000" in ssh(cluster, host, "cat /sys/class/net/enP2p1s0f1np1/mtu").stdout
+        green = _verify(inventory, "--collective")
+        assert green["collective"]["glm"]["ok"] and green["collective"]["glm"]["backend"] == "gloo"
+        assert {r["host"] for r in green["results"] if r["check"] == "reach"} == set(green_hosts(inventory))
         started = sparkfab("serve", "start", inventory, "--lab", "-q")
         assert started.code == 0, started.err
         flip = sparkfab("linkspeed", inventory, "100e", "--lab", "-q")
@@ -55,6 +73,7 @@ def test_full_cycle(inventory, cluster, hosts):
         assert "-> =rocep1s0f" in flip.out and f"serving restarted on {hosts} host(s)" in flip.err
         env = ssh(cluster, host, "grep ^NCCL_IB_HCA= /etc/sparkfab/nccl.env").stdout
         assert "roceP2" not in env and "rocep1s0f" in env
+        assert _verify(inventory)["link_speed"] == "100e"
         back = sparkfab("linkspeed", inventory, "200", "--lab", "-q")
         assert back.code == 0 and "roceP2p1s0f" in ssh(cluster, host, "cat /etc/sparkfab/nccl.env").stdout
         rank0 = json.loads(ssh(cluster, host, "cat /etc/sparkfab/launch/glm.json").stdout)
@@ -103,11 +122,30 @@ def test_down_after_a_crash_finds_everything_by_name():
     assert _leftovers("pair2") == []
 
 
-def test_swap_and_cut_rewire_the_lab():
-    with lab("inventory/switch8-crs804-200.yml", "sw8"):
-        res = sparkfab("lab", "wire", "inventory/switch8-crs804-200.yml", "--swap", "cables[2]", "cables[3]")
+def test_verify_names_swapped_and_cut_cables():
+    inv = "inventory/switch8-crs804-200.yml"
+    with lab(inv, "sw8"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        res = sparkfab("lab", "wire", inv, "--swap", "cables[2]", "cables[3]")
         assert res.code == 0 and "now meets sf-sw8-sw.sw1:p2s2r0" in res.out
-        cut = sparkfab("lab", "wire", "inventory/switch8-crs804-200.yml", "--cut", "cables[5].r1")
+        swapped = sparkfab("verify", inv, "--lab", "--format", "json")
+        assert swapped.code == 4
+        bad = {(r["host"], r["subject"], r["expected"], r["actual"]) for r in json.loads(swapped.out)["results"]
+               if r["check"] == "cabling" and r["status"] == "fail"}
+        assert bad == {
+            ("spark-03", "enp1s0f1np1 (p1)", "sw1:p2s1r0", "sw1:p2s2r0"),
+            ("spark-03", "enP2p1s0f1np1 (p1)", "sw1:p2s1r1", "sw1:p2s2r1"),
+            ("spark-04", "enp1s0f1np1 (p1)", "sw1:p2s2r0", "sw1:p2s1r0"),
+            ("spark-04", "enP2p1s0f1np1 (p1)", "sw1:p2s2r1", "sw1:p2s1r1"),
+        }
+        cut = sparkfab("lab", "wire", inv, "--cut", "cables[5].r1")
         assert cut.code == 0
+        dead = json.loads(sparkfab("verify", inv, "--lab", "--format", "json").out)["results"]
+        named = {(r["check"], r["host"], r["subject"]) for r in dead if r["status"] == "fail"}
+        assert ("carrier", "spark-06", "enP2p1s0f1np1") in named
+        assert ("cabling", "spark-06", "enP2p1s0f1np1 (p1)") in named
         links = ssh("sw8", "spark-06", "ip -br link").stdout
-        assert "enp1s0f1np1" in links and "enP2p1s0f1np1" not in links
+        assert "enP2p1s0f1np1" in links and "NO-CARRIER" in links
+    with lab(inv, "sw8"):  # down and up again: green
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        _verify(inv)

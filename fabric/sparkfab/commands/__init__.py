@@ -4,3 +4,4 @@ from sparkfab.commands import inventory_cmds  # noqa: F401
 from sparkfab.commands import render_cmds  # noqa: F401
 from sparkfab.commands import lab_cmds  # noqa: F401
 from sparkfab.commands import deploy_cmds  # noqa: F401
+from sparkfab.commands import verify_cmd  # noqa: F401

@@ -86,13 +86,15 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
 
 
 def cut(spec: LabSpec, ref: str) -> list[str]:
+    """Pull the cable at the far end: the Spark keeps its netdev but loses carrier."""
     veths = current(spec)
-    idx = _select(veths, ref)
     done = []
-    for i in sorted(idx, reverse=True):
-        _delete(veths[i])
-        done.append(f"cut {veths[i].a_ns}:{veths[i].a_if} <-> {veths[i].b_ns}:{veths[i].b_if}")
-        del veths[i]
+    for i in _select(veths, ref):
+        v = veths[i]
+        with _netns(v.b_ns) as b:
+            b.link("set", index=b.link_lookup(ifname=v.b_if)[0], state="down")
+        veths[i] = replace(v, label=v.label + " (cut)")
+        done.append(f"cut {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if}")
     _save(spec, veths)
     return done
 

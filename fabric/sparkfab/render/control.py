@@ -18,7 +18,8 @@ RAY_PORTS = ("6379", "8265", "10002-19999")
 
 def control_ports(plan: Plan, host: Host) -> list[str]:
     inst = plan.instance_of(host.name)
-    ports = ["22", str(plan.master_port)]
+    # master port: the engine's rendezvous; master port + 1: `sparkfab verify --collective`
+    ports = ["22", str(plan.master_port), str(plan.master_port + 1)]
     if inst is not None:
         ports.append(str(inst.port))
         if inst.backend == "ray":

@@ -20,7 +20,7 @@ from sparkfab.render import File
 LAUNCH_DIR = "/etc/sparkfab/launch"
 COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
 #: Flags that differ per rank by design; everything else must match across ranks.
-PER_RANK = ("--node-rank", "--headless")
+PER_RANK = ("--node-rank", "--headless", "--rank")
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
     if inst is not None and inst.launcher is not None:
         rec = recipe(inst.launcher)
         files += launch.files(plan, inst, host, rec)
-        if rec.engine == "collective":
-            files.append(File(launch.COLLECTIVE_PATH, assets.get("collective.py", ""), 0o644))
+        # verify --collective runs it on every rank (and the lab serves it)
+        files.append(File(launch.COLLECTIVE_PATH, assets.get("collective.py", ""), 0o644))
     return sorted(files, key=lambda f: f.path)
 
 

@@ -1,0 +1,211 @@
+"""Checks that talk to the hosts, through pytest-testinfra's ssh backend.
+
+Connections are multiplexed through the ssh_config's ControlPath (testinfra adds
+ControlMaster/ControlPersist but no ControlPath, which alone makes it several times slower).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import shlex
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sparkfab.plan import Host, Instance, Plan
+from sparkfab.verify import hardware, lldp
+from sparkfab.verify.result import FAIL, PASS, Result
+
+#: veth reports 10000 Mb/s; a ConnectX-7 port reports 200000 Mb/s on both twins.
+LAB_SPEED, HW_SPEED = 10000, 200000
+
+
+def connect(spec: str, ssh_config: str) -> Any:
+    import testinfra
+
+    return testinfra.get_host(f"ssh://{spec}", ssh_config=ssh_config)
+
+
+def link_checks(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
+    links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
+    addrs = {x["ifname"]: x for x in json.loads(th.check_output("ip -j -4 addr show"))}
+    names = " ".join(i.netdev for i in host.ifaces)
+    raw = th.run(f"for i in {names}; do echo \"$i $(cat /sys/class/net/$i/speed 2>/dev/null || echo -)\"; done").stdout
+    speeds = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (x.split() for x in raw.splitlines() if x)}
+    out = []
+    for iface in host.ifaces:
+        name = iface.netdev
+        link = links.get(name)
+        if link is None:
+            out.append(Result("netdev", host.name, name, "present", "absent", FAIL, "no such interface"))
+            continue
+        flags = link.get("flags", [])
+        out.append(Result.compare("up", host.name, name, "UP", "UP" if "UP" in flags else "DOWN"))
+        out.append(Result.compare("carrier", host.name, name, 1, int("LOWER_UP" in flags),
+                                  "" if "LOWER_UP" in flags else "no carrier: cable unplugged or far end down"))
+        out.append(Result.compare("mtu", host.name, name, plan.mtu, link.get("mtu")))
+        have = sorted(f"{a['local']}/{a['prefixlen']}" for a in addrs.get(name, {}).get("addr_info", []))
+        out.append(Result.compare("ipv4", host.name, name, [iface.address], have))
+        speed = speeds.get(name)
+        out.append(Result.compare("speed", host.name, name, LAB_SPEED if lab else HW_SPEED, speed,
+                                  "veth in the lab" if lab else ""))
+    return out
+
+
+def config_checks(plan: Plan, host: Host, th: Any, files: dict[str, str]) -> list[Result]:
+    out = []
+    if plan.control_plane == "fabric" and host.ifaces:
+        if host.forwarding:
+            out.append(Result.compare("sysctl", host.name, "net.ipv4.ip_forward", 1, th.sysctl("net.ipv4.ip_forward")))
+        for name in host.fabric_ifs:
+            key = f"net.ipv4.conf.{name}.rp_filter"
+            out.append(Result.compare("sysctl", host.name, key, 2, th.sysctl(key)))
+        fw = th.run("nft list table inet sparkfab")
+        out.append(Result.compare("firewall", host.name, "table inet sparkfab", "loaded",
+                                  "loaded" if fw.rc == 0 else "absent"))
+    for path in sorted(p for p in files if p.endswith(("nccl.env", ".json")) and "/etc/sparkfab/" in p):
+        f = th.file(path)
+        actual = f.content_string if f.exists else None
+        status = PASS if actual == files[path] else FAIL
+        detail = "" if status == PASS else ("missing: run `sparkfab apply`" if actual is None else "differs from the plan")
+        out.append(Result("file", host.name, path, "as rendered", "as rendered" if status == PASS else
+                          ("absent" if actual is None else "different"), status, detail))
+    return out
+
+
+def jumbo_pings(plan: Plan, host: Host, th: Any) -> list[Result]:
+    out = []
+    size = plan.mtu - 28
+    for iface, peer in _rail_peers(plan, host):
+        res = th.run(f"ping -M do -s {size} -c 3 -i 0.2 -W 1 -I {iface.netdev} {peer}")
+        out.append(Result("jumbo-ping", host.name, f"{iface.netdev} -> {peer}", f"{plan.mtu} bytes, DF",
+                          "reply" if res.rc == 0 else "no reply", PASS if res.rc == 0 else FAIL,
+                          "" if res.rc == 0 else (res.stdout.strip().splitlines() or [""])[-1]))
+    return out
+
+
+def _rail_peers(plan: Plan, host: Host) -> list[tuple[Any, str]]:
+    """Direct cables: the far end. Switch: the next rank's address on the same rail."""
+    pairs = []
+    inst = plan.instance_of(host.name)
+    for iface in host.ifaces:
+        if iface.peer_address:
+            pairs.append((iface, iface.peer_address))
+            continue
+        others = list(inst.hosts) if inst else [h.name for h in plan.hosts]
+        nxt = others[(others.index(host.name) + 1) % len(others)] if host.name in others else None
+        if nxt and nxt != host.name:
+            mate = next((i for i in plan.host(nxt).ifaces if i.rail == iface.rail), None)
+            if mate:
+                pairs.append((iface, mate.ip))
+    return pairs
+
+
+def cabling(host: Host, th: Any) -> list[Result]:
+    res = th.run("lldpcli -f json show neighbors")
+    if res.rc != 0:
+        return [Result("cabling", host.name, "lldpd", "running", "not answering", FAIL,
+                       "lldpd must run on the fabric ports (sparkfab apply configures it)")]
+    return lldp.check_host(host, lldp.neighbours(res.stdout))
+
+
+def rdma(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
+    if lab:
+        return [Result.skip("rdma", host.name, "RDMA devices", "lab: veths have no RDMA devices (hardware only)")]
+
+    def read(path: str) -> str | None:
+        f = th.file(path)
+        return f.content_string if f.exists else None
+
+    return hardware.rdma_checks(host, read, plan.link_speed)
+
+
+def mesh(plan: Plan, inst: Instance, hosts: dict[str, Any]) -> list[Result]:
+    """Every rank to every rank's control address, with the path the packets took.
+
+    One SSH command per source rank (all its pings and first-hop lookups), sources in
+    parallel; transit hops are followed only where a route goes through a gateway.
+    """
+    import concurrent.futures as cf
+
+    owner = {i.ip: h.name for h in plan.hosts for i in h.ifaces}
+    owner.update({h.control_address: h.name for h in plan.hosts})
+    with cf.ThreadPoolExecutor(max_workers=16) as pool:
+        parts = pool.map(lambda src: _mesh_from(plan, inst, hosts, owner, src), inst.hosts)
+        return [r for part in parts for r in part]
+
+
+def _mesh_from(plan: Plan, inst: Instance, hosts: dict[str, Any], owner: dict[str, str], src: str) -> list[Result]:
+    me = plan.host(src)
+    dsts = [d for d in inst.hosts if d != src]
+    script = "; ".join(
+        f"ping -c 1 -W 2 -I {me.control_address} {plan.host(d).control_address} >/dev/null 2>&1; echo \"@$?\"; "
+        f"ip -j route get {plan.host(d).control_address} from {me.control_address} 2>/dev/null || echo '[]'"
+        for d in dsts)
+    lines = hosts[src].run(script).stdout.splitlines()
+    out = []
+    for d, (rc_line, route) in zip(dsts, zip(lines[0::2], lines[1::2], strict=False), strict=False):
+        target = plan.host(d).control_address
+        info = json.loads(route or "[]")
+        via = info[0].get("gateway") if info else None
+        path = [src] + (_follow(hosts, owner, owner.get(via, via), target, len(inst.hosts)) if via else [d])
+        ok = rc_line.strip() == "@0"
+        out.append(Result("reach", src, f"-> {d} {target}", "reply", "reply" if ok else "no reply",
+                          PASS if ok else FAIL, "path " + " > ".join(path)))
+    return out
+
+
+def _follow(hosts: dict[str, Any], owner: dict[str, str], here: str, target: str, limit: int) -> list[str]:
+    """Transit hops: look the destination up on each relay until it is local."""
+    path = [here]
+    for _ in range(limit):
+        if here not in hosts or owner.get(target) == here:
+            return path
+        res = hosts[here].run(f"ip -j route get {target}")
+        info = json.loads(res.stdout or "[]") if res.rc == 0 else []
+        via = info[0].get("gateway") if info else None
+        here = owner.get(via, via) if via else owner.get(target, target)
+        path.append(here)
+    return path
+
+
+def collective(plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool, sizes: str,
+               log: Callable[[str], None]) -> dict[str, Any]:
+    """The torch.distributed all-reduce with the generated env: workers first, rank 0 last."""
+    import concurrent.futures as cf
+
+    backend = "gloo" if lab else "nccl"
+    port = plan.master_port + 1  # admitted by the fabric firewall next to the engine's port
+    n = len(inst.ranks)
+
+    def one(rank: int, host: str) -> dict[str, Any]:
+        env = f"/etc/sparkfab/nccl.env /etc/sparkfab/launch/{inst.name}.env"
+        cmd = (f"set -a; for f in {env}; do . \"$f\"; done; set +a; "
+               f"exec \"${{SPARKFAB_PYTHON:-python3}}\" /etc/sparkfab/collective.py run --rank {rank} "
+               f"--world-size {n} --master-addr {inst.master_addr} --master-port {port} "
+               f"--backend {backend} --sizes {shlex.quote(sizes)} --timeout 90")
+        res = hosts[host].run(cmd)
+        lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
+        if res.rc == 0 and lines:
+            return json.loads(lines[-1])
+        last = [x for x in res.stderr.strip().splitlines() if x.strip()]
+        return {"rank": rank, "error": last[-1][-200:] if last else f"exit {res.rc}"}
+
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(max_workers=n) as pool:
+        futures = {}
+        for r in sorted(inst.ranks, key=lambda r: (r.rank == 0, r.rank)):
+            futures[r.rank] = pool.submit(one, r.rank, r.host)
+            time.sleep(0.05)
+        results = {rank: f.result() for rank, f in futures.items()}
+    log(f"collective on {inst.name}: {time.perf_counter() - t0:.1f} s")
+    ok = all(r.get("all_ranks_ok") for r in results.values())
+    return {"instance": inst.name, "backend": backend, "world_size": n, "ok": ok,
+            "ranks": {str(k): ("ok" if v.get("check", {}).get("ok") else v.get("error", "wrong sums"))
+                      for k, v in sorted(results.items())},
+            "sweep": results.get(0, {}).get("sweep", [])}
+
+
+def address_of(value: str) -> str:
+    return str(ipaddress.ip_address(value))

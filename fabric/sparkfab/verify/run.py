@@ -1,0 +1,127 @@
+"""Run every check against every host in parallel and collect one Report."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sparkfab.plan import Host, Plan
+from sparkfab.render.tree import render
+from sparkfab.verify import checks
+from sparkfab.verify.result import Report, Result
+
+LLDP_WAIT_S = 8.0
+
+
+def ssh_config_for(plan: Plan, workdir: Path) -> tuple[str, dict[str, str]]:
+    """The lab's ssh_config, or one written for real hosts (with a ControlPath)."""
+    lab = plan.group_vars.get("sparkfab_lab_dir")
+    if lab:
+        return str(Path(lab) / "ssh_config"), {h.name: h.name for h in plan.hosts}
+    workdir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for h in plan.hosts:
+        a = h.ansible
+        lines += [f"Host {h.name}", f"  HostName {h.mgmt_address}", f"  User {a.get('ansible_user', 'root')}",
+                  f"  Port {a.get('ansible_port', 22)}"]
+        if a.get("ansible_ssh_private_key_file"):
+            lines.append(f"  IdentityFile {a['ansible_ssh_private_key_file']}")
+        lines += ["  ControlMaster auto", f"  ControlPath {workdir}/cm-%C", "  ControlPersist 120s",
+                  "  ConnectTimeout 10"]
+    cfg = workdir / "ssh_config"
+    cfg.write_text("\n".join(lines) + "\n")
+    os.chmod(cfg, 0o600)
+    return str(cfg), {h.name: h.name for h in plan.hosts}
+
+
+def _per_host(plan: Plan, host: Host, th: Any, lab: bool, files: dict[str, str]) -> list[Result]:
+    if not host.ifaces:
+        return []
+    try:
+        th.check_output("true")
+    except Exception as exc:  # noqa: BLE001 (any transport error means unreachable)
+        return [Result("ssh", host.name, "connection", "reachable", "unreachable", "fail", str(exc)[:200])]
+    out = checks.link_checks(plan, host, th, lab)
+    out += checks.config_checks(plan, host, th, files)
+    out += checks.jumbo_pings(plan, host, th)
+    out += checks.rdma(plan, host, th, lab)
+    return out
+
+
+def _cabling(plan: Plan, hosts: dict[str, Any], reachable: set[str]) -> list[Result]:
+    """LLDP converges within a few transmit intervals after a re-cable: retry failures briefly."""
+    deadline = time.monotonic() + LLDP_WAIT_S
+    while True:
+        with cf.ThreadPoolExecutor(max_workers=16) as pool:
+            parts = pool.map(lambda h: checks.cabling(h, hosts[h.name]),
+                             [h for h in plan.hosts if h.name in reachable and h.ifaces])
+            results = [r for part in parts for r in part]
+        if all(r.status != "fail" for r in results) or time.monotonic() > deadline:
+            return results
+        time.sleep(1.0)
+
+
+def verify(plan: Plan, *, collective: bool = False, perf: bool = False, sizes: str = "4K,256K,4M,16M",
+           workdir: Path, log: Callable[[str], None] = lambda s: None) -> Report:
+    lab = bool(plan.group_vars.get("sparkfab_lab"))
+    cfg, alias = ssh_config_for(plan, workdir)
+    files = {h: {f.path: f.content for f in fs} for h, fs in render(plan, {}).hosts.items()}
+    hosts = {h.name: checks.connect(alias[h.name], cfg) for h in plan.hosts}
+    report = Report(plan.cluster, plan.link_speed)
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(max_workers=16) as pool:
+        parts = pool.map(lambda h: _per_host(plan, h, hosts[h.name], lab, files[h.name]), plan.hosts)
+        for part in parts:
+            report.results += part
+    unreachable = {r.host for r in report.results if r.check == "ssh"}
+    reachable = {h.name for h in plan.hosts} - unreachable
+    report.timing["hosts_s"] = round(time.perf_counter() - t0, 2)
+    report.results += _cabling(plan, hosts, reachable)
+    report.results += _consistency(plan, hosts, reachable)
+    for inst in plan.instances:
+        if set(inst.hosts) <= reachable:
+            report.results += checks.mesh(plan, inst, hosts)
+    report.timing["checks_s"] = round(time.perf_counter() - t0, 2)
+    if perf:
+        report.results += _perf(plan, lab, hosts)
+    if collective:
+        report.collective = {}
+        for inst in plan.instances:
+            res = checks.collective(plan, inst, hosts, lab, sizes, log)
+            report.collective[inst.name] = res
+            report.results.append(Result("collective", inst.hosts[0], inst.name, "correct sums on every rank",
+                                         "correct" if res["ok"] else str(res["ranks"]),
+                                         "pass" if res["ok"] else "fail", res["backend"]))
+    report.timing["total_s"] = round(time.perf_counter() - t0, 2)
+    return report
+
+
+def _consistency(plan: Plan, hosts: dict[str, Any], reachable: set[str]) -> list[Result]:
+    """The engine-flag hash must be the same on every rank (a mismatch hangs start-up)."""
+    import json
+
+    out = []
+    for inst in plan.instances:
+        if inst.launcher is None or not set(inst.hosts) <= reachable:
+            continue
+        seen = {}
+        for h in inst.hosts:
+            f = hosts[h].file(f"/etc/sparkfab/launch/{inst.name}.json")
+            seen[h] = json.loads(f.content_string).get("engine_flag_hash", "")[:12] if f.exists else "absent"
+        want = seen[inst.hosts[0]]
+        for h, got in seen.items():
+            out.append(Result.compare("engine-flags", h, inst.name, want, got, "hash of the engine-shaping flags"))
+    return out
+
+
+def _perf(plan: Plan, lab: bool, hosts: dict[str, Any]) -> list[Result]:
+    if lab:
+        return [Result.skip("perf", h.name, "ib_write_bw / all_reduce_perf", "lab: no RDMA devices (veth)")
+                for h in plan.hosts if h.ifaces]
+    from sparkfab.verify.perf import perf
+
+    return perf(plan, hosts)
