@@ -30,12 +30,18 @@ def rendered(path: Path, mode: str, out: Path) -> dict[str, str]:
     return {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
+def golden_view(files: dict[str, str]) -> dict[str, str]:
+    """What goldens pin: generated files (not the shipped collective.py, not the derived bundles)."""
+    return {k: v for k, v in files.items() if not k.startswith("bundles/") and not k.endswith("collective.py")}
+
+
 @pytest.mark.golden
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_golden(tmp_path, path, mode):
     """Regenerate with: SPARKFAB_REGEN=1 scripts/test.sh -m golden"""
-    got = rendered(path, mode, tmp_path)
+    all_files = rendered(path, mode, tmp_path)
+    got = golden_view(all_files)
     gold = GOLDEN / path.stem / mode
     if REGEN:
         shutil.rmtree(gold, ignore_errors=True)
@@ -85,6 +91,16 @@ def test_100e_differs_only_in_nccl(tmp_path, path):
     for rel in changed:
         hca = next(line for line in b[rel].splitlines() if line.startswith("NCCL_IB_HCA="))
         assert "roceP2" not in hca and "rocep1" in hca
+
+
+def test_bundle_carries_exactly_the_non_netplan_files(tmp_path):
+    files = rendered(REPO / "inventory/ring4.yml", "200", tmp_path)
+    for host in ("spark-329f", "spark-3d38"):
+        bundle = json.loads(files[f"bundles/{host}.json"])["files"]
+        mine = {"/" + k.split("/", 1)[1]: v for k, v in files.items() if k.startswith(host + "/")}
+        assert set(bundle) == {p for p in mine if not p.startswith("/etc/netplan/")}
+        assert all(bundle[p]["content"] == mine[p] for p in bundle)
+        assert bundle["/etc/sparkfab/collective.py"]["content"] == (REPO / "fabric/sparkfab/collective.py").read_text()
 
 
 def test_second_render_is_byte_identical(tmp_path):
