@@ -14,7 +14,10 @@ run() {  # name, port, extra env...
       --rank $r --world-size 2 --master-addr 127.0.0.1 --master-port "$port" --backend nccl \
       --sizes $sizes --iters 20 --warmup 5 >"$out/$name-rank$r.json" 2>"$out/$name-rank$r.log" &
   done
-  wait
+  local rc=0
+  wait -n || rc=$?
+  wait -n || rc=$?
+  echo "$name: ranks exited ($rc)"
   grep -h "via NET\|via P2P\|NET/Socket : Using\|NCCL version" "$out/$name-rank0.log" | head -6 || true
   python3 -c "import json,sys; d=json.load(open('$out/$name-rank0.json')); print('$name', 'correct' if d['all_ranks_ok'] else 'WRONG'); [print(f\"  {r['bytes']:>11} B {r['time_us']:>10.1f} us algbw {r['algbw_GBps']:8.2f} GB/s busbw {r['busbw_GBps']:8.2f} GB/s\") for r in d['sweep']]"
 }
