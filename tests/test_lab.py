@@ -91,6 +91,26 @@ def test_check_diff_on_a_fresh_lab_changes_nothing():
         assert probe.stdout.split() == ["/etc/netplan:", "/etc/sparkfab:", "0"], probe.stdout
 
 
+def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sparkfab.lab.spec import lab_dir
+    from tests.conftest import REPO
+
+    with lab("inventory/pair-1cable.yml", "pair1"):
+        out = tmp_path / "tree"
+        assert sparkfab("render", str(lab_dir("pair1") / "inventory.yml"), "-o", str(out)).code == 0
+        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        res = subprocess.run(["ansible-playbook", "-i", str(out / "inventory.yml"), str(REPO / "playbooks/site.yml")],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        assert res.returncode == 0, res.stdout[-3000:]
+        assert "failed=0" in res.stdout and "unreachable=0" in res.stdout
+        assert "192.168.100.1/24" in ssh("pair1", "spark-a", "ip -4 -o addr").stdout
+
+
 def test_unreachable_host_is_named_and_others_are_applied():
     from sparkfab.lab.spec import lab_dir
 
