@@ -1,0 +1,114 @@
+"""`sparkfab estimate`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from sparkfab.cli import command
+from sparkfab.errors import UsageError
+from sparkfab.measure import model as models
+from sparkfab.measure.estimate import Setup, estimate
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--model", help=f"a preset: {', '.join(sorted(models.PRESETS))} (default glm-5.3)")
+    g.add_argument("--config", help="a Hugging Face config.json")
+    p.add_argument("--tp", type=int, help="TP size (default: the inventory's first instance, else 8)")
+    p.add_argument("--chunk", type=int, default=4096, help="prefill chunk, tokens (--max-num-batched-tokens)")
+    p.add_argument("--from", dest="from_gbps", type=float, help="link speed now, Gb/s (default 200)")
+    p.add_argument("--to", dest="to_gbps", type=float, default=100.0, help="the slower link, Gb/s")
+    p.add_argument("--ttft", type=float, help="measured TTFT (s) of an 8K prompt at --from: percentages")
+    p.add_argument("--ttft-prompt", type=int, default=8192, help="prompt tokens of the --ttft measurement")
+    p.add_argument("--mtp-split", action="store_true", help="the MTP draft runs on the split model")
+    p.add_argument("--active-params", type=float, help="parameters read per token (e.g. 40e9)")
+    p.add_argument("--bits-per-weight", type=float, help="e.g. 4.5 for NVFP4 with its scales")
+    p.add_argument("--mtp-tokens", type=int, help="draft tokens per decode pass")
+    p.add_argument("--inventory", help="take TP size and link speed from this inventory")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--plot", type=Path, help="write PNG plots into this directory")
+
+
+def _setup(args: argparse.Namespace) -> Setup:
+    spec = models.from_config(args.config) if args.config else models.preset(args.model or "glm-5.3")
+    spec = models.with_overrides(spec, active_params=args.active_params, bits_per_weight=args.bits_per_weight,
+                                 mtp_tokens=args.mtp_tokens)
+    tp, from_gbps = args.tp, args.from_gbps
+    if args.inventory:
+        from sparkfab.resolve import load_plan
+
+        plan = load_plan(args.inventory)
+        if not plan.instances:
+            raise UsageError(f"{args.inventory} has no instance to take the TP size from")
+        tp = tp or plan.instances[0].tp
+        from_gbps = from_gbps or (100.0 if plan.link_speed == "100" else 200.0)
+    return Setup(spec, tp or 8, args.chunk, from_gbps or 200.0, args.to_gbps, args.mtp_split)
+
+
+@command("estimate", "Estimate the network cost of tensor parallelism from a model's architecture.", _args)
+def estimate_cmd(args: argparse.Namespace) -> int:
+    s = _setup(args)
+    result = estimate(s, args.ttft, args.ttft_prompt)
+    if args.plot:
+        from sparkfab.measure.plots import estimate_plots
+
+        for path in estimate_plots(s, result, args.plot, args.ttft):
+            sys.stderr.write(f"wrote {path}\n")
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        print_estimate(result)
+    return 0
+
+
+def _mb(x: float) -> str:
+    return f"{x / 1e6:,.2f} MB"
+
+
+def print_estimate(r: dict) -> None:  # type: ignore[type-arg]
+    c = Console(width=130)
+    c.print(f"[bold]{r['model']}[/] at TP{r['tp']}, {r['from_gbps']:g} -> {r['to_gbps']:g} Gb/s")
+    c.print(f"all-reduces per prompt token {r['allreduces_per_token']} x {r['bytes_per_value']} bytes per value x "
+            f"ring factor {r['ring_factor']:.3f} = [bold]{_mb(r['bytes_per_token'])}[/] per prompt token per Spark")
+    c.print(f"extra TTFT <= [bold]{r['extra_s_per_1000_tokens']:.3f} s[/] per 1,000 prompt tokens "
+            f"({r['extra_s_per_1000_tokens_emulated']:.3f} s to the emulated {r['emulated_gbps']:g} Gb/s link; a real "
+            f"100G cable adds at most {r['real_cable_s_per_1000_tokens']:.3f} s more)")
+    ch = r["chunk"]
+    c.print(f"per {ch['chunk_tokens']:,}-token chunk: block {_mb(ch['block_bytes'])}, each Spark sends "
+            f"{_mb(ch['sent_bytes'])} in {ch['ring_steps']} ring steps of {_mb(ch['segment_bytes'])}: "
+            f"{ch['send_s_from'] * 1e3:.1f} ms at {r['from_gbps']:g}, {ch['send_s_to'] * 1e3:.1f} ms at {r['to_gbps']:g} Gb/s")
+    t = Table(title="test plan: extra prefill time, upper bound")
+    for col in ("test", "prompt tokens", "prefill bytes per Spark", f"{r['from_gbps']:g} -> {r['to_gbps']:g}",
+                f"{r['from_gbps']:g} -> {r['emulated_gbps']:g}"):
+        t.add_column(col, justify="right")
+    for row in r["plan"]:
+        t.add_row(row["test"], f"{row['prompt_tokens']:,}", f"{row['prefill_bytes'] / 1e9:.1f} GB",
+                  f"<= +{row['extra_s']:.2f} s", f"<= +{row['extra_s_emulated']:.2f} s")
+    c.print(t)
+    d = r["decode"]
+    c.print(f"decode: {d['tokens_per_pass']} tokens per pass, {d['allreduce_bytes'] / 1e3:.0f} KB per all-reduce "
+            f"({d['sent_per_allreduce'] / 1e3:.0f} KB sent: {d['send_us_from']:.1f} us at {r['from_gbps']:g}, "
+            f"{d['send_us_to']:.1f} us at {r['to_gbps']:g}), {_mb(d['bytes_per_pass'])} per pass; weight-read floor "
+            f"{d['pass_floor_s'] * 1e3:.1f} ms ({d['weight_bytes_per_spark'] / 1e9:.2f} GB per Spark) -> traffic "
+            f"<= {d['traffic_bound_gbps']:.1f} Gb/s, a slower link adds <= {d['extra_per_pass_s'] * 1e3:.2f} ms per pass")
+    if "measured" in r:
+        m = r["measured"]
+        c.print(f"measured TTFT {m['ttft_s']:.2f} s for {m['prompt_tokens']:,} tokens: network share "
+                f"{m['network_share']:.1%} -> TTFT increase <= {m['increase_bound']:.1%} "
+                f"(emulated link: <= {m['increase_bound_emulated']:.1%})")
+        t = Table(title="projection against TP size (computation split evenly)")
+        for col in ("TP", "bytes x", "compute x", "TTFT", "increase <="):
+            t.add_column(col, justify="right")
+        for row in r["tp_projection"]:
+            t.add_row(str(row["tp"]), f"{row['bytes_factor']:.2f}", f"{row['compute_factor']:.2f}",
+                      f"{row['ttft_s']:.2f} s", f"{row['increase_bound']:.0%}")
+        c.print(t)
+    sw = r["switch"]
+    c.print(f"switch for {r['tp']} Sparks: at 200G {sw['200']['switch'] or 'none in the catalog'} "
+            f"({sw['200']['breakout']}); at 100G {sw['100']['switch'] or 'none'} ({sw['100']['breakout']})")

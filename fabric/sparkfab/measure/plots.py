@@ -1,0 +1,54 @@
+"""PNG plots for the estimate (matplotlib, no display)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sparkfab.measure.estimate import EMULATED_GBPS, Setup, bytes_per_token, extra_time, tp_projection
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | None) -> list[Path]:
+    plt = _plt()
+    out.mkdir(parents=True, exist_ok=True)
+    tokens = [1024 * 2**k for k in range(0, 8)]
+    bpt = bytes_per_token(s)
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    ax.plot([t / 1000 for t in tokens], [extra_time(t * bpt, s.from_gbps, s.to_gbps) for t in tokens], "o-",
+            label=f"{s.from_gbps:g} -> {s.to_gbps:g} Gb/s")
+    ax.plot([t / 1000 for t in tokens], [extra_time(t * bpt, s.from_gbps, EMULATED_GBPS) for t in tokens], "s--",
+            label=f"{s.from_gbps:g} -> {EMULATED_GBPS:g} Gb/s (emulated)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([t / 1000 for t in tokens], [f"{t // 1024}K" for t in tokens])
+    ax.set_xlabel("prompt length (tokens)")
+    ax.set_ylabel("extra time to first token, upper bound (s)")
+    ax.set_title(f"{s.model.name} at TP{s.tp}: prefill penalty of a slower link")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    paths = [out / "penalty_vs_prompt.png"]
+    fig.savefig(paths[0])
+    plt.close(fig)
+    if ttft is not None:
+        rows = tp_projection(s, ttft, baseline_tp=s.tp)
+        fig, ax = plt.subplots(figsize=(6, 4.2), dpi=120)
+        ax.bar([f"TP{r['tp']}" for r in rows], [100 * r["increase_bound"] for r in rows], color="#4878a8")
+        for i, r in enumerate(rows):
+            ax.text(i, 100 * r["increase_bound"] + 0.5, f"<= {100 * r['increase_bound']:.0f}%", ha="center")
+        ax.set_ylabel(f"TTFT increase at {s.to_gbps:g} Gb/s, upper bound (%)")
+        ax.set_xlabel("TP size (8K prompt; baseline measured at TP%d)" % s.tp)
+        ax.set_title("Projected penalty against TP size")
+        fig.tight_layout()
+        paths.append(out / "penalty_vs_tp.png")
+        fig.savefig(paths[1])
+        plt.close(fig)
+    return paths
