@@ -169,3 +169,34 @@ def test_verify_names_swapped_and_cut_cables():
     with lab(inv, "sw8"):  # down and up again: green
         assert sparkfab("apply", inv, "--lab", "-q").code == 0
         _verify(inv)
+
+
+def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
+    """Issue 7 in the lab: 1 ms samples of one Spark's fabric netdevs while a gloo all-reduce runs."""
+    import subprocess
+    import sys
+
+    from sparkfab.measure import sampler, traffic
+
+    inv = "inventory/ring4.yml"
+    out = tmp_path / "ring.smp"
+    with lab(inv, "ring4"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        devs = "enp1s0f0np0,enp1s0f1np1,enP2p1s0f0np0,enP2p1s0f1np1"
+        proc = subprocess.Popen(["ip", "netns", "exec", "sf-ring4-spark-329f", sys.executable, "-m", "sparkfab",
+                                 "sample", "--source", "netdev", "--devices", devs, "--duration", "20", "-o", str(out)],
+                                stderr=subprocess.PIPE, text=True)
+        res = sparkfab("verify", inv, "--lab", "--collective", "--sizes", "1M,16M,32M", "--format", "json")
+        assert res.code == 0, res.out[-2000:]
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    s = sampler.read(out)
+    sr = traffic.series(s)
+    first = sum(v * c["unit"] for v, c in zip(s.values[0], s.counters, strict=True) if c["direction"] == "tx")
+    last = sum(v * c["unit"] for v, c in zip(s.values[-1], s.counters, strict=True) if c["direction"] == "tx")
+    assert sr.total["tx"] == last - first > 100 * 2**20  # the sweep moved well over 100 MiB
+    _, per_ms = traffic.rates(sr, 0.001)
+    assert round(sum(per_ms) * 0.001 * 1e9 / 8) == last - first  # spreading kept every byte
+    peaks = {round(r["interval_s"], 3): r["peak_gbps"] for r in traffic.peaks(sr, [0.001, 0.1])}
+    whole = traffic.peaks(sr, [])[-1]["peak_gbps"]
+    assert peaks[0.001] > 5 * whole and peaks[0.001] > peaks[0.1]  # bursts only show at 1 ms

@@ -52,3 +52,36 @@ def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | No
         fig.savefig(paths[1])
         plt.close(fig)
     return paths
+
+
+def traffic_plot(sr: Any, out: Path, direction: str = "tx", window: tuple[float, float] | None = None) -> Path:
+    """Like the paper's Figure 4: 1 ms rates over the whole run, and a zoom panel."""
+    from sparkfab.measure.traffic import rates
+
+    plt = _plt()
+    panels = 2 if window else 1
+    fig, axes = plt.subplots(panels, 1, figsize=(9, 3.2 * panels), dpi=120, squeeze=False)
+    t1, r1 = rates(sr, 0.001, direction)
+    t100, r100 = rates(sr, 0.1, direction)
+    ax = axes[0][0]
+    ax.plot(t1, r1, lw=0.6, color="#1f5fa8", label="1 ms average")
+    ax.plot(t100, r100, lw=1.4, color="#d9822b", drawstyle="steps-post", label="100 ms average")
+    ax.set_xlabel("time since the first sample (s)")
+    ax.set_ylabel(f"{direction} rate (Gb/s)")
+    ax.set_title(f"Traffic sent by one host ({direction}), 1 ms resolution")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right")
+    if window:
+        ax.axvspan(window[0], window[1], color="grey", alpha=0.2)
+        tz, rz = rates(sr, 0.001, direction, window)
+        z = axes[1][0]
+        z.plot(tz, rz, lw=0.8, color="#1f5fa8")
+        z.set_xlabel("time since the first sample (s)")
+        z.set_ylabel(f"{direction} rate (Gb/s)")
+        z.set_title(f"zoom: {window[0]:g}-{window[1]:g} s, 1 ms averages")
+        z.grid(True, alpha=0.3)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out

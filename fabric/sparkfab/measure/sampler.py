@@ -1,0 +1,204 @@
+"""Sample traffic counters at 1 ms and stream them to disk (Appendix A of the paper).
+
+RDMA traffic bypasses the kernel, so it only shows in the RDMA port counters
+(/sys/class/infiniband/<dev>/ports/1/counters/port_{xmit,rcv}_data, in units of 4 bytes);
+netdev counters (/sys/class/net/<if>/statistics/{tx,rx}_bytes) see TCP and the lab.
+
+Every read of all counters is bracketed by two CLOCK_MONOTONIC timestamps. The file holds a
+JSON header (sources, units, a wall-clock anchor: one time.time_ns() taken together with
+monotonic_ns()) and fixed-size binary records written with one write() each, so a killed
+sampler loses at most the record being written. Missed deadlines are counted in each
+record, never hidden.
+
+Record: int64 t0_ns, int64 t1_ns, uint32 missed_before, uint32 pad, uint64 counter[n].
+"""
+
+from __future__ import annotations
+
+import array
+import gc
+import json
+import os
+import signal
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"SPARKFAB-SAMPLES v1\n"
+
+
+@dataclass(frozen=True)
+class Counter:
+    path: str  # absolute path of the counter file
+    device: str
+    direction: str  # tx | rx
+    unit: int  # bytes per count
+
+
+def rdma_counters(devices: list[str], root: str = "/") -> list[Counter]:
+    base = Path(root) / "sys/class/infiniband"
+    out = []
+    for d in devices:
+        c = base / d / "ports/1/counters"
+        out += [Counter(str(c / "port_xmit_data"), d, "tx", 4), Counter(str(c / "port_rcv_data"), d, "rx", 4)]
+    return out
+
+
+def netdev_counters(devices: list[str], root: str = "/") -> list[Counter]:
+    base = Path(root) / "sys/class/net"
+    out = []
+    for d in devices:
+        s = base / d / "statistics"
+        out += [Counter(str(s / "tx_bytes"), d, "tx", 1), Counter(str(s / "rx_bytes"), d, "rx", 1)]
+    return out
+
+
+def record_struct(n: int) -> struct.Struct:
+    return struct.Struct(f"<qqII{n}Q")
+
+
+@dataclass
+class SampleStats:
+    samples: int = 0
+    missed: int = 0
+    max_gap_ns: int = 0
+    brackets_ns: array.array = field(default_factory=lambda: array.array("q"))  # type: ignore[type-arg]
+    realtime: bool = False
+
+
+def _tighten_timing() -> bool:
+    """Minimal timer slack, and SCHED_FIFO when allowed (root): wake-ups on time."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK = 1 ns
+    except (OSError, AttributeError):
+        pass
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        return True
+    except (PermissionError, OSError, AttributeError):
+        return False
+
+
+def _relax_timing(realtime: bool) -> None:
+    if realtime:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
+def sample(counters: list[Counter], out: Path, interval_s: float = 0.001, duration_s: float | None = None,
+           stop: Callable[[], bool] | None = None, meta: dict[str, Any] | None = None,
+           realtime: bool = True) -> SampleStats:
+    """Read every counter each interval until duration, stop() or SIGTERM/SIGINT."""
+    fds = [os.open(c.path, os.O_RDONLY) for c in counters]
+    rec = record_struct(len(fds))
+    header = {"version": 1, "interval_s": interval_s, "counters": [c.__dict__ for c in counters],
+              "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()}, **(meta or {})}
+    blob = json.dumps(header).encode()
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, MAGIC + struct.pack("<I", len(blob)) + blob)
+    stopping = {"now": False}
+    old = {s: signal.signal(s, lambda *_: stopping.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)}
+    stats = SampleStats()
+    step = int(interval_s * 1e9)
+    gc_was = gc.isenabled()
+    gc.disable()  # a collection pause would show up as a gap
+    stats.realtime = _tighten_timing() if realtime else False
+    brackets, write, pack = stats.brackets_ns.append, os.write, rec.pack
+    mono, pread = time.monotonic_ns, os.pread
+    starts = array.array("q")
+    mark, sleep = starts.append, time.sleep
+    try:
+        start = mono()
+        end = start + int(duration_s * 1e9) if duration_s else 1 << 62
+        deadline, missed = start, 0
+        while deadline <= end and not stopping["now"] and not (stop and stop()):
+            t0 = mono()
+            raw = [pread(f, 32, 0) for f in fds]
+            t1 = mono()
+            write(fd, pack(t0, t1, missed, 0, *map(int, raw)))
+            mark(t0)
+            brackets(t1 - t0)
+            deadline += step
+            now = mono()
+            if now > deadline:  # late: skip the ticks we cannot make, and say so
+                missed = (now - deadline) // step + 1
+                stats.missed += missed
+                deadline += missed * step
+            else:
+                missed = 0
+                sleep((deadline - now) / 1e9)
+        stats.samples = len(starts)
+        stats.max_gap_ns = max((b - a for a, b in zip(starts, starts[1:])), default=0)
+    finally:
+        _relax_timing(stats.realtime)
+        if gc_was:
+            gc.enable()
+        for s, h in old.items():
+            signal.signal(s, h)
+        os.close(fd)
+        for f in fds:
+            os.close(f)
+    return stats
+
+
+@dataclass
+class Samples:
+    header: dict[str, Any]
+    t0: list[int]
+    t1: list[int]
+    missed: list[int]
+    values: list[list[int]]  # per record, raw counter values
+
+    @property
+    def counters(self) -> list[dict[str, Any]]:
+        return list(self.header["counters"])
+
+
+def read(path: str | Path) -> Samples:
+    """Read a sample file; a torn last record (killed writer) is dropped."""
+    data = Path(path).read_bytes()
+    if not data.startswith(MAGIC):
+        raise ValueError(f"{path}: not a sparkfab sample file")
+    off = len(MAGIC)
+    (n,) = struct.unpack_from("<I", data, off)
+    header = json.loads(data[off + 4: off + 4 + n])
+    off += 4 + n
+    rec = record_struct(len(header["counters"]))
+    count = (len(data) - off) // rec.size
+    t0, t1, missed, values = [], [], [], []
+    for i in range(count):
+        a, b, m, _, *v = rec.unpack_from(data, off + i * rec.size)
+        t0.append(a)
+        t1.append(b)
+        missed.append(m)
+        values.append(v)
+    return Samples(header, t0, t1, missed, values)
+
+
+def rate_since(counters: list[Counter], window_s: float) -> float:
+    """Bytes per second over a short window (both directions), for idle detection."""
+    def total() -> int:
+        return sum(int(Path(c.path).read_text()) * c.unit for c in counters)
+
+    a, t = total(), time.monotonic()
+    time.sleep(window_s)
+    return (total() - a) / (time.monotonic() - t)
+
+
+def wait_idle(counters: list[Counter], below_bps: float, for_s: float, timeout_s: float = 600.0,
+              probe_s: float = 0.1, clock: Callable[[], float] = time.monotonic) -> float:
+    """Wait until the link has carried less than below_bps for for_s seconds; return the wait."""
+    start = clock()
+    quiet_since = None
+    while clock() - start < timeout_s:
+        if rate_since(counters, probe_s) < below_bps:
+            quiet_since = quiet_since or clock()
+            if clock() - quiet_since >= for_s:
+                return clock() - start
+        else:
+            quiet_since = None
+    raise TimeoutError(f"the link did not stay below {below_bps:g} B/s for {for_s:g} s within {timeout_s:g} s")

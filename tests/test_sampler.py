@@ -1,0 +1,173 @@
+"""Issue 7: the sampler and the traffic analysis, on fake counter trees with known traffic."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparkfab.measure import sampler, traffic
+
+
+def fake_tree(root: Path, devs: list[str], kind: str = "rdma") -> list[sampler.Counter]:
+    counters = (sampler.rdma_counters if kind == "rdma" else sampler.netdev_counters)(devs, str(root))
+    for c in counters:
+        Path(c.path).parent.mkdir(parents=True, exist_ok=True)
+        Path(c.path).write_text("0\n")
+    return counters
+
+
+class Writer:
+    """Known traffic: before each sample, add `per_step` counts to every tx counter."""
+
+    def __init__(self, counters: list[sampler.Counter], per_step: int, steps: int, start: int = 0) -> None:
+        self.counters, self.per_step, self.steps, self.n = counters, per_step, steps, 0
+        self.value = start
+        self.fds = [os.open(c.path, os.O_WRONLY) for c in counters]
+        self.added_bytes = 0
+
+    def __call__(self) -> bool:
+        if self.n >= self.steps:
+            return True
+        if self.n:
+            self.value += self.per_step
+            self.added_bytes += self.per_step * self.counters[0].unit
+        for c, fd in zip(self.counters, self.fds, strict=True):
+            if c.direction == "tx":
+                os.pwrite(fd, f"{self.value:<24d}\n".encode(), 0)
+        self.n += 1
+        return False
+
+
+def test_recovered_bytes_are_exact_and_rates_correct(tmp_path):
+    counters = fake_tree(tmp_path, ["rocep1s0f1", "roceP2p1s0f1"])
+    # 31,250 counts x 4 bytes per 1 ms on each twin = 125 kB/ms = 1 Gb/s per twin
+    w = Writer(counters, 31_250, 400)
+    out = tmp_path / "s.smp"
+    stats = sampler.sample(counters, out, 0.001, stop=w)
+    sr = traffic.series(sampler.read(out))
+    twins = 2
+    assert sr.total["tx"] == w.added_bytes * twins and sr.total["rx"] == 0
+    span = (sr.times_ns[-1] - sr.times_ns[0]) / 1e9
+    expected = w.added_bytes * twins * 8 / span / 1e9
+    for width in (0.005, 0.1):
+        _, r = traffic.rates(sr, width)
+        inner = r[1:-1]
+        assert abs(sum(inner) / len(inner) - expected) / expected < 0.05
+    assert stats.samples == 400 and stats.missed == 0
+
+
+def test_wraps_and_resets():
+    assert traffic.counter_delta(10, 25) == (15, "ok")
+    assert traffic.counter_delta((1 << 64) - 5, 10) == (15, "wrap")
+    assert traffic.counter_delta(5_000, 300) == (300, "reset")
+
+
+def test_reset_mid_run_is_counted(tmp_path):
+    counters = fake_tree(tmp_path, ["enp1s0f1np1"], "netdev")
+    w = Writer(counters, 1000, 50, start=10**9)
+
+    def stop() -> bool:
+        if w.n == 25:
+            w.value = 0  # the driver reloaded: the counter starts again at 0
+        return w()
+
+    sampler.sample(counters, tmp_path / "r.smp", 0.001, stop=stop)
+    sr = traffic.series(sampler.read(tmp_path / "r.smp"))
+    assert sr.resets == 1
+    # every step moved 1000 bytes; across the reset the new value (counted from 0) is the delta
+    assert sr.total["tx"] == 49 * 1000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 5_000_000), st.integers(0, 10**9)), min_size=1, max_size=60),
+       st.integers(1, 3_000_000), st.integers(0, 999))
+def test_spreading_conserves_bytes(steps, width, offset):
+    times = [1_000]
+    for dt, _ in steps:
+        times.append(times[-1] + dt)
+    deltas = [b for _, b in steps]
+    width = max(width, (times[-1] - times[0]) // 2000 + 1)  # keep the bin count small
+    start = times[0] - offset
+    nbins = (times[-1] - start) // width + 1
+    bins = traffic.spread(times, deltas, start, width, nbins)
+    assert sum(bins) == sum(deltas)
+    assert all(b >= 0 for b in bins)
+
+
+def test_peaks_table_shapes(tmp_path):
+    counters = fake_tree(tmp_path, ["rocep1s0f0"])
+    w = Writer(counters, 10_000, 300)
+    sampler.sample(counters, tmp_path / "p.smp", 0.001, stop=w)
+    sr = traffic.series(sampler.read(tmp_path / "p.smp"))
+    rows = traffic.peaks(sr, [0.001, 0.005, 0.1, 1.0])
+    assert [r["interval_s"] for r in rows[:-1]] == [0.001, 0.005, 0.1]  # 1 s is longer than the run
+    assert rows[-1]["whole_window"] and rows[0]["peak_gbps"] >= rows[-1]["peak_gbps"]
+    assert rows[0]["uncertainty"] > rows[1]["uncertainty"] > 0
+
+
+def test_killed_sampler_loses_nothing_written(tmp_path):
+    counters = fake_tree(tmp_path, ["lo"], "netdev")
+    out = tmp_path / "k.smp"
+    code = ("import sys; sys.path.insert(0, %r); from sparkfab.measure import sampler; "
+            "sampler.sample(sampler.netdev_counters(['lo'], %r), __import__('pathlib').Path(%r), 0.001)"
+            % (str(Path(sampler.__file__).parents[2]), str(tmp_path), str(out)))
+    p = subprocess.Popen([sys.executable, "-c", code])
+    time.sleep(1.5)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    with open(out, "ab") as f:
+        f.write(b"\x01\x02\x03")  # a torn record, as if killed in the middle of a write
+    s = sampler.read(out)
+    assert len(s.t0) > 100 and all(b >= a for a, b in zip(s.t0, s.t1, strict=True))
+
+
+def test_wait_idle(tmp_path):
+    counters = fake_tree(tmp_path, ["rocep1s0f0"])
+    assert sampler.wait_idle(counters, below_bps=1.0, for_s=0.3, probe_s=0.05) >= 0.3
+    import threading
+
+    fd = os.open(counters[0].path, os.O_WRONLY)
+    done = threading.Event()
+
+    def busy() -> None:
+        v = 0
+        while not done.is_set():
+            v += 10**6
+            os.pwrite(fd, f"{v:<24d}\n".encode(), 0)
+            time.sleep(0.002)
+
+    t = threading.Thread(target=busy)
+    t.start()
+    try:
+        with pytest.raises(TimeoutError):
+            sampler.wait_idle(counters, below_bps=1.0, for_s=0.2, timeout_s=0.5, probe_s=0.05)
+    finally:
+        done.set()
+        t.join()
+
+
+def test_traffic_cli(tmp_path, cli):
+    counters = fake_tree(tmp_path, ["rocep1s0f0"])
+    w = Writer(counters, 5_000, 200)
+    sampler.sample(counters, tmp_path / "c.smp", 0.001, stop=w)
+    res = cli("traffic", str(tmp_path / "c.smp"), "--format", "json", "--plot", str(tmp_path / "t.png"))
+    assert res.code == 0
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    import json
+
+    data = json.loads(res.out)
+    assert data["summary"]["bytes"]["tx"] == w.added_bytes
+
+
+def test_sample_cli_refuses_missing_counters(tmp_path, cli):
+    res = cli("sample", "--devices", "rocep9s9f9", "--root", str(tmp_path), "--duration", "0.1",
+              "-o", str(tmp_path / "x.smp"))
+    assert res.code == 2 and "no such counter" in res.err
