@@ -7,3 +7,4 @@ from sparkfab.commands import deploy_cmds  # noqa: F401
 from sparkfab.commands import verify_cmd  # noqa: F401
 from sparkfab.commands import estimate_cmd  # noqa: F401
 from sparkfab.commands import sample_cmds  # noqa: F401
+from sparkfab.commands import bench_cmds  # noqa: F401

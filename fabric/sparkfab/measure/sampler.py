@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import struct
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,7 +102,8 @@ def sample(counters: list[Counter], out: Path, interval_s: float = 0.001, durati
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.write(fd, MAGIC + struct.pack("<I", len(blob)) + blob)
     stopping = {"now": False}
-    old = {s: signal.signal(s, lambda *_: stopping.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)}
+    main = threading.current_thread() is threading.main_thread()  # only it may take signals
+    old = {s: signal.signal(s, lambda *_: stopping.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
     stats = SampleStats()
     step = int(interval_s * 1e9)
     gc_was = gc.isenabled()

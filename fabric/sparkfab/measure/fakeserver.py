@@ -1,0 +1,218 @@
+"""A protocol double of an OpenAI-compatible streaming server, with programmable timing.
+
+Prefill takes `prefill_s_per_token` x prompt tokens, then tokens come every
+`token_interval_s`, `tokens_per_chunk` at a time (as with MTP drafts), on absolute
+deadlines so that sleep errors do not add up. It answers /health, /tokenize,
+/v1/models, /v1/completions and /v1/chat/completions (streaming, with usage, continuous
+usage stats on request). A `responder` decides the text of chat answers (the quality
+battery uses it to play a good or a broken model). For tests and rehearsals only.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]  # request body -> {"text": ..., "tool_calls": ...}
+
+
+@dataclass
+class Timing:
+    prefill_s_per_token: float = 0.0
+    token_interval_s: float = 0.005
+    tokens_per_chunk: int = 1
+    cached_prefix_factor: float = 1.0  # prefill time of a prompt whose prefix was seen before (0.2 = 5x faster)
+    drop_tokens: int = 0  # answer this many tokens short of max_tokens (a server that ignores ignore_eos)
+
+
+def _words(text: str) -> list[str]:
+    return text.split() or [""]
+
+
+def tokenize(text: str) -> list[int]:
+    """A stand-in tokenizer: one token per character code (exact and reversible)."""
+    return [ord(c) for c in text]
+
+
+@dataclass
+class FakeServer:
+    timing: Timing = field(default_factory=Timing)
+    responder: Responder | None = None
+    model: str = "fake-model"
+    seen_prefixes: set[tuple[int, ...]] = field(default_factory=set)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        handler = type("Handler", (_Handler,), {"server_state": self})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return f"http://{host}:{self.httpd.server_address[1]}"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def prefill_s(self, prompt: list[int]) -> float:
+        key = tuple(prompt[:64])
+        factor = self.timing.cached_prefix_factor if key in self.seen_prefixes and len(prompt) > 64 else 1.0
+        self.seen_prefixes.add(key)
+        return len(prompt) * self.timing.prefill_s_per_token * factor
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_state: FakeServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        # small event writes must leave at once (Nagle + delayed ACK would add milliseconds)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _json(self, code: int, data: Any) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/health":
+            self._json(200, {"ok": True})
+        elif self.path == "/v1/models":
+            self._json(200, {"data": [{"id": self.server_state.model, "object": "model"}]})
+        else:
+            self._json(404, {"error": "not found"})
+
+    def parse_request(self) -> bool:
+        self.arrived = time.monotonic()  # prefill is timed from the request line's arrival
+        return super().parse_request()
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        self.server_state.requests.append(body)
+        if self.path == "/tokenize":
+            ids = tokenize(body.get("prompt", ""))
+            self._json(200, {"tokens": ids, "count": len(ids)})
+        elif self.path in ("/v1/completions", "/v1/chat/completions"):
+            self._generate(body, chat=self.path.endswith("chat/completions"))
+        else:
+            self._json(404, {"error": "not found"})
+
+    def _prompt(self, body: dict[str, Any], chat: bool) -> list[int]:
+        if chat:
+            return tokenize("".join(str(m.get("content", "")) for m in body.get("messages", [])))
+        p = body.get("prompt", "")
+        return list(p) if isinstance(p, list) else tokenize(p)
+
+    def _generate(self, body: dict[str, Any], chat: bool) -> None:
+        st = self.server_state
+        prompt = self._prompt(body, chat)
+        answer = st.responder(body) if st.responder else {}
+        text = answer.get("text")
+        n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        pieces = _words(text) if text is not None else [f" t{i}" for i in range(max(1, n - st.timing.drop_tokens))]
+        if text is not None:
+            pieces = [p + (" " if i < len(pieces) - 1 else "") for i, p in enumerate(pieces)]
+        if not body.get("stream"):
+            self._json(200, _final(st.model, chat, "".join(pieces), len(prompt), len(pieces), answer))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        t = st.timing
+        _sleep_until(self.arrived + st.prefill_s(prompt))
+        first = time.monotonic()
+        continuous = bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
+        sent = 0
+        for k in range(0, len(pieces), t.tokens_per_chunk):
+            group = pieces[k: k + t.tokens_per_chunk]
+            _sleep_until(first + (k // t.tokens_per_chunk) * t.token_interval_s * t.tokens_per_chunk)
+            sent += len(group)
+            self._event(_chunk(st.model, chat, "".join(group), len(prompt), sent if continuous else None, k == 0))
+        if answer.get("tool_calls"):
+            self._event({"object": "chat.completion.chunk", "model": st.model, "choices": [
+                {"index": 0, "delta": {"tool_calls": answer["tool_calls"]}, "finish_reason": "tool_calls"}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self._event({"choices": [], "usage": {"prompt_tokens": len(prompt), "completion_tokens": sent,
+                                                  "total_tokens": len(prompt) + sent}})
+        self._raw(b"data: [DONE]\n\n")
+        self._raw(b"")
+
+    def _event(self, data: dict[str, Any]) -> None:
+        data["server_sent_ns"] = time.monotonic_ns()  # the double's own send time, to check the client
+        self._raw(b"data: " + json.dumps(data).encode() + b"\n\n")
+
+    def _raw(self, payload: bytes) -> None:
+        self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+        self.wfile.flush()
+
+
+def _sleep_until(t: float) -> None:
+    while True:
+        left = t - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(left if left > 0.002 else left / 2)
+
+
+def _chunk(model: str, chat: bool, text: str, prompt_len: int, cumulative: int | None, first: bool) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": 0, "finish_reason": None}
+    if chat:
+        choice["delta"] = {"content": text, **({"role": "assistant"} if first else {})}
+    else:
+        choice["text"] = text
+    data: dict[str, Any] = {"object": "chat.completion.chunk" if chat else "text_completion", "model": model,
+                            "choices": [choice]}
+    if cumulative is not None:
+        data["usage"] = {"prompt_tokens": prompt_len, "completion_tokens": cumulative}
+    return data
+
+
+def _final(model: str, chat: bool, text: str, prompt_len: int, n: int, answer: dict[str, Any]) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": text}
+    if answer.get("tool_calls"):
+        msg["tool_calls"] = answer["tool_calls"]
+    choice = {"index": 0, "message": msg} if chat else {"index": 0, "text": text}
+    return {"model": model, "choices": [choice], "usage": {"prompt_tokens": prompt_len, "completion_tokens": n}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the double in its own process (the client's GIL must not pace the server)."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--prefill-s-per-token", type=float, default=0.0)
+    p.add_argument("--token-interval-s", type=float, default=0.005)
+    p.add_argument("--tokens-per-chunk", type=int, default=1)
+    p.add_argument("--cached-prefix-factor", type=float, default=1.0)
+    p.add_argument("--drop-tokens", type=int, default=0)
+    p.add_argument("--behaviour", choices=("good", "broken"), default="good",
+                   help="how chat answers behave (the quality battery's good or broken model)")
+    args = p.parse_args(argv)
+    from sparkfab.measure.battery import model_responder
+
+    srv = FakeServer(Timing(args.prefill_s_per_token, args.token_interval_s, args.tokens_per_chunk,
+                            args.cached_prefix_factor, args.drop_tokens), responder=model_responder(args.behaviour == "good"))
+    url = srv.start(port=args.port)
+    sys.stdout.write(url + "\n")
+    sys.stdout.flush()
+    threading.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""Issue 8: the benchmark driver, the quality battery and the report, against the streaming
+protocol double (run in its own process, as a real server would be)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def start_double(*args: str) -> tuple[subprocess.Popen[str], str]:
+    p = subprocess.Popen([sys.executable, "-m", "sparkfab.measure.fakeserver", *args], stdout=subprocess.PIPE,
+                         text=True, cwd=REPO)
+    url = p.stdout.readline().strip() if p.stdout else ""
+    assert url.startswith("http://127.0.0.1:"), url
+    return p, url
+
+
+@pytest.fixture
+def double(request):
+    procs = []
+
+    def make(*args: str) -> str:
+        p, url = start_double(*args)
+        procs.append(p)
+        return url
+
+    yield make
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)
+
+
+def plan(tmp: Path, rows: list[dict]) -> str:
+    import yaml
+
+    f = tmp / "plan.yml"
+    f.write_text(yaml.safe_dump(rows))
+    return str(f)
+
+
+def _rows(run: Path) -> list[dict]:
+    from sparkfab.measure.bench import read_requests
+
+    return [r for r in read_requests(run) if not r["warmup"]]
+
+
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_timing_is_measured_as_programmed(double, cli, tmp_path, chunk):
+    """TTFT within 1 ms, decode speed within 1 % of what the server was told, at 1 and 4 requests."""
+    prefill, interval, n = 25e-6, 0.003, 120
+    url = double("--prefill-s-per-token", str(prefill), "--token-interval-s", str(interval),
+                 "--tokens-per-chunk", str(chunk))
+    p = plan(tmp_path, [{"name": "one", "requests": 1, "prompt_tokens": 800, "output_tokens": n},
+                        {"name": "four", "requests": 4, "prompt_tokens": 400, "output_tokens": n}])
+    res = cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "3", "-o", str(tmp_path / "run"))
+    assert res.code == 0, res.err
+    rows = _rows(tmp_path / "run")
+    chunks = -(-n // chunk)
+    want_decode = (n - 1) / ((chunks - 1) * chunk * interval)
+    for test, tokens, slack in (("one", 800, 0.001), ("four", 400, 0.002)):
+        mine = [r for r in rows if r["test"] == test]
+        # the client stamps each token within 1 ms of the moment the server sent it
+        lag = max((r["first_ns"] - r["server_first_ns"]) / 1e9 for r in mine)
+        assert 0 <= lag < 0.001, (test, lag)
+        # and the TTFT it reports is what the server was told (the double itself, four threads under
+        # one GIL on two cores, adds up to about a millisecond when four requests arrive together)
+        ttft = statistics.median(r["ttft_s"] for r in mine)
+        assert abs(ttft - tokens * prefill) < slack, (test, ttft)
+        for r in mine:
+            assert abs(r["decode_tps"] / want_decode - 1) < 0.01, (test, r["decode_tps"], want_decode)
+            assert r["completion_tokens"] == n and r["prompt_tokens"] == tokens
+            assert sum(t for _, t in r["chunks"]) == n and len(r["chunks"]) == chunks
+    summary = json.loads((tmp_path / "run/summary.json").read_text())
+    four = summary["tests"]["four"]
+    assert four["last_first_token_s"]["n"] == 3 and len(four["first_token_order"]) == 3
+    assert sorted(four["first_token_order"][0]) == [0, 1, 2, 3]
+
+
+def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
+    url = double("--drop-tokens", "3", "--token-interval-s", "0.001")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 100, "output_tokens": 50}])
+    res = cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "1", "--warmup", "0",
+              "-o", str(tmp_path / "run"))
+    assert res.code == 1 and "1 error(s)" in res.out
+    assert _rows(tmp_path / "run")[0]["error"] == "rejected: output 47 tokens, planned 50"
+
+
+def test_server_down_is_recorded_and_the_run_goes_on(cli, tmp_path):
+    p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 10, "output_tokens": 5}])
+    res = cli("bench", "--url", "http://127.0.0.1:9", "--model", "m", "--plan", p, "--rounds", "2", "--warmup", "0",
+              "-o", str(tmp_path / "run"))
+    rows = _rows(tmp_path / "run")
+    assert res.code == 1 and len(rows) == 4 and all("Connection" in r["error"] or "Errno" in r["error"] for r in rows)
+
+
+def test_killing_the_driver_keeps_every_finished_request(double, tmp_path):
+    url = double("--token-interval-s", "0.005")
+    p = plan(tmp_path, [{"name": "slow", "requests": 1, "prompt_tokens": 50, "output_tokens": 40}])
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "sparkfab", "bench", "--url", url, "--model", "fake-model",
+                             "--plan", p, "--rounds", "50", "--warmup", "0", "-q", "-o", str(run)], cwd=REPO)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if (run / "requests.jsonl").exists() and len((run / "requests.jsonl").read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    lines = (run / "requests.jsonl").read_text().splitlines()
+    assert len(lines) >= 3 and (run / "requests.jsonl").read_text().endswith("\n")
+    records = [json.loads(x) for x in lines]  # every line is a whole record
+    assert all(r["completion_tokens"] == 40 and r["error"] is None for r in records)
+    assert [r["round"] for r in records] == list(range(len(records)))
+
+
+def test_traffic_windows_with_counters(double, cli, tmp_path):
+    from tests.test_sampler import fake_tree
+
+    fake_tree(tmp_path / "sys", ["rocep1s0f1", "roceP2p1s0f1"])
+    url = double("--prefill-s-per-token", "1e-4", "--token-interval-s", "0.002")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 500, "output_tokens": 30}])
+    res = cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "1", "--warmup", "0",
+              "--counters", "rocep1s0f1,roceP2p1s0f1", "--root", str(tmp_path / "sys"), "--idle-seconds", "0.2",
+              "-o", str(tmp_path / "run"))
+    assert res.code == 0, res.err
+    row = _rows(tmp_path / "run")[0]
+    assert row["traffic_file"] == "x-r0.smp" and row["prefill_bytes"] == 0 and row["decode_bytes"] == 0
+    assert (tmp_path / "run/traffic/x-r0.smp").stat().st_size > 0
+
+
+def test_battery_passes_a_good_model_and_names_what_breaks(double, cli):
+    good = double("--cached-prefix-factor", "0.1", "--prefill-s-per-token", "2e-6", "--token-interval-s", "0.0005")
+    res = cli("battery", "--url", good, "--model", "fake-model", "--format", "json")
+    checks = {c["name"]: c for c in json.loads(res.out)}
+    assert res.code == 0 and all(c["passed"] for c in checks.values()), checks
+    assert checks["tools"]["evidence"] == 'get_weather({"city": "Istanbul"})'
+    bad = double("--behaviour", "broken", "--prefill-s-per-token", "2e-6", "--token-interval-s", "0.0005")
+    res = cli("battery", "--url", bad, "--model", "fake-model", "--format", "json")
+    checks = {c["name"]: c for c in json.loads(res.out)}
+    assert res.code == 4 and not any(c["passed"] for c in checks.values())
+    assert checks["count"]["evidence"] == "99 numbers; first difference at position 57: '58' instead of '57'"
+    assert checks["hangul"]["evidence"] == "3 replacement characters over 3 passes"
+
+
+def test_report_two_runs(double, cli, tmp_path):
+    p = plan(tmp_path, [{"name": "P2", "requests": 1, "prompt_tokens": 2000, "output_tokens": 20},
+                        {"name": "P4", "requests": 4, "prompt_tokens": 1000, "output_tokens": 20}])
+    fast = double("--prefill-s-per-token", "10e-6", "--token-interval-s", "0.002")
+    slow = double("--prefill-s-per-token", "12e-6", "--token-interval-s", "0.002")
+    for url, label in ((fast, "200"), (slow, "100e")):
+        assert cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "2", "--label", label,
+                   "-o", str(tmp_path / label)).code == 0
+    res = cli("report", str(tmp_path / "200"), str(tmp_path / "100e"), "--estimate", "-o", str(tmp_path / "rep"))
+    assert res.code == 0, res.err
+    tables = json.loads((tmp_path / "rep/tables.json").read_text())
+    p2 = next(r for r in tables["ttft"] if r["test"] == "P2")
+    assert 0.15 < p2["increase"] < 0.25  # 10 -> 12 us per token, plus a little fixed time
+    assert p2["bound_s"] == pytest.approx(2000 * 3.376128e6 * 8 * (1 / 109e9 - 1 / 200e9), rel=1e-6)
+    html = (tmp_path / "rep/report.html").read_text()
+    assert html.count("data:image/png;base64,") == 2 and "<table>" in html
+    assert "| P2 |" in res.out
