@@ -8,6 +8,7 @@ import signal
 
 import pytest
 
+from tests.conftest import REPO
 from tests.labutil import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
@@ -200,3 +201,70 @@ def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
     peaks = {round(r["interval_s"], 3): r["peak_gbps"] for r in traffic.peaks(sr, [0.001, 0.1])}
     whole = traffic.peaks(sr, [])[-1]["peak_gbps"]
     assert peaks[0.001] > 5 * whole and peaks[0.001] > peaks[0.1]  # bursts only show at 1 ms
+
+
+def _mgmt_ips(cluster: str) -> list[str]:
+    from sparkfab.lab.spec import lab_dir
+
+    return [h["mgmt_ip"] for h in json.loads((lab_dir(cluster) / "state.json").read_text())["hosts"].values()]
+
+
+def _cable_set(cables) -> set[frozenset[str]]:
+    return {frozenset(c["ends"] if isinstance(c, dict) else c) for c in cables}
+
+
+@pytest.mark.parametrize("inventory,cluster", [
+    ("inventory/ring4.yml", "ring4"), ("inventory/triangle.yml", "tri3"), ("inventory/switch8-crs804-200.yml", "sw8"),
+])
+def test_discover_from_management_addresses(tmp_path, inventory, cluster):
+    """Issue 9: the discovered cables equal the originals and give the same ranks."""
+    import yaml
+
+    from sparkfab.lab.spec import lab_dir
+    from sparkfab.resolve import load_plan
+
+    with lab(inventory, cluster):
+        out = tmp_path / "found.yml"
+        res = sparkfab("discover", *_mgmt_ips(cluster), "--ssh-config", str(lab_dir(cluster) / "ssh_config"),
+                       "--cluster", cluster, "-o", str(out))
+        assert res.code == 0, res.err
+    found = yaml.safe_load(out.read_text())["all"]["vars"]["sparkfab"]
+    original = yaml.safe_load((REPO / inventory).read_text())["all"]["vars"]["sparkfab"]
+    assert _cable_set(found["cables"]) == _cable_set(original["cables"])
+    assert sparkfab("validate", str(out)).code == 0
+    assert load_plan(str(out)).instances[0].hosts == load_plan(inventory).instances[0].hosts
+
+
+def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
+    import yaml
+
+    from sparkfab.lab.spec import lab_dir
+
+    inv = "inventory/ring4.yml"
+    with lab(inv, "ring4"):
+        state = json.loads((lab_dir("ring4") / "state.json").read_text())
+        assert sparkfab("lab", "wire", inv, "--swap", "cables[1]", "cables[3]").code == 0
+        merged = tmp_path / "merged.yml"
+        res = sparkfab("discover", "--inventory", inv, "--lab", "-o", str(merged))
+        assert res.code == 0, res.err
+        text = merged.read_text()
+        assert text.startswith("# yaml-language-server") and "control traffic routed over the fabric" in text
+        cables = yaml.safe_load(text)["all"]["vars"]["sparkfab"]["cables"]
+        assert _cable_set(cables) == {
+            frozenset({"spark-329f:p1", "spark-355d:p1"}), frozenset({"spark-355d:p0", "spark-3d38:p1"}),
+            frozenset({"spark-3d38:p0", "spark-c049:p1"}), frozenset({"spark-c049:p0", "spark-329f:p0"}),
+        }
+        assert {"ends": ["spark-329f:p1", "spark-355d:p1"], "subnets": ["192.168.100.0/24", "192.168.102.0/24"]} in cables
+    with lab(inv, "ring4"):
+        state = json.loads((lab_dir("ring4") / "state.json").read_text())
+        os.kill(state["pids"]["spark-c049.sshd"], signal.SIGTERM)
+        res = sparkfab("discover", *_mgmt_ips("ring4"), "--ssh-config", str(lab_dir("ring4") / "ssh_config"),
+                       "--format", "json")
+        data = json.loads(res.out)
+        assert res.code == 4
+        assert any(o.startswith(f"{state['hosts']['spark-c049']['mgmt_ip']} (") and "does not answer" in o
+                   for o in data["odd"])
+        # its cables are still found, from the other ends
+        original = yaml.safe_load((REPO / inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
+        assert _cable_set(data["cables"]) == _cable_set(original)
+        assert sum("seen from one end only (spark-c049 did not answer" in o for o in data["odd"]) == 2

@@ -8,3 +8,4 @@ from sparkfab.commands import verify_cmd  # noqa: F401
 from sparkfab.commands import estimate_cmd  # noqa: F401
 from sparkfab.commands import sample_cmds  # noqa: F401
 from sparkfab.commands import bench_cmds  # noqa: F401
+from sparkfab.commands import discover_cmd  # noqa: F401

@@ -1,0 +1,62 @@
+"""`sparkfab discover`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from sparkfab.cli import command
+from sparkfab.discover import discover, merge
+from sparkfab.errors import UsageError
+from sparkfab.verify.checks import connect
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("hosts", nargs="*", metavar="HOST", help="management addresses (or names) of the Sparks")
+    p.add_argument("--inventory", help="discover the Sparks of this inventory and merge the cables into it")
+    p.add_argument("--lab", action="store_true", help="reach the Sparks of --inventory through its lab")
+    p.add_argument("--ssh-config", help="ssh_config for HOSTS (user, key, known_hosts)")
+    p.add_argument("--cluster", default="discovered", help="cluster name of a new inventory")
+    p.add_argument("--settle", type=float, default=2.5, help="seconds to let LLDP announce after bringing ports up")
+    p.add_argument("-o", "--output", type=Path, help="write the inventory here (default stdout)")
+    p.add_argument("--format", choices=("yaml", "json"), default="yaml")
+
+
+@command("discover", "Read the cabling over LLDP and write it as the cables of an inventory.", _args)
+def discover_cmd(args: argparse.Namespace) -> int:
+    if bool(args.hosts) == bool(args.inventory):
+        raise UsageError("give the Sparks' addresses, or --inventory FILE (not both)")
+    raw_text = None
+    if args.inventory:
+        from sparkfab.commands.deploy_cmds import inventory_path
+        from sparkfab.resolve import load_plan
+        from sparkfab.verify.run import ssh_config_for
+
+        raw_text = Path(args.inventory).read_text()
+        plan = load_plan(inventory_path(args))
+        from sparkfab.commands.deploy_cmds import plan_state_dir
+
+        cfg, alias = ssh_config_for(plan, plan_state_dir(plan) / "discover")
+        targets = [(h.name, h.mgmt_address, connect(alias[h.name], cfg)) for h in plan.hosts]
+        result = discover(targets, args.settle)
+        cluster = plan.cluster
+    else:
+        if not args.ssh_config:
+            raise UsageError("HOSTS need --ssh-config (user, key and known_hosts to reach them)")
+        targets = [(h, h, connect(h, args.ssh_config)) for h in args.hosts]
+        result = discover(targets, args.settle, by_hostname=True)
+        cluster = args.cluster
+    for line in result.odd:
+        sys.stderr.write(f"odd: {line}\n")
+    if args.format == "json":
+        text = json.dumps(result.to_dict(), indent=2) + "\n"
+    else:
+        text = merge(raw_text, result, cluster)
+    if args.output:
+        args.output.write_text(text)
+        sys.stderr.write(f"wrote {len(result.cables)} cables to {args.output}\n")
+    else:
+        sys.stdout.write(text)
+    return 4 if result.odd else 0

@@ -1,0 +1,205 @@
+"""Discover the cabling: log in to each Spark, read LLDP on its ConnectX-7 netdevs, and turn
+what every port sees into cables, then into the `cables` section of an inventory.
+
+A direct cable is seen from both ends and by both PCIe twins of each port; a switch port is
+seen from the Spark's side only (the switch announces itself by LLDP). Everything odd is
+reported: a port with no neighbour, twins that disagree, a neighbour that is not in the list,
+a cable seen from one end only, a Spark that does not answer.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import io
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from sparkfab.verify import lldp
+
+FABRIC = re.compile(r"^en(P2)?p1s0f([01])np([01])$")
+PROBE = ("ip -j link show; echo @@; hostname; echo @@; lldpcli -f json show chassis; echo @@; "
+         "lldpcli -f json show neighbors")
+
+
+@dataclass
+class HostView:
+    label: str  # the name discovery uses for it (inventory name, or its hostname)
+    address: str
+    hostname: str = ""
+    chassis: set[str] = field(default_factory=set)  # chassis ids (MACs) and its system name
+    ports: dict[str, tuple[str, str]] = field(default_factory=dict)  # netdev -> (system name, port id)
+    fabric: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass
+class Result:
+    cables: list[list[str]]
+    hosts: dict[str, HostView]
+    odd: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cables": self.cables, "odd": self.odd,
+                "hosts": {k: {"address": v.address, "hostname": v.hostname, "error": v.error,
+                              "neighbours": v.ports} for k, v in self.hosts.items()}}
+
+
+def port_of(netdev: str) -> tuple[str, int] | None:
+    m = FABRIC.match(netdev)
+    return (f"p{m.group(2)}", 1 if m.group(1) else 0) if m else None
+
+
+def probe(th: Any, label: str, address: str, settle_s: float = 2.5) -> HostView:
+    """Bring the fabric netdevs up (no addresses needed), ask lldpd to announce, read it."""
+    view = HostView(label, address)
+    try:
+        links = json.loads(th.check_output("ip -j link show"))
+        view.fabric = sorted(x["ifname"] for x in links if port_of(x["ifname"]))
+        for name in view.fabric:
+            th.run(f"ip link set {name} up")
+        th.run("lldpcli update")
+        time.sleep(settle_s)
+        out = th.check_output(PROBE).split("@@")
+    except Exception as exc:  # noqa: BLE001 (any transport failure: the Spark does not answer)
+        view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        return view
+    view.hostname = out[1].strip()
+    chassis = (json.loads(out[2] or "{}").get("local-chassis") or {}).get("chassis") or {}
+    for name, info in chassis.items():
+        view.chassis.add(name)
+        cid = (info.get("id") or {}).get("value")
+        if cid:
+            view.chassis.add(str(cid))
+    view.ports = {k: v for k, v in lldp.neighbours(out[3]).items() if port_of(k)}
+    return view
+
+
+def _switch_port(port_id: str) -> str | None:
+    nums = re.findall(r"\d+", port_id)
+    return f"{nums[0]}/{nums[1]}" if len(nums) >= 2 else (nums[0] if nums else None)
+
+
+def derive(views: dict[str, HostView], order: list[str]) -> Result:
+    odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
+    by_name = {n: v.label for v in views.values() if not v.error for n in (v.chassis | {v.hostname, v.label})}
+    ends: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
+    for v in (x for x in views.values() if not x.error):
+        for netdev in v.fabric:
+            if netdev not in v.ports:
+                odd.append(f"{v.label}:{netdev} has no LLDP neighbour")
+        for netdev, (system, port_id) in sorted(v.ports.items()):
+            port, root = port_of(netdev) or ("", 0)
+            peer = by_name.get(system)
+            peer_port = port_of(port_id)
+            if peer is not None or peer_port is not None:  # a Spark (maybe one that did not answer)
+                far = (peer or system, peer_port[0]) if peer_port else (peer or system, f"unknown:{port_id}")
+            else:
+                sw = _switch_port(port_id)
+                far = (system, f"switch:{sw}") if sw else (system, f"unknown:{port_id}")
+            ends.setdefault((v.label, port), {})[root] = far
+    cables: dict[frozenset[str], list[str]] = {}
+    for (host, port), roots in sorted(ends.items()):
+        fars = set(roots.values())
+        if len(fars) > 1:
+            odd.append(f"{host}:{port}: its twins disagree: " + ", ".join(f"root {r} sees {a}:{b}" for r, (a, b) in sorted(roots.items())))
+        far = roots.get(0) or roots.get(1)
+        if far is None:
+            continue
+        peer, peer_port = far
+        if peer_port.startswith("switch:"):
+            cable = [f"{host}:{port}", f"{peer}:{peer_port.removeprefix('switch:')}"]
+        elif peer_port.startswith("unknown:"):
+            odd.append(f"{host}:{port} sees {peer} ({peer_port}), which is not in the list of Sparks")
+            continue
+        else:
+            cable = [f"{host}:{port}", f"{peer}:{peer_port}"]
+            if not any(h == peer and p == peer_port for (h, p) in ends):
+                why = "" if peer in views and not views[peer].error else f" ({peer} did not answer or is not listed)"
+                odd.append(f"cable {host}:{port} - {peer}:{peer_port} is seen from one end only{why}")
+        cables.setdefault(frozenset(cable), cable)
+    return Result(_ring_order(list(cables.values()), order), views, odd)
+
+
+def _ring_order(cables: list[list[str]], order: list[str]) -> list[list[str]]:
+    """Cables in walking order from the first listed Spark, toward the neighbour listed earliest,
+    so that the ranks of the written inventory follow the order the hosts were given in."""
+    rank = {h: i for i, h in enumerate(order)}
+    node = lambda end: end.split(":")[0]  # noqa: E731
+    left = list(cables)
+    out: list[list[str]] = []
+    here = order[0] if order else None
+    while left and here is not None:
+        mine = [c for c in left if here in (node(c[0]), node(c[1]))]
+        if not mine:
+            break
+        mine.sort(key=lambda c: rank.get(node(c[1]) if node(c[0]) == here else node(c[0]), 10**6))
+        c = mine[0]
+        c = c if node(c[0]) == here else [c[1], c[0]]
+        out.append(c)
+        left.remove(mine[0])
+        here = node(c[1]) if node(c[1]) in rank else here
+    return out + sorted(left)
+
+
+def merge(raw_text: str | None, result: Result, cluster: str) -> str:
+    """Write the cables into an existing inventory (comments and other keys kept) or a new one."""
+    yaml = YAML(typ="rt")
+    yaml.width = 4096
+    if raw_text is None:
+        data = yaml.load(_new_inventory(result, cluster))
+    else:
+        data = yaml.load(raw_text)
+    sf = data["all"]["vars"]["sparkfab"]
+    old = {frozenset(_ends(c)): c for c in sf.get("cables") or []}
+    new = []
+    for cable in result.cables:
+        kept = old.get(frozenset(cable))
+        new.append(kept if kept is not None else _flow(cable))
+    sf["cables"] = new
+    buf = io.StringIO()
+    yaml.dump(data, buf)
+    return buf.getvalue()
+
+
+def _ends(c: Any) -> list[str]:
+    return [str(x) for x in (c["ends"] if isinstance(c, dict) else c)]
+
+
+def _flow(cable: list[str]) -> Any:
+    from ruamel.yaml.comments import CommentedSeq
+
+    seq = CommentedSeq(cable)
+    seq.fa.set_flow_style()
+    return seq
+
+
+def _new_inventory(result: Result, cluster: str) -> str:
+    hosts = {v.label: {"ansible_host": v.address} for v in result.hosts.values() if not v.error}
+    sparks = list(hosts)
+    switches = sorted({c[1].split(":")[0] for c in result.cables if c[1].split(":")[0] not in hosts})
+    data: dict[str, Any] = {"cluster": cluster, "link_speed": 200, "mtu": 9000, "cables": []}
+    if switches:
+        data["switches"] = {s: {"model": "CRS804"} for s in switches}
+    if len(sparks) > 1:
+        data["instances"] = {"main": {"hosts": sparks, "tp": len(sparks)}}
+    doc = {"all": {"hosts": hosts, "vars": {"sparkfab": data}}}
+    import yaml as pyyaml
+
+    body = pyyaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=4096)
+    return "# yaml-language-server: $schema=./schema.json\n# written by `sparkfab discover`\n" + body
+
+
+def discover(targets: list[tuple[str, str, Any]], settle_s: float = 2.5, by_hostname: bool = False) -> Result:
+    """targets: (label, address, testinfra host) for each Spark, in the order given. With
+    by_hostname (only addresses were given), Sparks are named by their hostnames."""
+    with cf.ThreadPoolExecutor(max_workers=16) as pool:
+        views = list(pool.map(lambda t: probe(t[2], t[0], t[1], settle_s), targets))
+    if by_hostname:
+        for v in views:
+            v.label = v.hostname or v.address
+    return derive({v.label: v for v in views}, [v.label for v in views])

@@ -1,0 +1,40 @@
+"""Issue 9: deriving cables from what each port sees (no hosts needed)."""
+
+from __future__ import annotations
+
+from sparkfab.discover import HostView, derive, merge
+
+
+def view(label: str, ports: dict[str, tuple[str, str]], fabric: list[str] | None = None) -> HostView:
+    return HostView(label, f"addr-{label}", hostname=label, chassis={label}, ports=ports,
+                    fabric=fabric if fabric is not None else sorted(ports))
+
+
+def test_pair_twins_agree_and_the_cable_is_seen_from_both_ends():
+    a = view("a", {"enp1s0f1np1": ("b", "enp1s0f1np1"), "enP2p1s0f1np1": ("b", "enP2p1s0f1np1")})
+    b = view("b", {"enp1s0f1np1": ("a", "enp1s0f1np1"), "enP2p1s0f1np1": ("a", "enP2p1s0f1np1")})
+    r = derive({"a": a, "b": b}, ["a", "b"])
+    assert r.cables == [["a:p1", "b:p1"]] and r.odd == []
+
+
+def test_odd_things_are_reported():
+    a = view("a", {"enp1s0f1np1": ("b", "enp1s0f1np1"), "enP2p1s0f1np1": ("c", "enP2p1s0f0np0"),
+                   "enp1s0f0np0": ("stranger", "eth7")}, fabric=["enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0",
+                                                                 "enP2p1s0f1np1"])
+    b = view("b", {})
+    r = derive({"a": a, "b": b}, ["a", "b"])
+    text = "\n".join(r.odd)
+    assert "a:enP2p1s0f0np0 has no LLDP neighbour" in text
+    assert "a:p1: its twins disagree: root 0 sees b:p1, root 1 sees c:p0" in text
+    assert "cable a:p1 - b:p1 is seen from one end only" in text
+    assert "a:p0 sees stranger" not in text  # a non-Spark port id is a switch port
+    assert ["a:p0", "stranger:7"] in r.cables
+
+
+def test_switch_ports_and_merge_keeps_comments():
+    a = view("s1", {"enp1s0f1np1": ("sw1", "p2s1r0"), "enP2p1s0f1np1": ("sw1", "p2s1r1")})
+    r = derive({"s1": a}, ["s1"])
+    assert r.cables == [["s1:p1", "sw1:2/1"]]
+    text = "# keep me\nall:\n  hosts:\n    s1: {}\n  vars:\n    sparkfab:\n      cluster: x  # and me\n      cables: []\n"
+    out = merge(text, r, "x")
+    assert "# keep me" in out and "# and me" in out and "- [s1:p1, sw1:2/1]" in out
