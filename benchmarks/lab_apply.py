@@ -31,8 +31,10 @@ def main() -> None:
         second = timed("apply", inv, "--lab", "-q")
         flip = timed("linkspeed", inv, "100e", "--lab", "-q")
         down = timed("lab", "down", inv)
-        print(f"{cluster}: lab up {up:.2f} s | apply {first:.1f} s | apply again (changed=0) {second:.1f} s | "
-              f"linkspeed {flip:.1f} s | lab down {down:.2f} s")
+        print(
+            f"{cluster}: lab up {up:.2f} s | apply {first:.1f} s | apply again (changed=0) {second:.1f} s | "
+            f"linkspeed {flip:.1f} s | lab down {down:.2f} s"
+        )
 
 
 if __name__ == "__main__":

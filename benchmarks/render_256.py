@@ -1,6 +1,6 @@
 """Benchmark: resolve and render a 256-Spark switched cluster (target: under 2 s).
 
-    .venv/bin/python benchmarks/render_256.py
+.venv/bin/python benchmarks/render_256.py
 """
 
 from __future__ import annotations
@@ -19,12 +19,29 @@ from sparkfab.writer import assets, write_tree
 def inventory(n: int = 256) -> dict:
     hosts = {f"spark-{i:03d}": {"ansible_host": f"10.1.{i // 250}.{i % 250 + 1}"} for i in range(n)}
     cables = [[f"spark-{i:03d}:p1", f"sw1:{i // 2 + 1}/{i % 2 + 1}"] for i in range(n)]
-    instances = {f"tp8-{k:02d}": {"hosts": [f"spark-{i:03d}" for i in range(8 * k, 8 * k + 8)], "tp": 8,
-                                 "launcher": "glm-5.3-tp8"} for k in range(n // 8)}
-    return {"all": {"hosts": hosts, "vars": {"sparkfab": {
-        "cluster": "big256", "rail_prefix": 22, "subnet_pool": "192.168.0.0/16",
-        "switches": {"sw1": {"model": "generic", "ports": n // 2, "speed": 400}},
-        "cables": cables, "instances": instances}}}}
+    instances = {
+        f"tp8-{k:02d}": {
+            "hosts": [f"spark-{i:03d}" for i in range(8 * k, 8 * k + 8)],
+            "tp": 8,
+            "launcher": "glm-5.3-tp8",
+        }
+        for k in range(n // 8)
+    }
+    return {
+        "all": {
+            "hosts": hosts,
+            "vars": {
+                "sparkfab": {
+                    "cluster": "big256",
+                    "rail_prefix": 22,
+                    "subnet_pool": "192.168.0.0/16",
+                    "switches": {"sw1": {"model": "generic", "ports": n // 2, "speed": 400}},
+                    "cables": cables,
+                    "instances": instances,
+                }
+            },
+        }
+    }
 
 
 def main() -> None:
@@ -44,8 +61,10 @@ def main() -> None:
         best = min(times, key=lambda t: t[3])
         files = sum(len(f) for f in tree.hosts.values())
         print(f"256 Sparks, {len(plan.instances)} TP8 instances, {files} host files")
-        print(f"load+validate+resolve {best[0]:.3f} s | generate {best[1]:.3f} s | write {best[2]:.3f} s | "
-              f"total {best[3]:.3f} s (best of 3; target < 2 s)")
+        print(
+            f"load+validate+resolve {best[0]:.3f} s | generate {best[1]:.3f} s | write {best[2]:.3f} s | "
+            f"total {best[3]:.3f} s (best of 3; target < 2 s)"
+        )
 
 
 if __name__ == "__main__":

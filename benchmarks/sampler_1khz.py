@@ -28,10 +28,17 @@ def main() -> None:
     user, system = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
     cpu = user + system
     gaps_over_2ms = "yes" if s["gap_ms"]["max"] > 2.0 else "no"
-    print(f"{stats.samples} samples in {t1 - t0:.1f} s at 1 kHz ({'SCHED_FIFO' if stats.realtime else 'normal priority'}); missed deadlines {stats.missed}; "
-          f"largest gap {s['gap_ms']['max']:.2f} ms (over 2 ms: {gaps_over_2ms})")
-    print(f"read bracket p50 {s['bracket_us']['p50']:.1f} us, p99 {s['bracket_us']['p99']:.1f} us, "
-          f"max {s['bracket_us']['max']:.1f} us; CPU {100 * cpu / (t1 - t0):.1f} % of one core (user {100 * user / (t1 - t0):.1f} %, kernel {100 * system / (t1 - t0):.1f} %)")
+    policy = "SCHED_FIFO" if stats.realtime else "normal priority"
+    span = t1 - t0
+    print(
+        f"{stats.samples} samples in {span:.1f} s at 1 kHz ({policy}); missed deadlines {stats.missed}; "
+        f"largest gap {s['gap_ms']['max']:.2f} ms (over 2 ms: {gaps_over_2ms})"
+    )
+    br = s["bracket_us"]
+    print(
+        f"read bracket p50 {br['p50']:.1f} us, p99 {br['p99']:.1f} us, max {br['max']:.1f} us; CPU "
+        f"{100 * cpu / span:.1f} % of one core (user {100 * user / span:.1f} %, kernel {100 * system / span:.1f} %)"
+    )
 
 
 if __name__ == "__main__":

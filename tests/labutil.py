@@ -51,8 +51,12 @@ requires_lab = pytest.mark.skipif(lab_ready() is not None, reason=lab_ready() or
 def ssh(cluster: str, host: str, command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     from sparkfab.lab.spec import lab_dir
 
-    return subprocess.run(["ssh", "-F", str(lab_dir(cluster) / "ssh_config"), host, command],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["ssh", "-F", str(lab_dir(cluster) / "ssh_config"), host, command],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @contextlib.contextmanager

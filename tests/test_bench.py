@@ -17,8 +17,9 @@ from tests.conftest import REPO
 
 
 def start_double(*args: str) -> tuple[subprocess.Popen[str], str]:
-    p = subprocess.Popen([sys.executable, "-m", "sparkfab.measure.fakeserver", *args], stdout=subprocess.PIPE,
-                         text=True, cwd=REPO)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "sparkfab.measure.fakeserver", *args], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
     url = p.stdout.readline().strip() if p.stdout else ""
     assert url.startswith("http://127.0.0.1:"), url
     return p, url
@@ -57,10 +58,16 @@ def _rows(run: Path) -> list[dict]:
 def test_timing_is_measured_as_programmed(double, cli, tmp_path, chunk):
     """TTFT within 1 ms, decode speed within 1 % of what the server was told, at 1 and 4 requests."""
     prefill, interval, n = 25e-6, 0.003, 120
-    url = double("--prefill-s-per-token", str(prefill), "--token-interval-s", str(interval),
-                 "--tokens-per-chunk", str(chunk))
-    p = plan(tmp_path, [{"name": "one", "requests": 1, "prompt_tokens": 800, "output_tokens": n},
-                        {"name": "four", "requests": 4, "prompt_tokens": 400, "output_tokens": n}])
+    url = double(
+        "--prefill-s-per-token", str(prefill), "--token-interval-s", str(interval), "--tokens-per-chunk", str(chunk)
+    )
+    p = plan(
+        tmp_path,
+        [
+            {"name": "one", "requests": 1, "prompt_tokens": 800, "output_tokens": n},
+            {"name": "four", "requests": 4, "prompt_tokens": 400, "output_tokens": n},
+        ],
+    )
     res = cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "3", "-o", str(tmp_path / "run"))
     assert res.code == 0, res.err
     rows = _rows(tmp_path / "run")
@@ -88,16 +95,42 @@ def test_timing_is_measured_as_programmed(double, cli, tmp_path, chunk):
 def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
     url = double("--drop-tokens", "3", "--token-interval-s", "0.001")
     p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 100, "output_tokens": 50}])
-    res = cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "1", "--warmup", "0",
-              "-o", str(tmp_path / "run"))
+    res = cli(
+        "bench",
+        "--url",
+        url,
+        "--model",
+        "fake-model",
+        "--plan",
+        p,
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "-o",
+        str(tmp_path / "run"),
+    )
     assert res.code == 1 and "1 error(s)" in res.out
     assert _rows(tmp_path / "run")[0]["error"] == "rejected: output 47 tokens, planned 50"
 
 
 def test_server_down_is_recorded_and_the_run_goes_on(cli, tmp_path):
     p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 10, "output_tokens": 5}])
-    res = cli("bench", "--url", "http://127.0.0.1:9", "--model", "m", "--plan", p, "--rounds", "2", "--warmup", "0",
-              "-o", str(tmp_path / "run"))
+    res = cli(
+        "bench",
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--plan",
+        p,
+        "--rounds",
+        "2",
+        "--warmup",
+        "0",
+        "-o",
+        str(tmp_path / "run"),
+    )
     rows = _rows(tmp_path / "run")
     assert res.code == 1 and len(rows) == 4 and all("Connection" in r["error"] or "Errno" in r["error"] for r in rows)
 
@@ -106,8 +139,28 @@ def test_killing_the_driver_keeps_every_finished_request(double, tmp_path):
     url = double("--token-interval-s", "0.005")
     p = plan(tmp_path, [{"name": "slow", "requests": 1, "prompt_tokens": 50, "output_tokens": 40}])
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "sparkfab", "bench", "--url", url, "--model", "fake-model",
-                             "--plan", p, "--rounds", "50", "--warmup", "0", "-q", "-o", str(run)], cwd=REPO)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sparkfab",
+            "bench",
+            "--url",
+            url,
+            "--model",
+            "fake-model",
+            "--plan",
+            p,
+            "--rounds",
+            "50",
+            "--warmup",
+            "0",
+            "-q",
+            "-o",
+            str(run),
+        ],
+        cwd=REPO,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if (run / "requests.jsonl").exists() and len((run / "requests.jsonl").read_text().splitlines()) >= 3:
@@ -128,9 +181,27 @@ def test_traffic_windows_with_counters(double, cli, tmp_path):
     fake_tree(tmp_path / "sys", ["rocep1s0f1", "roceP2p1s0f1"])
     url = double("--prefill-s-per-token", "1e-4", "--token-interval-s", "0.002")
     p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 500, "output_tokens": 30}])
-    res = cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "1", "--warmup", "0",
-              "--counters", "rocep1s0f1,roceP2p1s0f1", "--root", str(tmp_path / "sys"), "--idle-seconds", "0.2",
-              "-o", str(tmp_path / "run"))
+    res = cli(
+        "bench",
+        "--url",
+        url,
+        "--model",
+        "fake-model",
+        "--plan",
+        p,
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--counters",
+        "rocep1s0f1,roceP2p1s0f1",
+        "--root",
+        str(tmp_path / "sys"),
+        "--idle-seconds",
+        "0.2",
+        "-o",
+        str(tmp_path / "run"),
+    )
     assert res.code == 0, res.err
     row = _rows(tmp_path / "run")[0]
     assert row["traffic_file"] == "x-r0.smp" and row["prefill_bytes"] == 0 and row["decode_bytes"] == 0
@@ -152,13 +223,34 @@ def test_battery_passes_a_good_model_and_names_what_breaks(double, cli):
 
 
 def test_report_two_runs(double, cli, tmp_path):
-    p = plan(tmp_path, [{"name": "P2", "requests": 1, "prompt_tokens": 2000, "output_tokens": 20},
-                        {"name": "P4", "requests": 4, "prompt_tokens": 1000, "output_tokens": 20}])
+    p = plan(
+        tmp_path,
+        [
+            {"name": "P2", "requests": 1, "prompt_tokens": 2000, "output_tokens": 20},
+            {"name": "P4", "requests": 4, "prompt_tokens": 1000, "output_tokens": 20},
+        ],
+    )
     fast = double("--prefill-s-per-token", "10e-6", "--token-interval-s", "0.002")
     slow = double("--prefill-s-per-token", "12e-6", "--token-interval-s", "0.002")
     for url, label in ((fast, "200"), (slow, "100e")):
-        assert cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "2", "--label", label,
-                   "-o", str(tmp_path / label)).code == 0
+        assert (
+            cli(
+                "bench",
+                "--url",
+                url,
+                "--model",
+                "fake-model",
+                "--plan",
+                p,
+                "--rounds",
+                "2",
+                "--label",
+                label,
+                "-o",
+                str(tmp_path / label),
+            ).code
+            == 0
+        )
     res = cli("report", str(tmp_path / "200"), str(tmp_path / "100e"), "--estimate", "-o", str(tmp_path / "rep"))
     assert res.code == 0, res.err
     tables = json.loads((tmp_path / "rep/tables.json").read_text())

@@ -6,8 +6,14 @@ from sparkfab.discover import HostView, derive, merge
 
 
 def view(label: str, ports: dict[str, tuple[str, str]], fabric: list[str] | None = None) -> HostView:
-    return HostView(label, f"addr-{label}", hostname=label, chassis={label}, ports=ports,
-                    fabric=fabric if fabric is not None else sorted(ports))
+    return HostView(
+        label,
+        f"addr-{label}",
+        hostname=label,
+        chassis={label},
+        ports=ports,
+        fabric=fabric if fabric is not None else sorted(ports),
+    )
 
 
 def test_pair_twins_agree_and_the_cable_is_seen_from_both_ends():
@@ -18,9 +24,15 @@ def test_pair_twins_agree_and_the_cable_is_seen_from_both_ends():
 
 
 def test_odd_things_are_reported():
-    a = view("a", {"enp1s0f1np1": ("b", "enp1s0f1np1"), "enP2p1s0f1np1": ("c", "enP2p1s0f0np0"),
-                   "enp1s0f0np0": ("stranger", "eth7")}, fabric=["enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0",
-                                                                 "enP2p1s0f1np1"])
+    a = view(
+        "a",
+        {
+            "enp1s0f1np1": ("b", "enp1s0f1np1"),
+            "enP2p1s0f1np1": ("c", "enP2p1s0f0np0"),
+            "enp1s0f0np0": ("stranger", "eth7"),
+        },
+        fabric=["enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"],
+    )
     b = view("b", {})
     r = derive({"a": a, "b": b}, ["a", "b"])
     text = "\n".join(r.odd)
@@ -35,6 +47,8 @@ def test_switch_ports_and_merge_keeps_comments():
     a = view("s1", {"enp1s0f1np1": ("sw1", "p2s1r0"), "enP2p1s0f1np1": ("sw1", "p2s1r1")})
     r = derive({"s1": a}, ["s1"])
     assert r.cables == [["s1:p1", "sw1:2/1"]]
-    text = "# keep me\nall:\n  hosts:\n    s1: {}\n  vars:\n    sparkfab:\n      cluster: x  # and me\n      cables: []\n"
+    text = (
+        "# keep me\nall:\n  hosts:\n    s1: {}\n  vars:\n    sparkfab:\n      cluster: x  # and me\n      cables: []\n"
+    )
     out = merge(text, r, "x")
     assert "# keep me" in out and "# and me" in out and "- [s1:p1, sw1:2/1]" in out

@@ -38,14 +38,20 @@ def test_tp_table_section_3_4():
 
 # Section 5.2 and 7.3: prefill bytes per Spark (GB) and the two bounds (s).
 PAPER_PLAN = {
-    "P1": (3.5, 0.14, 0.12), "P2": (27.7, 1.11, 0.92), "P3": (110.6, 4.43, 3.69),
-    "P4": (110.6, 4.43, 3.69), "P5": (221.3, 8.85, 7.39), "P6": (221.3, 8.85, 7.39),
+    "P1": (3.5, 0.14, 0.12),
+    "P2": (27.7, 1.11, 0.92),
+    "P3": (110.6, 4.43, 3.69),
+    "P4": (110.6, 4.43, 3.69),
+    "P5": (221.3, 8.85, 7.39),
+    "P6": (221.3, 8.85, 7.39),
 }
 
 
 def test_plan_tables_sections_5_2_and_7_3():
-    got = {r["test"]: (round(r["prefill_bytes"] / 1e9, 1), round(r["extra_s"], 2), round(r["extra_s_emulated"], 2))
-           for r in est.plan_table(S)}
+    got = {
+        r["test"]: (round(r["prefill_bytes"] / 1e9, 1), round(r["extra_s"], 2), round(r["extra_s_emulated"], 2))
+        for r in est.plan_table(S)
+    }
     assert got == PAPER_PLAN
 
 
@@ -55,8 +61,14 @@ def test_tp_projection_section_10():
 
 
 # Section 9: measured increase on the emulated link, TTFT at 200 Gb/s (Section 8.4), real-cable bound.
-SECTION_9 = {"P1": (1024, 0.96, 1.1, 3.6), "P2": (8192, 6.36, 13.9, 16.9), "P3": (32768, 27.02, 13.1, 16.0),
-             "P4": (32768, 23.00, 15.0, 18.3), "P5": (65536, 55.47, 12.6, 15.4), "P6": (65536, 45.82, 18.4, 21.8)}
+SECTION_9 = {
+    "P1": (1024, 0.96, 1.1, 3.6),
+    "P2": (8192, 6.36, 13.9, 16.9),
+    "P3": (32768, 27.02, 13.1, 16.0),
+    "P4": (32768, 23.00, 15.0, 18.3),
+    "P5": (65536, 55.47, 12.6, 15.4),
+    "P6": (65536, 45.82, 18.4, 21.8),
+}
 
 
 @pytest.mark.parametrize("test", sorted(SECTION_9))
@@ -86,21 +98,39 @@ def test_measured_ttft_share():
 
 
 def test_switch_sizing():
-    assert est.switch_sizing(8) == {"200": {"switch": "CRS804", "breakout": "2x200G per 400G port"},
-                                    "100": {"switch": "CRS812", "breakout": "4x100G per 400G port"}}
+    assert est.switch_sizing(8) == {
+        "200": {"switch": "CRS804", "breakout": "2x200G per 400G port"},
+        "100": {"switch": "CRS812", "breakout": "4x100G per 400G port"},
+    }
     assert est.switch_sizing(16)["100"]["switch"] == "CRS804" and est.switch_sizing(16)["200"]["switch"] is None
     assert est.switch_sizing(6)["200"]["switch"] == "CRS812"
 
 
 def test_config_json_fields(tmp_path):
-    nested = {"model_type": "qwen3_vl_moe", "text_config": {"hidden_size": 4096, "num_hidden_layers": 94,
-              "num_attention_heads": 64, "vocab_size": 151936, "mtp_num_hidden_layers": 1}}
+    nested = {
+        "model_type": "qwen3_vl_moe",
+        "text_config": {
+            "hidden_size": 4096,
+            "num_hidden_layers": 94,
+            "num_attention_heads": 64,
+            "vocab_size": 151936,
+            "mtp_num_hidden_layers": 1,
+        },
+    }
     f = tmp_path / "config.json"
     f.write_text(json.dumps(nested))
     spec = from_config(f)
     assert (spec.hidden, spec.layers, spec.heads, spec.mtp_layers) == (4096, 94, 64, 1)
-    omni = {"thinker_config": {"text_config": {"hidden_size": 2048, "num_hidden_layers": 48,
-                                               "num_attention_heads": 32, "num_nextn_predict_layers": 2}}}
+    omni = {
+        "thinker_config": {
+            "text_config": {
+                "hidden_size": 2048,
+                "num_hidden_layers": 48,
+                "num_attention_heads": 32,
+                "num_nextn_predict_layers": 2,
+            }
+        }
+    }
     f.write_text(json.dumps(omni))
     assert from_config(f).mtp_layers == 2
     split = est.Setup(from_config(f), tp=2, mtp_split=True)
@@ -111,10 +141,27 @@ def test_cli_json_keys_are_stable(cli):
     res = cli("estimate", "--model", "glm-5.3", "--tp", "8", "--ttft", "6.36", "--format", "json")
     assert res.code == 0
     data = json.loads(res.out)
-    assert set(data) == {"model", "tp", "from_gbps", "to_gbps", "emulated_gbps", "allreduces_per_token",
-                         "bytes_per_value", "ring_factor", "bytes_per_token", "extra_s_per_1000_tokens",
-                         "extra_s_per_1000_tokens_emulated", "real_cable_s_per_1000_tokens", "chunk", "plan",
-                         "decode", "tp_table", "switch", "measured", "tp_projection"}
+    assert set(data) == {
+        "model",
+        "tp",
+        "from_gbps",
+        "to_gbps",
+        "emulated_gbps",
+        "allreduces_per_token",
+        "bytes_per_value",
+        "ring_factor",
+        "bytes_per_token",
+        "extra_s_per_1000_tokens",
+        "extra_s_per_1000_tokens_emulated",
+        "real_cable_s_per_1000_tokens",
+        "chunk",
+        "plan",
+        "decode",
+        "tp_table",
+        "switch",
+        "measured",
+        "tp_projection",
+    }
     assert {r["test"] for r in data["plan"]} == set(est.TEST_PLAN)
 
 
@@ -123,12 +170,15 @@ def test_cli_from_inventory(cli):
     assert res.code == 0 and json.loads(res.out)["tp"] == 4
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--tp", "6"], "TP 6 does not divide the 64 attention heads of glm-5.3"),
-    (["--to", "0"], "link speed --to 0 Gb/s: must be above 0"),
-    (["--model", "gpt-9"], "unknown model preset 'gpt-9'"),
-    (["--ttft", "0.5"], "baseline TTFT 0.5 s is shorter than sending the prefill"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--tp", "6"], "TP 6 does not divide the 64 attention heads of glm-5.3"),
+        (["--to", "0"], "link speed --to 0 Gb/s: must be above 0"),
+        (["--model", "gpt-9"], "unknown model preset 'gpt-9'"),
+        (["--ttft", "0.5"], "baseline TTFT 0.5 s is shorter than sending the prefill"),
+    ],
+)
 def test_bad_input_exit_2(cli, args, message):
     res = cli("estimate", *args)
     assert res.code == 2 and message in res.err and "Traceback" not in res.err

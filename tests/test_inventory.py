@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
-import subprocess
 
 import pytest
 

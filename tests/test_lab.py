@@ -21,7 +21,8 @@ def _leftovers(cluster: str) -> list[str]:
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode()
             except OSError:
                 continue
             if f"sf-{cluster}-" in cmd or f"/lab/{cluster}/" in cmd:
@@ -49,10 +50,13 @@ def _changed(err: str) -> int:
     return int(line.split("changed=")[1].split()[0])
 
 
-@pytest.mark.parametrize("inventory,cluster,hosts", [
-    ("inventory/ring4.yml", "ring4", 4),
-    ("inventory/switch8-crs804-200.yml", "sw8", 8),
-])
+@pytest.mark.parametrize(
+    "inventory,cluster,hosts",
+    [
+        ("inventory/ring4.yml", "ring4", 4),
+        ("inventory/switch8-crs804-200.yml", "sw8", 8),
+    ],
+)
 def test_full_cycle(inventory, cluster, hosts):
     """lab up -> apply -> apply (changed=0) -> serve -> linkspeed 100e -> 200 -> lab down, nothing left."""
     with lab(inventory, cluster) as up:
@@ -88,7 +92,9 @@ def test_check_diff_on_a_fresh_lab_changes_nothing():
         assert res.code == 0, res.err
         assert "+++ /etc/sparkfab/nccl.env (planned)" in res.out
         assert "+network:" in res.out  # the netplan file's diff
-        probe = ssh("ring4", "spark-329f", "ls -A /etc/netplan /etc/sparkfab; ip -4 -o addr show | grep -c 192.168 || true")
+        probe = ssh(
+            "ring4", "spark-329f", "ls -A /etc/netplan /etc/sparkfab; ip -4 -o addr show | grep -c 192.168 || true"
+        )
         assert probe.stdout.split() == ["/etc/netplan:", "/etc/sparkfab:", "0"], probe.stdout
 
 
@@ -103,10 +109,19 @@ def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
     with lab("inventory/pair-1cable.yml", "pair1"):
         out = tmp_path / "tree"
         assert sparkfab("render", str(lab_dir("pair1") / "inventory.yml"), "-o", str(out)).code == 0
-        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-        res = subprocess.run(["ansible-playbook", "-i", str(out / "inventory.yml"), str(REPO / "playbooks/site.yml")],
-                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        env = {
+            **os.environ,
+            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        }
+        res = subprocess.run(
+            ["ansible-playbook", "-i", str(out / "inventory.yml"), str(REPO / "playbooks/site.yml")],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
         assert res.returncode == 0, res.stdout[-3000:]
         assert "failed=0" in res.stdout and "unreachable=0" in res.stdout
         assert "192.168.100.1/24" in ssh("pair1", "spark-a", "ip -4 -o addr").stdout
@@ -151,8 +166,11 @@ def test_verify_names_swapped_and_cut_cables():
         assert res.code == 0 and "now meets sf-sw8-sw.sw1:p2s2r0" in res.out
         swapped = sparkfab("verify", inv, "--lab", "--format", "json")
         assert swapped.code == 4
-        bad = {(r["host"], r["subject"], r["expected"], r["actual"]) for r in json.loads(swapped.out)["results"]
-               if r["check"] == "cabling" and r["status"] == "fail"}
+        bad = {
+            (r["host"], r["subject"], r["expected"], r["actual"])
+            for r in json.loads(swapped.out)["results"]
+            if r["check"] == "cabling" and r["status"] == "fail"
+        }
         assert bad == {
             ("spark-03", "enp1s0f1np1 (p1)", "sw1:p2s1r0", "sw1:p2s2r0"),
             ("spark-03", "enP2p1s0f1np1 (p1)", "sw1:p2s1r1", "sw1:p2s2r1"),
@@ -184,9 +202,28 @@ def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
     with lab(inv, "ring4"):
         assert sparkfab("apply", inv, "--lab", "-q").code == 0
         devs = "enp1s0f0np0,enp1s0f1np1,enP2p1s0f0np0,enP2p1s0f1np1"
-        proc = subprocess.Popen(["ip", "netns", "exec", "sf-ring4-spark-329f", sys.executable, "-m", "sparkfab",
-                                 "sample", "--source", "netdev", "--devices", devs, "--duration", "20", "-o", str(out)],
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                "sf-ring4-spark-329f",
+                sys.executable,
+                "-m",
+                "sparkfab",
+                "sample",
+                "--source",
+                "netdev",
+                "--devices",
+                devs,
+                "--duration",
+                "20",
+                "-o",
+                str(out),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         res = sparkfab("verify", inv, "--lab", "--collective", "--sizes", "1M,16M,32M", "--format", "json")
         assert res.code == 0, res.out[-2000:]
         _, err = proc.communicate(timeout=60)
@@ -213,9 +250,14 @@ def _cable_set(cables) -> set[frozenset[str]]:
     return {frozenset(c["ends"] if isinstance(c, dict) else c) for c in cables}
 
 
-@pytest.mark.parametrize("inventory,cluster", [
-    ("inventory/ring4.yml", "ring4"), ("inventory/triangle.yml", "tri3"), ("inventory/switch8-crs804-200.yml", "sw8"),
-])
+@pytest.mark.parametrize(
+    "inventory,cluster",
+    [
+        ("inventory/ring4.yml", "ring4"),
+        ("inventory/triangle.yml", "tri3"),
+        ("inventory/switch8-crs804-200.yml", "sw8"),
+    ],
+)
 def test_discover_from_management_addresses(tmp_path, inventory, cluster):
     """Issue 9: the discovered cables equal the originals and give the same ranks."""
     import yaml
@@ -225,8 +267,16 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
 
     with lab(inventory, cluster):
         out = tmp_path / "found.yml"
-        res = sparkfab("discover", *_mgmt_ips(cluster), "--ssh-config", str(lab_dir(cluster) / "ssh_config"),
-                       "--cluster", cluster, "-o", str(out))
+        res = sparkfab(
+            "discover",
+            *_mgmt_ips(cluster),
+            "--ssh-config",
+            str(lab_dir(cluster) / "ssh_config"),
+            "--cluster",
+            cluster,
+            "-o",
+            str(out),
+        )
         assert res.code == 0, res.err
     found = yaml.safe_load(out.read_text())["all"]["vars"]["sparkfab"]
     original = yaml.safe_load((REPO / inventory).read_text())["all"]["vars"]["sparkfab"]
@@ -251,19 +301,26 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
         assert text.startswith("# yaml-language-server") and "control traffic routed over the fabric" in text
         cables = yaml.safe_load(text)["all"]["vars"]["sparkfab"]["cables"]
         assert _cable_set(cables) == {
-            frozenset({"spark-329f:p1", "spark-355d:p1"}), frozenset({"spark-355d:p0", "spark-3d38:p1"}),
-            frozenset({"spark-3d38:p0", "spark-c049:p1"}), frozenset({"spark-c049:p0", "spark-329f:p0"}),
+            frozenset({"spark-329f:p1", "spark-355d:p1"}),
+            frozenset({"spark-355d:p0", "spark-3d38:p1"}),
+            frozenset({"spark-3d38:p0", "spark-c049:p1"}),
+            frozenset({"spark-c049:p0", "spark-329f:p0"}),
         }
-        assert {"ends": ["spark-329f:p1", "spark-355d:p1"], "subnets": ["192.168.100.0/24", "192.168.102.0/24"]} in cables
+        assert {
+            "ends": ["spark-329f:p1", "spark-355d:p1"],
+            "subnets": ["192.168.100.0/24", "192.168.102.0/24"],
+        } in cables
     with lab(inv, "ring4"):
         state = json.loads((lab_dir("ring4") / "state.json").read_text())
         os.kill(state["pids"]["spark-c049.sshd"], signal.SIGTERM)
-        res = sparkfab("discover", *_mgmt_ips("ring4"), "--ssh-config", str(lab_dir("ring4") / "ssh_config"),
-                       "--format", "json")
+        res = sparkfab(
+            "discover", *_mgmt_ips("ring4"), "--ssh-config", str(lab_dir("ring4") / "ssh_config"), "--format", "json"
+        )
         data = json.loads(res.out)
         assert res.code == 4
-        assert any(o.startswith(f"{state['hosts']['spark-c049']['mgmt_ip']} (") and "does not answer" in o
-                   for o in data["odd"])
+        assert any(
+            o.startswith(f"{state['hosts']['spark-c049']['mgmt_ip']} (") and "does not answer" in o for o in data["odd"]
+        )
         # its cables are still found, from the other ends
         original = yaml.safe_load((REPO / inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
         assert _cable_set(data["cables"]) == _cable_set(original)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import ipaddress
+import json
 import shlex
 import shutil
 import subprocess
@@ -52,8 +52,11 @@ def test_golden(tmp_path, path, mode):
     assert sorted(got) == sorted(want), "files differ: regenerate and review the golden diff"
     for rel in got:
         if got[rel] != want[rel]:
-            diff = "".join(difflib.unified_diff(want[rel].splitlines(True), got[rel].splitlines(True),
-                                                f"golden/{rel}", f"rendered/{rel}"))
+            diff = "".join(
+                difflib.unified_diff(
+                    want[rel].splitlines(True), got[rel].splitlines(True), f"golden/{rel}", f"rendered/{rel}"
+                )
+            )
             pytest.fail(f"{path.stem}/{mode}/{rel} differs from its golden file:\n{diff}")
 
 
@@ -71,7 +74,8 @@ def test_netplan_generate_accepts_every_file(tmp_path, path):
         networks = sorted((root / "run/systemd/network").glob("*.network"))
         text = "".join(n.read_text() for n in networks)
         assert "MTUBytes=9000" in text or "MTUBytes=9000" in "".join(
-            n.read_text() for n in (root / "run/systemd/network").glob("*.link"))
+            n.read_text() for n in (root / "run/systemd/network").glob("*.link")
+        )
         plan = load_plan(str(path))
         for iface in plan.host(host_dir.name).ifaces:
             assert f"Address={iface.address}" in text
@@ -112,9 +116,20 @@ def _ring6(tmp_path: Path) -> Path:
     hosts = {f"r{i}": {"ansible_host": f"10.0.0.{i + 1}"} for i in range(6)}
     orient = [("p0", "p1"), ("p0", "p0"), ("p1", "p1"), ("p0", "p1"), ("p0", "p0"), ("p1", "p1")]
     cables = [[f"r{i}:{orient[i][0]}", f"r{(i + 1) % 6}:{orient[i][1]}"] for i in range(6)]
-    inv = {"all": {"hosts": hosts, "vars": {"sparkfab": {
-        "cluster": "ring6", "control_plane": "fabric", "subnet_pool": "192.168.96.0/20", "cables": cables,
-        "instances": {"x": {"hosts": list(hosts), "tp": 6, "launcher": "glm-5.3-flash-ring4"}}}}}}
+    inv = {
+        "all": {
+            "hosts": hosts,
+            "vars": {
+                "sparkfab": {
+                    "cluster": "ring6",
+                    "control_plane": "fabric",
+                    "subnet_pool": "192.168.96.0/20",
+                    "cables": cables,
+                    "instances": {"x": {"hosts": list(hosts), "tp": 6, "launcher": "glm-5.3-flash-ring4"}},
+                }
+            },
+        }
+    }
     f = tmp_path / "ring6.yml"
     f.write_text(yaml.safe_dump(inv))
     return f
@@ -201,8 +216,8 @@ def test_recipe_flags_are_known():
 
 def test_engine_flag_hash_identical_across_ranks():
     plan = load_plan(str(REPO / "inventory/switch8-crs804-200.yml"))
-    from sparkfab.render.launch import launch
     from sparkfab.launchers import recipe
+    from sparkfab.render.launch import launch
 
     inst = plan.instances[0]
     hashes = {launch(plan, inst, plan.host(h), recipe(inst.launcher)).engine_hash for h in inst.hosts}
@@ -222,7 +237,11 @@ def test_start_order_workers_first():
 
 
 def test_old_nccl_warns(tmp_path, cli):
-    text = (REPO / "inventory/ring4.yml").read_text().replace("control_plane: fabric", "control_plane: fabric\n      nccl_version: 2.28.3")
+    text = (
+        (REPO / "inventory/ring4.yml")
+        .read_text()
+        .replace("control_plane: fabric", "control_plane: fabric\n      nccl_version: 2.28.3")
+    )
     f = tmp_path / "old.yml"
     f.write_text(text)
     res = cli("render", str(f), "-o", str(tmp_path / "out"))

@@ -87,8 +87,11 @@ def test_reset_mid_run_is_counted(tmp_path):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 5_000_000), st.integers(0, 10**9)), min_size=1, max_size=60),
-       st.integers(1, 3_000_000), st.integers(0, 999))
+@given(
+    st.lists(st.tuples(st.integers(1, 5_000_000), st.integers(0, 10**9)), min_size=1, max_size=60),
+    st.integers(1, 3_000_000),
+    st.integers(0, 999),
+)
 def test_spreading_conserves_bytes(steps, width, offset):
     times = [1_000]
     for dt, _ in steps:
@@ -114,11 +117,14 @@ def test_peaks_table_shapes(tmp_path):
 
 
 def test_killed_sampler_loses_nothing_written(tmp_path):
-    counters = fake_tree(tmp_path, ["lo"], "netdev")
+    fake_tree(tmp_path, ["lo"], "netdev")
     out = tmp_path / "k.smp"
-    code = ("import sys; sys.path.insert(0, %r); from sparkfab.measure import sampler; "
-            "sampler.sample(sampler.netdev_counters(['lo'], %r), __import__('pathlib').Path(%r), 0.001)"
-            % (str(Path(sampler.__file__).parents[2]), str(tmp_path), str(out)))
+    src = str(Path(sampler.__file__).parents[2])
+    code = (
+        f"import sys; sys.path.insert(0, {src!r}); from sparkfab.measure import sampler; "
+        f"sampler.sample(sampler.netdev_counters(['lo'], {str(tmp_path)!r}), "
+        f"__import__('pathlib').Path({str(out)!r}), 0.001)"
+    )
     p = subprocess.Popen([sys.executable, "-c", code])
     time.sleep(1.5)
     p.send_signal(signal.SIGKILL)
@@ -168,6 +174,7 @@ def test_traffic_cli(tmp_path, cli):
 
 
 def test_sample_cli_refuses_missing_counters(tmp_path, cli):
-    res = cli("sample", "--devices", "rocep9s9f9", "--root", str(tmp_path), "--duration", "0.1",
-              "-o", str(tmp_path / "x.smp"))
+    res = cli(
+        "sample", "--devices", "rocep9s9f9", "--root", str(tmp_path), "--duration", "0.1", "-o", str(tmp_path / "x.smp")
+    )
     assert res.code == 2 and "no such counter" in res.err

@@ -25,8 +25,12 @@ def ring(n, orient, head=None, extra_hosts=0, **sf):
     inst = {"hosts": [f"s{i}" for i in range(n)], "tp": n}
     if head:
         inst["head"] = head
-    return {"all": {"hosts": hosts, "vars": {"sparkfab": {"cluster": "t", "cables": cables,
-                                                          "instances": {"x": inst}, **sf}}}}
+    return {
+        "all": {
+            "hosts": hosts,
+            "vars": {"sparkfab": {"cluster": "t", "cables": cables, "instances": {"x": inst}, **sf}},
+        }
+    }
 
 
 MIXED4 = [("p1", "p1"), ("p0", "p0"), ("p1", "p0"), ("p1", "p0")]  # the 001 ring's cages
@@ -66,9 +70,18 @@ def test_triangle():
 
 
 def test_pair_with_two_cables_uses_four_rails():
-    data = {"all": {"hosts": {"a": {}, "b": {}}, "vars": {"sparkfab": {
-        "cluster": "p", "cables": [["a:p0", "b:p0"], ["a:p1", "b:p1"]],
-        "instances": {"x": {"hosts": ["a", "b"], "tp": 2}}}}}}
+    data = {
+        "all": {
+            "hosts": {"a": {}, "b": {}},
+            "vars": {
+                "sparkfab": {
+                    "cluster": "p",
+                    "cables": [["a:p0", "b:p0"], ["a:p1", "b:p1"]],
+                    "instances": {"x": {"hosts": ["a", "b"], "tp": 2}},
+                }
+            },
+        }
+    }
     plan = plan_of(data)
     assert plan.instances[0].topology == "pair"
     assert len(plan.rails) == 4
@@ -79,9 +92,19 @@ def test_pair_with_two_cables_uses_four_rails():
 def switched(n, order=None):
     hosts = {f"s{i:02d}": {} for i in range(n)}
     cables = [[f"s{i:02d}:p1", f"sw:{i // 2 + 1}/{i % 2 + 1}"] for i in range(n)]
-    return {"all": {"hosts": hosts, "vars": {"sparkfab": {
-        "cluster": "s", "switches": {"sw": {"model": "CRS804"}}, "cables": cables,
-        "instances": {"x": {"hosts": order or list(hosts), "tp": n}}}}}}
+    return {
+        "all": {
+            "hosts": hosts,
+            "vars": {
+                "sparkfab": {
+                    "cluster": "s",
+                    "switches": {"sw": {"model": "CRS804"}},
+                    "cables": cables,
+                    "instances": {"x": {"hosts": order or list(hosts), "tp": n}},
+                }
+            },
+        }
+    }
 
 
 def test_switched_ranks_and_hca():
@@ -136,8 +159,9 @@ def test_ruamel_tree_gives_line_numbers(tmp_path):
     from sparkfab.resolve import load_plan
 
     f = tmp_path / "inv.yml"
-    f.write_text("all:\n  hosts:\n    a: {}\n  vars:\n    sparkfab:\n      cluster: x\n"
-                 "      cables:\n        - [a:p0, b:p0]\n")
+    f.write_text(
+        "all:\n  hosts:\n    a: {}\n  vars:\n    sparkfab:\n      cluster: x\n      cables:\n        - [a:p0, b:p0]\n"
+    )
     with pytest.raises(InventoryError) as exc:
         load_plan(str(f))
     assert exc.value.problems[0].line == 8

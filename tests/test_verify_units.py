@@ -18,8 +18,10 @@ SHARED = REPO.parent / "shared/reference/captured"
 def test_lldp_neighbours_list_form():
     seen = lldp.neighbours((CAPTURED / "lldpcli-ring-spark329f.json").read_text())
     assert seen == {
-        "enp1s0f0np0": ("spark-3d38", "enp1s0f1np1"), "enp1s0f1np1": ("spark-355d", "enp1s0f1np1"),
-        "enP2p1s0f0np0": ("spark-3d38", "enP2p1s0f1np1"), "enP2p1s0f1np1": ("spark-355d", "enP2p1s0f1np1"),
+        "enp1s0f0np0": ("spark-3d38", "enp1s0f1np1"),
+        "enp1s0f1np1": ("spark-355d", "enp1s0f1np1"),
+        "enP2p1s0f0np0": ("spark-3d38", "enP2p1s0f1np1"),
+        "enP2p1s0f1np1": ("spark-355d", "enP2p1s0f1np1"),
     }
 
 
@@ -51,11 +53,14 @@ def test_lldp_switch_port_names_of_real_switches():
     assert status == {"enp1s0f1np1 (p1)": PASS, "enP2p1s0f1np1 (p1)": FAIL}
 
 
-@pytest.mark.parametrize("name,rows,avg", [
-    ("all_reduce_perf_2xH200_nvlink.txt", 14, 79.2011),
-    ("all_reduce_perf_2xH200_socket_lo.txt", 13, None),
-    ("all_gather_perf_2xH200_nvlink.txt", None, None),
-])
+@pytest.mark.parametrize(
+    "name,rows,avg",
+    [
+        ("all_reduce_perf_2xH200_nvlink.txt", 14, 79.2011),
+        ("all_reduce_perf_2xH200_socket_lo.txt", 13, None),
+        ("all_gather_perf_2xH200_nvlink.txt", None, None),
+    ],
+)
 def test_nccl_tests_parser_on_captured_runs(name, rows, avg):
     path = SHARED / name
     if not path.exists():
@@ -67,7 +72,13 @@ def test_nccl_tests_parser_on_captured_runs(name, rows, avg):
         assert got_avg == avg
     if name == "all_reduce_perf_2xH200_nvlink.txt":
         last = parsed[-1]
-        assert (last.size, last.dtype, last.time_us, last.busbw, last.ip_busbw) == (536870912, "float", 1709.40, 314.07, 313.92)
+        assert (last.size, last.dtype, last.time_us, last.busbw, last.ip_busbw) == (
+            536870912,
+            "float",
+            1709.40,
+            314.07,
+            313.92,
+        )
         # busbw = algbw x 2(N-1)/N with N = 2 ranks
         assert all(abs(r.busbw - r.algbw) < 0.011 for r in parsed)
 
@@ -105,7 +116,11 @@ def _fake_sysfs(tmp: Path, device: str, address: str, index: int) -> None:
     a, b, c, d = (int(x) for x in address.split("."))
     for i in range(8):
         kind = "RoCE v2" if i % 2 else "IB/RoCE v1"
-        gid = f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}" if i in (index - 1, index) else f"fe80:0000:0000:0000:0000:0000:0000:000{i}"
+        gid = (
+            f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
+            if i in (index - 1, index)
+            else f"fe80:0000:0000:0000:0000:0000:0000:000{i}"
+        )
         (base / f"gid_attrs/types/{i}").write_text(kind + "\n")
         (base / f"gids/{i}").write_text(gid + "\n")
     (base / "state").write_text("4: ACTIVE\n")

@@ -22,7 +22,9 @@ Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {}
 
 
-def command(name: str, help_text: str, setup: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:
+def command(
+    name: str, help_text: str, setup: Callable[[argparse.ArgumentParser], None]
+) -> Callable[[Handler], Handler]:
     def wrap(fn: Handler) -> Handler:
         _COMMANDS[name] = (help_text, setup, fn)
         return fn
@@ -51,7 +53,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    level = logging.ERROR if args.quiet else (logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING)
+    level = (
+        logging.ERROR
+        if args.quiet
+        else (logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING)
+    )
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         return int(args.handler(args))
@@ -64,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("sparkfab: interrupted\n")
         return 130
-    except Exception as exc:  # noqa: BLE001  (last resort: one line plus where the traceback is)
+    except Exception as exc:
         with tempfile.NamedTemporaryFile("w", prefix="sparkfab-crash-", suffix=".txt", delete=False) as f:
             traceback.print_exc(file=f)
         sys.stderr.write(f"sparkfab: internal error: {exc!r} (traceback in {f.name})\n")

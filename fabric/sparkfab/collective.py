@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.distributed as dist
@@ -79,17 +79,27 @@ def sweep(world: int, dev: torch.device, sizes: list[int], iters: int, warmup: i
         elapsed = (time.perf_counter() - start) / iters
         nbytes = t.numel() * t.element_size()
         algbw = nbytes / elapsed / 1e9
-        rows.append({"bytes": nbytes, "time_us": round(elapsed * 1e6, 2), "algbw_GBps": round(algbw, 4),
-                     "busbw_GBps": round(algbw * 2 * (world - 1) / world, 4)})
+        rows.append(
+            {
+                "bytes": nbytes,
+                "time_us": round(elapsed * 1e6, 2),
+                "algbw_GBps": round(algbw, 4),
+                "busbw_GBps": round(algbw * 2 * (world - 1) / world, 4),
+            }
+        )
     return rows
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     dev = device_for(args.backend, args.rank)
     t0 = time.perf_counter()
-    dist.init_process_group(args.backend, init_method=f"tcp://{args.master_addr}:{args.master_port}",
-                            rank=args.rank, world_size=args.world_size,
-                            timeout=datetime.timedelta(seconds=args.timeout))
+    dist.init_process_group(
+        args.backend,
+        init_method=f"tcp://{args.master_addr}:{args.master_port}",
+        rank=args.rank,
+        world_size=args.world_size,
+        timeout=datetime.timedelta(seconds=args.timeout),
+    )
     joined = time.perf_counter() - t0
     result = check(args.rank, args.world_size, dev)
     sizes = [parse_size(s) for s in args.sizes.split(",") if s]
@@ -97,15 +107,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     oks = [None] * args.world_size
     dist.all_gather_object(oks, result["ok"])
     dist.barrier()
-    return {"backend": args.backend, "world_size": args.world_size, "rank": args.rank,
-            "rendezvous_s": round(joined, 3), "check": result, "all_ranks_ok": all(bool(o) for o in oks),
-            "sweep": rows if args.rank == 0 else []}
+    return {
+        "backend": args.backend,
+        "world_size": args.world_size,
+        "rank": args.rank,
+        "rendezvous_s": round(joined, 3),
+        "check": result,
+        "all_ranks_ok": all(bool(o) for o in oks),
+        "sweep": rows if args.rank == 0 else [],
+    }
 
 
 class _Health(BaseHTTPRequestHandler):
-    result: dict[str, Any] = {}
+    result: ClassVar[dict[str, Any]] = {}
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+    def do_GET(self) -> None:
         ok = self.path in ("/health", "/result") and bool(self.result.get("all_ranks_ok"))
         body = json.dumps(self.result if self.path == "/result" else {"ok": ok}).encode()
         self.send_response(200 if ok else 503)

@@ -56,8 +56,9 @@ class RunResult:
 
 
 def state_dir(cluster: str) -> Path:
-    base = os.environ.get("SPARKFAB_STATE_DIR") or ("/var/lib/sparkfab" if os.geteuid() == 0
-                                                     else str(Path.home() / ".local/state/sparkfab"))
+    base = os.environ.get("SPARKFAB_STATE_DIR") or (
+        "/var/lib/sparkfab" if os.geteuid() == 0 else str(Path.home() / ".local/state/sparkfab")
+    )
     return Path(base) / cluster
 
 
@@ -116,9 +117,12 @@ class _Collector:
                 head = d.get("after_header") or d.get("before_header") or task
                 import difflib
 
-                lines = difflib.unified_diff(str(d.get("before", "")).splitlines(True),
-                                             str(d.get("after", "")).splitlines(True),
-                                             f"{host}:{head} (now)", f"{host}:{head} (planned)")
+                lines = difflib.unified_diff(
+                    str(d.get("before", "")).splitlines(True),
+                    str(d.get("after", "")).splitlines(True),
+                    f"{host}:{head} (now)",
+                    f"{host}:{head} (planned)",
+                )
                 self.diffs.append("".join(lines))
 
 
@@ -130,10 +134,19 @@ def _failure_text(res: dict[str, Any]) -> str:
     return str(res.get("msg") or res.get("stderr") or "")[:400]
 
 
-def run_playbook(playbook: str, inventory: Path, cluster: str, *, check: bool = False, diff: bool = False,
-                 limit: str | None = None, extravars: dict[str, Any] | None = None,
-                 on_update: Callable[[dict[str, HostResult]], None] | None = None,
-                 hosts: list[str] | None = None, workdir: Path | None = None) -> RunResult:
+def run_playbook(
+    playbook: str,
+    inventory: Path,
+    cluster: str,
+    *,
+    check: bool = False,
+    diff: bool = False,
+    limit: str | None = None,
+    extravars: dict[str, Any] | None = None,
+    on_update: Callable[[dict[str, HostResult]], None] | None = None,
+    hosts: list[str] | None = None,
+    workdir: Path | None = None,
+) -> RunResult:
     import ansible_runner
 
     bindir = str(Path(sys.executable).parent)
@@ -149,10 +162,20 @@ def run_playbook(playbook: str, inventory: Path, cluster: str, *, check: bool = 
         "ANSIBLE_NOCOLOR": "1",
     }
     r = ansible_runner.run(
-        private_data_dir=str(pdd), project_dir=str(repo_dir("playbooks")), playbook=playbook,
-        inventory=str(inventory), cmdline=cmdline or None, limit=limit, extravars=extravars or {},
-        envvars=envvars, ident=f"{playbook.removesuffix('.yml')}-{uuid.uuid4().hex[:8]}", quiet=True,
-        suppress_env_files=True, rotate_artifacts=10, event_handler=collector, forks=32,
+        private_data_dir=str(pdd),
+        project_dir=str(repo_dir("playbooks")),
+        playbook=playbook,
+        inventory=str(inventory),
+        cmdline=cmdline or None,
+        limit=limit,
+        extravars=extravars or {},
+        envvars=envvars,
+        ident=f"{playbook.removesuffix('.yml')}-{uuid.uuid4().hex[:8]}",
+        quiet=True,
+        suppress_env_files=True,
+        rotate_artifacts=10,
+        event_handler=collector,
+        forks=32,
     )
     if r.stats is None and not collector.hosts:
         raise_if_not_started(r)
@@ -165,6 +188,6 @@ def raise_if_not_started(r: Any) -> None:
     out = ""
     try:
         out = r.stdout.read()[-2000:]
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     raise DeployError(f"ansible-playbook did not start (rc {r.rc}, status {r.status}): {out}")

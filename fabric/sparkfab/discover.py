@@ -22,8 +22,9 @@ from ruamel.yaml import YAML
 from sparkfab.verify import lldp
 
 FABRIC = re.compile(r"^en(P2)?p1s0f([01])np([01])$")
-PROBE = ("ip -j link show; echo @@; hostname; echo @@; lldpcli -f json show chassis; echo @@; "
-         "lldpcli -f json show neighbors")
+PROBE = (
+    "ip -j link show; echo @@; hostname; echo @@; lldpcli -f json show chassis; echo @@; lldpcli -f json show neighbors"
+)
 
 
 @dataclass
@@ -44,9 +45,14 @@ class Result:
     odd: list[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cables": self.cables, "odd": self.odd,
-                "hosts": {k: {"address": v.address, "hostname": v.hostname, "error": v.error,
-                              "neighbours": v.ports} for k, v in self.hosts.items()}}
+        return {
+            "cables": self.cables,
+            "odd": self.odd,
+            "hosts": {
+                k: {"address": v.address, "hostname": v.hostname, "error": v.error, "neighbours": v.ports}
+                for k, v in self.hosts.items()
+            },
+        }
 
 
 def port_of(netdev: str) -> tuple[str, int] | None:
@@ -65,7 +71,7 @@ def probe(th: Any, label: str, address: str, settle_s: float = 2.5) -> HostView:
         th.run("lldpcli update")
         time.sleep(settle_s)
         out = th.check_output(PROBE).split("@@")
-    except Exception as exc:  # noqa: BLE001 (any transport failure: the Spark does not answer)
+    except Exception as exc:
         view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         return view
     view.hostname = out[1].strip()
@@ -84,44 +90,56 @@ def _switch_port(port_id: str) -> str | None:
     return f"{nums[0]}/{nums[1]}" if len(nums) >= 2 else (nums[0] if nums else None)
 
 
-def derive(views: dict[str, HostView], order: list[str]) -> Result:
-    odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
+Ends = dict[tuple[str, str], dict[int, tuple[str, str]]]  # (host, port) -> root -> far end
+
+
+def _far_end(by_name: dict[str, str], system: str, port_id: str) -> tuple[str, str]:
+    """A Spark's port (also a Spark that did not answer: its port id names a netdev), else a switch."""
+    peer, peer_port = by_name.get(system), port_of(port_id)
+    if peer is not None or peer_port is not None:
+        return (peer or system, peer_port[0]) if peer_port else (peer or system, f"unknown:{port_id}")
+    sw = _switch_port(port_id)
+    return (system, f"switch:{sw}") if sw else (system, f"unknown:{port_id}")
+
+
+def _ends(views: dict[str, HostView], odd: list[str]) -> Ends:
     by_name = {n: v.label for v in views.values() if not v.error for n in (v.chassis | {v.hostname, v.label})}
-    ends: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
+    ends: Ends = {}
     for v in (x for x in views.values() if not x.error):
-        for netdev in v.fabric:
-            if netdev not in v.ports:
-                odd.append(f"{v.label}:{netdev} has no LLDP neighbour")
+        odd += [f"{v.label}:{netdev} has no LLDP neighbour" for netdev in v.fabric if netdev not in v.ports]
         for netdev, (system, port_id) in sorted(v.ports.items()):
             port, root = port_of(netdev) or ("", 0)
-            peer = by_name.get(system)
-            peer_port = port_of(port_id)
-            if peer is not None or peer_port is not None:  # a Spark (maybe one that did not answer)
-                far = (peer or system, peer_port[0]) if peer_port else (peer or system, f"unknown:{port_id}")
-            else:
-                sw = _switch_port(port_id)
-                far = (system, f"switch:{sw}") if sw else (system, f"unknown:{port_id}")
-            ends.setdefault((v.label, port), {})[root] = far
+            ends.setdefault((v.label, port), {})[root] = _far_end(by_name, system, port_id)
+    return ends
+
+
+def _cable(
+    views: dict[str, HostView], ends: Ends, host: str, port: str, far: tuple[str, str], odd: list[str]
+) -> list[str] | None:
+    peer, peer_port = far
+    if peer_port.startswith("switch:"):
+        return [f"{host}:{port}", f"{peer}:{peer_port.removeprefix('switch:')}"]
+    if peer_port.startswith("unknown:"):
+        odd.append(f"{host}:{port} sees {peer} ({peer_port}), which is not in the list of Sparks")
+        return None
+    if (peer, peer_port) not in ends:
+        why = "" if peer in views and not views[peer].error else f" ({peer} did not answer or is not listed)"
+        odd.append(f"cable {host}:{port} - {peer}:{peer_port} is seen from one end only{why}")
+    return [f"{host}:{port}", f"{peer}:{peer_port}"]
+
+
+def derive(views: dict[str, HostView], order: list[str]) -> Result:
+    odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
+    ends = _ends(views, odd)
     cables: dict[frozenset[str], list[str]] = {}
     for (host, port), roots in sorted(ends.items()):
-        fars = set(roots.values())
-        if len(fars) > 1:
-            odd.append(f"{host}:{port}: its twins disagree: " + ", ".join(f"root {r} sees {a}:{b}" for r, (a, b) in sorted(roots.items())))
+        if len(set(roots.values())) > 1:
+            seen = ", ".join(f"root {r} sees {a}:{b}" for r, (a, b) in sorted(roots.items()))
+            odd.append(f"{host}:{port}: its twins disagree: {seen}")
         far = roots.get(0) or roots.get(1)
-        if far is None:
-            continue
-        peer, peer_port = far
-        if peer_port.startswith("switch:"):
-            cable = [f"{host}:{port}", f"{peer}:{peer_port.removeprefix('switch:')}"]
-        elif peer_port.startswith("unknown:"):
-            odd.append(f"{host}:{port} sees {peer} ({peer_port}), which is not in the list of Sparks")
-            continue
-        else:
-            cable = [f"{host}:{port}", f"{peer}:{peer_port}"]
-            if not any(h == peer and p == peer_port for (h, p) in ends):
-                why = "" if peer in views and not views[peer].error else f" ({peer} did not answer or is not listed)"
-                odd.append(f"cable {host}:{port} - {peer}:{peer_port} is seen from one end only{why}")
-        cables.setdefault(frozenset(cable), cable)
+        cable = _cable(views, ends, host, port, far, odd) if far else None
+        if cable:
+            cables.setdefault(frozenset(cable), cable)
     return Result(_ring_order(list(cables.values()), order), views, odd)
 
 
@@ -155,7 +173,7 @@ def merge(raw_text: str | None, result: Result, cluster: str) -> str:
     else:
         data = yaml.load(raw_text)
     sf = data["all"]["vars"]["sparkfab"]
-    old = {frozenset(_ends(c)): c for c in sf.get("cables") or []}
+    old = {frozenset(_cable_ends(c)): c for c in sf.get("cables") or []}
     new = []
     for cable in result.cables:
         kept = old.get(frozenset(cable))
@@ -166,7 +184,7 @@ def merge(raw_text: str | None, result: Result, cluster: str) -> str:
     return buf.getvalue()
 
 
-def _ends(c: Any) -> list[str]:
+def _cable_ends(c: Any) -> list[str]:
     return [str(x) for x in (c["ends"] if isinstance(c, dict) else c)]
 
 

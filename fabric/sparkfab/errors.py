@@ -1,14 +1,14 @@
 """The exception tree of sparkfab and the exit codes the CLI maps it to.
 
-    SparkfabError                exit 1 (internal) unless a subclass says otherwise
-    ├── InventoryError           exit 2: the inventory is invalid (carries every Problem)
-    ├── UsageError               exit 2: a bad flag or argument combination
-    ├── RenderError              exit 1: a generator could not produce a file
-    ├── DeployError              exit 3: Ansible failed on a host (names host and task)
-    ├── LabError                 exit 1: the namespace lab could not be built or removed
-    ├── VerifyError              exit 4: a verification failed
-    ├── EstimateError            exit 2: the model description is unusable
-    └── BenchError               exit 1: the benchmark could not run
+SparkfabError                exit 1 (internal) unless a subclass says otherwise
+├── InventoryError           exit 2: the inventory is invalid (carries every Problem)
+├── UsageError               exit 2: a bad flag or argument combination
+├── RenderError              exit 1: a generator could not produce a file
+├── DeployError              exit 3: Ansible failed on a host (names host and task)
+├── LabError                 exit 1: the namespace lab could not be built or removed
+├── VerifyError              exit 4: a verification failed
+├── EstimateError            exit 2: the model description is unusable
+└── BenchError               exit 1: the benchmark could not run
 """
 
 from __future__ import annotations

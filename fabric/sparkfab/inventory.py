@@ -161,7 +161,14 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
     hosts_raw = group.get("hosts") or {}
     block = (group.get("vars") or {}).get("sparkfab")
     if block is None:
-        problems.append(Problem("all.vars", "no 'sparkfab' block", "put the cluster under all.vars.sparkfab", _line(raw, ("all", "vars"))))
+        problems.append(
+            Problem(
+                "all.vars",
+                "no 'sparkfab' block",
+                "put the cluster under all.vars.sparkfab",
+                _line(raw, ("all", "vars")),
+            )
+        )
         raise InventoryError(problems, source)
     hosts, ansible = _split_host_vars(hosts_raw)
     others = {k: v for k, v in (group.get("vars") or {}).items() if k != "sparkfab"}
@@ -206,7 +213,9 @@ def _split_host_vars(hosts_raw: Any) -> tuple[dict[str, Any], dict[str, dict[str
         if not isinstance(hv, dict):
             ours[str(name)] = hv
             continue
-        theirs[str(name)] = {k: _plain(v) for k, v in hv.items() if str(k).startswith("ansible_") and k != "ansible_host"}
+        theirs[str(name)] = {
+            k: _plain(v) for k, v in hv.items() if str(k).startswith("ansible_") and k != "ansible_host"
+        }
         ours[str(name)] = {k: v for k, v in hv.items() if k not in theirs[str(name)]}
     return ours, theirs
 

@@ -5,7 +5,7 @@ tool)."""
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -35,7 +35,7 @@ class Recipe(BaseModel):
     shm_size: str = "64g"
 
 
-@lru_cache(maxsize=None)
+@cache
 def recipes() -> dict[str, Recipe]:
     out = {}
     for path in sorted(repo_dir("launchers").glob("*.yml")):
@@ -54,6 +54,4 @@ def recipe(name: str) -> Recipe:
 @lru_cache(maxsize=1)
 def vllm_flags() -> frozenset[str]:
     path = repo_dir("launchers") / "vllm-serve-flags.txt"
-    return frozenset(
-        line.strip() for line in path.read_text().splitlines() if line.startswith("--")
-    )
+    return frozenset(line.strip() for line in path.read_text().splitlines() if line.startswith("--"))

@@ -9,8 +9,14 @@ from collections.abc import Sequence
 log = logging.getLogger("sparkfab.proc")
 
 
-def run(argv: Sequence[str], *, check: bool = True, timeout: float | None = 60, input_text: str | None = None,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: Sequence[str],
+    *,
+    check: bool = True,
+    timeout: float | None = 60,
+    input_text: str | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     log.debug("run: %s", " ".join(argv))
     res = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, input=input_text, env=env)
     if check and res.returncode != 0:

@@ -18,7 +18,7 @@ from typing import Any
 from sparkfab import catalog, spark
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory import Inventory, line_of, path_text, split_end
-from sparkfab.plan import Host, Iface, Instance, Plan, Rail, Rank, Route, Switch
+from sparkfab.plan import Host, Iface, Instance, Plan, Rail, Rank, Switch
 from sparkfab.topology import RingError, order_ring, order_switched, ring_routes
 
 _SW_PORT = re.compile(r"^(\d+)(?:/(\d+))?$")
@@ -91,19 +91,28 @@ def _parse_cables(ctx: Ctx) -> list[Cable]:
         a, b = ends[0], ends[1]
         assert a is not None and b is not None
         if a.node == b.node:
-            ctx.add(SF + ("cables", i), f"cable from {a.node} to itself ({a.port} - {b.port})",
-                    "a cable joins two different Sparks, or a Spark and a switch")
+            ctx.add(
+                SF + ("cables", i),
+                f"cable from {a.node} to itself ({a.port} - {b.port})",
+                "a cable joins two different Sparks, or a Spark and a switch",
+            )
             continue
         if a.switch and b.switch:
-            ctx.add(SF + ("cables", i), f"cable between two switches ({a.node}, {b.node})",
-                    "sparkfab plans Spark-to-Spark and Spark-to-switch cables only")
+            ctx.add(
+                SF + ("cables", i),
+                f"cable between two switches ({a.node}, {b.node})",
+                "sparkfab plans Spark-to-Spark and Spark-to-switch cables only",
+            )
             continue
         dup = [e for e in (a, b) if (e.node, e.port) in seen]
         for e in dup:
             first = seen[(e.node, e.port)]
             what = "lane" if e.switch else "port"
-            ctx.add(e.path, f"{what} {e.node}:{e.port} is used twice (cables[{first}] and cables[{i}])",
-                    "one cable per port; remove or move one of them")
+            ctx.add(
+                e.path,
+                f"{what} {e.node}:{e.port} is used twice (cables[{first}] and cables[{i}])",
+                "one cable per port; remove or move one of them",
+            )
         for e in (a, b):
             seen.setdefault((e.node, e.port), i)
         if not dup:
@@ -144,27 +153,39 @@ def _parse_switch_end(ctx: Ctx, text: str, node: str, port: str, path: tuple[Any
     m = _SW_PORT.match(port)
     model = switch_model(ctx.inv, node)
     if not m or not model.has_port(int(m.group(1))):
-        ctx.add(path, f"{text} — {node} ({model.name}) has ports 1-{model.port_count}",
-                "write a switch end as SWITCH:PORT/LANE, e.g. sw1:2/1")
+        ctx.add(
+            path,
+            f"{text} — {node} ({model.name}) has ports 1-{model.port_count}",
+            "write a switch end as SWITCH:PORT/LANE, e.g. sw1:2/1",
+        )
         return None
     sw_port = int(m.group(1))
     lane_gbps = catalog.LANE_GBPS[ctx.inv.sparkfab.link_speed]
     lanes = model.lanes(sw_port, lane_gbps)
     lane = int(m.group(2)) if m.group(2) else (1 if lanes == 1 else 0)
     if lane == 0:
-        ctx.add(path, f"{text} — port {sw_port} breaks out into {lanes} lanes at {lane_gbps}G: name the lane",
-                f"e.g. {node}:{sw_port}/1")
+        ctx.add(
+            path,
+            f"{text} — port {sw_port} breaks out into {lanes} lanes at {lane_gbps}G: name the lane",
+            f"e.g. {node}:{sw_port}/1",
+        )
         return None
     if not 1 <= lane <= lanes:
-        ctx.add(path, f"{text} — lane {lane} is beyond the breakout: port {sw_port} of {node} has "
-                f"{lanes} lane(s) at {lane_gbps}G", _breakout_hint(model, lane_gbps))
+        ctx.add(
+            path,
+            f"{text} — lane {lane} is beyond the breakout: port {sw_port} of {node} has "
+            f"{lanes} lane(s) at {lane_gbps}G",
+            _breakout_hint(model, lane_gbps),
+        )
         return None
     return End(node, f"{sw_port}/{lane}", True, path, sw_port, lane)
 
 
 def _breakout_hint(model: catalog.SwitchModel, lane_gbps: int) -> str:
-    return (f"{model.name} carries {model.capacity(lane_gbps)} Sparks at {lane_gbps}G "
-            f"(400G ports break out 2x200G or 4x100G)")
+    return (
+        f"{model.name} carries {model.capacity(lane_gbps)} Sparks at {lane_gbps}G "
+        f"(400G ports break out 2x200G or 4x100G)"
+    )
 
 
 def switch_model(inv: Inventory, name: str) -> catalog.SwitchModel:
@@ -206,9 +227,12 @@ def _allocate(ctx: Ctx, cables: list[Cable]) -> dict[RailKey, ipaddress.IPv4Netw
         net = next((n for n in pool if not any(n.overlaps(t) for t in taken)), None)
         if net is None:
             size = max(0, 2 ** (sf.rail_prefix - sf.subnet_pool.prefixlen))
-            ctx.add(SF + ("subnet_pool",), f"subnet_pool {sf.subnet_pool} is too small: it holds {size} "
-                    f"/{sf.rail_prefix} rails, the cables need {len(needed) + len(explicit)}",
-                    "use a larger pool (e.g. a /16) or a longer rail_prefix")
+            ctx.add(
+                SF + ("subnet_pool",),
+                f"subnet_pool {sf.subnet_pool} is too small: it holds {size} "
+                f"/{sf.rail_prefix} rails, the cables need {len(needed) + len(explicit)}",
+                "use a larger pool (e.g. a /16) or a longer rail_prefix",
+            )
             break
         out[key] = net
         taken.append(net)
@@ -219,7 +243,11 @@ def _rail_keys(cables: list[Cable]) -> Iterator[RailKey]:
     seen: set[RailKey] = set()
     for c in cables:
         for root in spark.ROOTS:
-            key = RailKey(None, c.b.node if c.b.switch else c.a.node, root) if c.switched else RailKey(c.index, None, root)
+            key = (
+                RailKey(None, c.b.node if c.b.switch else c.a.node, root)
+                if c.switched
+                else RailKey(c.index, None, root)
+            )
             if key not in seen:
                 seen.add(key)
                 yield key
@@ -233,30 +261,39 @@ def _explicit_subnets(ctx: Ctx, cables: list[Cable]) -> dict[RailKey, ipaddress.
             found += _subnet_list(ctx, c.subnets, SF + ("cables", i, "subnets"), lambda r, i=i: RailKey(i, None, r))
     for name, sw in sf.switches.items():
         if sw.subnets is not None:
-            found += _subnet_list(ctx, sw.subnets, SF + ("switches", name, "subnets"), lambda r, n=name: RailKey(None, n, r))
+            found += _subnet_list(
+                ctx, sw.subnets, SF + ("switches", name, "subnets"), lambda r, n=name: RailKey(None, n, r)
+            )
     for j, (_, net, path) in enumerate(found):
-        for key2, net2, path2 in found[:j]:
+        for _, net2, path2 in found[:j]:
             if net.overlaps(net2):
-                ctx.add(path, f"subnet {net} overlaps {net2} ({path_text(path2)})",
-                        "every rail needs its own subnet")
+                ctx.add(path, f"subnet {net} overlaps {net2} ({path_text(path2)})", "every rail needs its own subnet")
     return {k: n for k, n, _ in found}
 
 
 def _subnet_list(ctx: Ctx, nets: list[ipaddress.IPv4Network], path: tuple[Any, ...], key: Any) -> list[Any]:
     if len(nets) != 2:
-        ctx.add(path, f"lists {len(nets)} subnet(s); a cable carries two rails (one per PCIe root)",
-                "give exactly two subnets: [root-0 rail, root-1 rail]")
+        ctx.add(
+            path,
+            f"lists {len(nets)} subnet(s); a cable carries two rails (one per PCIe root)",
+            "give exactly two subnets: [root-0 rail, root-1 rail]",
+        )
         return []
     if nets[0] == nets[1]:
-        ctx.add(path, f"twins on one subnet: both PCIe roots would use {nets[0]}",
-                "the two twins of a port must sit on different subnets (routing ambiguity)")
+        ctx.add(
+            path,
+            f"twins on one subnet: both PCIe roots would use {nets[0]}",
+            "the two twins of a port must sit on different subnets (routing ambiguity)",
+        )
         return []
     prefix = ctx.inv.sparkfab.rail_prefix
     bad = [n for n in nets if n.prefixlen != prefix]
     for n in bad:
-        ctx.add(path, f"subnet {n} is a /{n.prefixlen}, the rails of this cluster are /{prefix}",
-                "NCCL_IB_SUBNET_PREFIX_LEN is one value per host: set rail_prefix or use /"
-                f"{prefix} subnets")
+        ctx.add(
+            path,
+            f"subnet {n} is a /{n.prefixlen}, the rails of this cluster are /{prefix}",
+            f"NCCL_IB_SUBNET_PREFIX_LEN is one value per host: set rail_prefix or use /{prefix} subnets",
+        )
     return [] if bad else [(key(r), n, path + (r,)) for r, n in enumerate(nets)]
 
 
@@ -269,15 +306,21 @@ def _check_switches(ctx: Ctx, cables: list[Cable]) -> None:
         wired = sum(1 for c in sf.cables for e in c.ends if split_end(e)[0] == name)
         cap = model.capacity(lane_gbps)
         if wired > cap:
-            ctx.add(SF + ("switches", name), f"{wired} Sparks on {name} ({model.name}) but it carries "
-                    f"{cap} at {lane_gbps}G", _breakout_hint(model, lane_gbps))
+            ctx.add(
+                SF + ("switches", name),
+                f"{wired} Sparks on {name} ({model.name}) but it carries {cap} at {lane_gbps}G",
+                _breakout_hint(model, lane_gbps),
+            )
         per_host: dict[str, list[int]] = {}
         for c in ends:
             per_host.setdefault(c.spark_end().node, []).append(c.index)
         for host, idx in per_host.items():
             if len(idx) > 1:
-                ctx.add(SF + ("cables", idx[1]), f"{host} has {len(idx)} cables to {name} "
-                        f"(cables{idx})", "cable one port per Spark to a switch; its twins carry both rails")
+                ctx.add(
+                    SF + ("cables", idx[1]),
+                    f"{host} has {len(idx)} cables to {name} (cables{idx})",
+                    "cable one port per Spark to a switch; its twins carry both rails",
+                )
 
 
 # -------------------------------------------------------------------------- instances
@@ -290,8 +333,11 @@ def _instances(ctx: Ctx, cables: list[Cable]) -> list[tuple[str, str, list[Rank]
     for name, inst in sf.instances.items():
         path = SF + ("instances", name)
         if inst.tp != len(inst.hosts):
-            ctx.add(path + ("tp",), f"tp {inst.tp} but the instance has {len(inst.hosts)} Sparks",
-                    "tensor parallelism runs one rank per Spark: tp must equal the number of hosts")
+            ctx.add(
+                path + ("tp",),
+                f"tp {inst.tp} but the instance has {len(inst.hosts)} Sparks",
+                "tensor parallelism runs one rank per Spark: tp must equal the number of hosts",
+            )
         hosts = _instance_hosts(ctx, name, inst.hosts, owner)
         if hosts is None:
             continue
@@ -307,8 +353,11 @@ def _check_launcher(ctx: Ctx, name: str, launcher: str | None) -> None:
 
     known = sorted(recipes())
     if launcher is not None and launcher not in known:
-        ctx.add(SF + ("instances", name, "launcher"), f"unknown launcher '{launcher}'",
-                _close(launcher, known) + " (recipes live in launchers/*.yml)")
+        ctx.add(
+            SF + ("instances", name, "launcher"),
+            f"unknown launcher '{launcher}'",
+            _close(launcher, known) + " (recipes live in launchers/*.yml)",
+        )
 
 
 def _instance_hosts(ctx: Ctx, name: str, hosts: list[str], owner: dict[str, str]) -> list[str] | None:
@@ -340,8 +389,11 @@ def _topology(ctx: Ctx, name: str, hosts: list[str], cables: list[Cable]) -> tup
     if switches:
         return "switched", order_switched(hosts, head, given), switches
     if any(c.switched and c.spark_end().node in hosts for c in cables):
-        ctx.add(path + ("hosts",), "Sparks of one instance sit on different fabrics (some on a switch, "
-                "some not)", "cable every Sparks of an instance to one switch, or none of them")
+        ctx.add(
+            path + ("hosts",),
+            "Sparks of one instance sit on different fabrics (some on a switch, some not)",
+            "cable every Sparks of an instance to one switch, or none of them",
+        )
         return None
     links = [c for c in cables if not c.switched and c.a.node in hosts and c.b.node in hosts]
     try:
@@ -373,8 +425,12 @@ def _common_switch(hosts: list[str], cables: list[Cable]) -> str | None:
 # ------------------------------------------------------------------------------ hosts
 
 
-def _hosts(ctx: Ctx, cables: list[Cable], subnets: dict[RailKey, ipaddress.IPv4Network],
-           instances: list[tuple[str, str, list[Rank], str | None]]) -> dict[str, Host]:
+def _hosts(
+    ctx: Ctx,
+    cables: list[Cable],
+    subnets: dict[RailKey, ipaddress.IPv4Network],
+    instances: list[tuple[str, str, list[Rank], str | None]],
+) -> dict[str, Host]:
     ifaces = _ifaces(ctx, cables, subnets)
     where = {r.host: (name, topo, r) for name, topo, ranks, _ in instances for r in ranks}
     hosts = {}
@@ -382,10 +438,15 @@ def _hosts(ctx: Ctx, cables: list[Cable], subnets: dict[RailKey, ipaddress.IPv4N
         mine = tuple(sorted(ifaces.get(name, []), key=lambda i: (i.root, i.port)))
         inst = where.get(name)
         hosts[name] = Host(
-            name=name, mgmt_address=hv.ansible_host or name, mgmt_if=hv.mgmt_if, ifaces=mine,
-            hca=_hca(mine, inst[1] if inst else None), control_if=hv.mgmt_if,
+            name=name,
+            mgmt_address=hv.ansible_host or name,
+            mgmt_if=hv.mgmt_if,
+            ifaces=mine,
+            hca=_hca(mine, inst[1] if inst else None),
+            control_if=hv.mgmt_if,
             control_address=hv.ansible_host or name,
-            instance=inst[0] if inst else None, rank=inst[2].rank if inst else None,
+            instance=inst[0] if inst else None,
+            rank=inst[2].rank if inst else None,
             ansible=dict(hv.ansible),
         )
     if ctx.inv.sparkfab.control_plane == "fabric":
@@ -412,13 +473,21 @@ def _iface(ctx: Ctx, c: Cable, e: End, root: int, key: RailKey, net: ipaddress.I
     peer = None if c.switched else c.other(e.node, e.port)
     sw = (c.b if c.b.switch else c.a) if c.switched else None
     return Iface(
-        netdev=spark.netdev(e.port, root), rdma=spark.rdma_device(e.port, root),
-        pci=spark.pci_address(e.port, root), port=e.port, root=root, rail=key.name,
-        subnet=str(net), address=f"{addr}/{net.prefixlen}", cable=c.index,
-        peer_host=peer.node if peer else None, peer_port=peer.port if peer else None,
+        netdev=spark.netdev(e.port, root),
+        rdma=spark.rdma_device(e.port, root),
+        pci=spark.pci_address(e.port, root),
+        port=e.port,
+        root=root,
+        rail=key.name,
+        subnet=str(net),
+        address=f"{addr}/{net.prefixlen}",
+        cable=c.index,
+        peer_host=peer.node if peer else None,
+        peer_port=peer.port if peer else None,
         peer_netdev=spark.netdev(peer.port, root) if peer else None,
         peer_address=str(_address(ctx, c, peer, net)) if peer else None,
-        switch=sw.node if sw else None, switch_port=sw.port if sw else None,
+        switch=sw.node if sw else None,
+        switch_port=sw.port if sw else None,
     )
 
 
@@ -431,8 +500,11 @@ def _address(ctx: Ctx, c: Cable, e: End, net: ipaddress.IPv4Network) -> ipaddres
     else:
         host_part = 1 if e is c.a else 2
     if host_part >= net.num_addresses - 1:
-        ctx.add(e.path, f"host part {host_part} does not fit in a /{net.prefixlen} rail",
-                "use a shorter rail_prefix (e.g. 22) for switches with many lanes")
+        ctx.add(
+            e.path,
+            f"host part {host_part} does not fit in a /{net.prefixlen} rail",
+            "use a shorter rail_prefix (e.g. 22) for switches with many lanes",
+        )
         return net.network_address
     return net.network_address + host_part
 
@@ -446,8 +518,9 @@ def _hca(ifaces: tuple[Iface, ...], topo: str | None) -> dict[str, tuple[str, ..
     }
 
 
-def _fabric_control(ctx: Ctx, hosts: dict[str, Host],
-                    instances: list[tuple[str, str, list[Rank], str | None]]) -> dict[str, Host]:
+def _fabric_control(
+    ctx: Ctx, hosts: dict[str, Host], instances: list[tuple[str, str, list[Rank], str | None]]
+) -> dict[str, Host]:
     from dataclasses import replace
 
     for name, h in hosts.items():
@@ -463,16 +536,24 @@ def _fabric_control(ctx: Ctx, hosts: dict[str, Host],
                 hosts[host] = replace(hosts[host], routes=routes, forwarding=len(ranks) >= 4)
     for name, h in hosts.items():
         if h.instance is None and not h.ifaces:
-            ctx.add(("all", "hosts", name), "control_plane is 'fabric' but this Spark has no fabric cable",
-                    "cable it, or use control_plane: management")
+            ctx.add(
+                ("all", "hosts", name),
+                "control_plane is 'fabric' but this Spark has no fabric cable",
+                "cable it, or use control_plane: management",
+            )
     return hosts
 
 
 # --------------------------------------------------------------------------- assemble
 
 
-def _assemble(inv: Inventory, cables: list[Cable], subnets: dict[RailKey, ipaddress.IPv4Network],
-              hosts: dict[str, Host], instances: list[tuple[str, str, list[Rank], str | None]]) -> Plan:
+def _assemble(
+    inv: Inventory,
+    cables: list[Cable],
+    subnets: dict[RailKey, ipaddress.IPv4Network],
+    hosts: dict[str, Host],
+    instances: list[tuple[str, str, list[Rank], str | None]],
+) -> Plan:
     sf = inv.sparkfab
     rails = []
     for key, net in subnets.items():
@@ -482,23 +563,48 @@ def _assemble(inv: Inventory, cables: list[Cable], subnets: dict[RailKey, ipaddr
     insts = []
     for name, topo, ranks, sw in instances:
         spec = sf.instances[name]
-        insts.append(Instance(
-            name=name, topology=topo, tp=spec.tp, ranks=tuple(ranks), launcher=spec.launcher,
-            backend=spec.backend, runtime=spec.runtime, port=spec.port, flags=dict(spec.flags),
-            env=dict(spec.env), master_addr=hosts[ranks[0].host].control_address, switch=sw,
-        ))
+        insts.append(
+            Instance(
+                name=name,
+                topology=topo,
+                tp=spec.tp,
+                ranks=tuple(ranks),
+                launcher=spec.launcher,
+                backend=spec.backend,
+                runtime=spec.runtime,
+                port=spec.port,
+                flags=dict(spec.flags),
+                env=dict(spec.env),
+                master_addr=hosts[ranks[0].host].control_address,
+                switch=sw,
+            )
+        )
     switches = tuple(
-        Switch(n, switch_model(inv, n).name,
-               {m: switch_model(inv, n).capacity(catalog.LANE_GBPS[m]) for m in ("200", "100")},
-               sum(1 for c in cables if c.switched and n in (c.a.node, c.b.node)))
+        Switch(
+            n,
+            switch_model(inv, n).name,
+            {m: switch_model(inv, n).capacity(catalog.LANE_GBPS[m]) for m in ("200", "100")},
+            sum(1 for c in cables if c.switched and n in (c.a.node, c.b.node)),
+        )
         for n in sf.switches
     )
     return Plan(
-        cluster=sf.cluster, link_speed=sf.link_speed, mtu=sf.mtu, rail_prefix=sf.rail_prefix,
-        control_plane=sf.control_plane, nccl_version=sf.nccl_version, nccl_graph=sf.nccl_graph,
-        nccl_channels=sf.nccl_channels, master_port=sf.master_port,
-        hosts=tuple(hosts.values()), instances=tuple(insts), rails=tuple(rails), switches=switches,
-        group_vars=dict(inv.group_vars), netplan_renderer=sf.netplan_renderer, source=inv.source,
+        cluster=sf.cluster,
+        link_speed=sf.link_speed,
+        mtu=sf.mtu,
+        rail_prefix=sf.rail_prefix,
+        control_plane=sf.control_plane,
+        nccl_version=sf.nccl_version,
+        nccl_graph=sf.nccl_graph,
+        nccl_channels=sf.nccl_channels,
+        master_port=sf.master_port,
+        hosts=tuple(hosts.values()),
+        instances=tuple(insts),
+        rails=tuple(rails),
+        switches=switches,
+        group_vars=dict(inv.group_vars),
+        netplan_renderer=sf.netplan_renderer,
+        source=inv.source,
     )
 
 

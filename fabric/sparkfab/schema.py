@@ -14,13 +14,18 @@ def inventory_schema() -> dict[str, Any]:
     host["properties"].pop("ansible", None)
     props = sf["properties"]
     # The model normalises these before validation; the schema accepts what users write.
-    props["cables"]["items"] = {"anyOf": [
-        {"type": "array", "items": {"type": "string", "pattern": r"^[^:\s]+:[^:\s]+$"},
-         "minItems": 2, "maxItems": 2},
-        {"$ref": "#/$defs/Cable"},
-    ]}
-    props["link_speed"] = {"enum": [200, "200", "100e", 100, "100"], "default": "200",
-                           "title": "Link Speed"}
+    props["cables"]["items"] = {
+        "anyOf": [
+            {
+                "type": "array",
+                "items": {"type": "string", "pattern": r"^[^:\s]+:[^:\s]+$"},
+                "minItems": 2,
+                "maxItems": 2,
+            },
+            {"$ref": "#/$defs/Cable"},
+        ]
+    }
+    props["link_speed"] = {"enum": [200, "200", "100e", 100, "100"], "default": "200", "title": "Link Speed"}
     host["patternProperties"] = {"^ansible_": {}}
     defs = {**sf.pop("$defs", {}), **host.pop("$defs", {}), "Sparkfab": sf, "HostVars": host}
     host["additionalProperties"] = False

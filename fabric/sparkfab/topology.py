@@ -45,8 +45,9 @@ def adjacency(hosts: list[str], cables: list[Any]) -> dict[str, list[Link]]:
     return adj
 
 
-def order_ring(hosts: list[str], head: str, cables: list[Any], given: dict[str, int | None],
-               tp: int) -> tuple[str, list[Rank]]:
+def order_ring(
+    hosts: list[str], head: str, cables: list[Any], given: dict[str, int | None], tp: int
+) -> tuple[str, list[Rank]]:
     adj = adjacency(hosts, cables)
     if len(hosts) > 2:
         _check_same_neighbour(adj)
@@ -73,9 +74,11 @@ def _check_connected(hosts: list[str], head: str, adj: dict[str, list[Link]]) ->
                 todo.append(peer)
     lost = [h for h in hosts if h not in seen]
     if lost:
-        raise RingError(f"the instance is not connected by one fabric: {', '.join(lost)} "
-                        f"cannot be reached from {head} over its cables",
-                        "cable every Spark of an instance into one pair, triangle, ring or switch")
+        raise RingError(
+            f"the instance is not connected by one fabric: {', '.join(lost)} "
+            f"cannot be reached from {head} over its cables",
+            "cable every Spark of an instance into one pair, triangle, ring or switch",
+        )
 
 
 def _pair(head: str, adj: dict[str, list[Link]]) -> list[Rank]:
@@ -94,7 +97,8 @@ def _check_same_neighbour(adj: dict[str, list[Link]]) -> None:
             raise RingError(
                 f"{host}'s two ports both reach {links[0][2]} (cables[{links[0][0]}] and "
                 f"cables[{links[1][0]}]): a ring needs two different neighbours",
-                f"move cables[{links[1][0]}] to the next Spark of the ring")
+                f"move cables[{links[1][0]}] to the next Spark of the ring",
+            )
 
 
 def _check_ring(adj: dict[str, list[Link]]) -> None:
@@ -102,10 +106,16 @@ def _check_ring(adj: dict[str, list[Link]]) -> None:
     if free:
         ends = [f"{h}:{_free_port(links)}" for h, links in free]
         breaker = ", ".join(f"cables[{links[0][0]}]" for _, links in free if links)
-        hint = (f"a cable [{ends[0]}, {ends[1]}] would close it" if len(ends) == 2
-                else "every Spark of a ring has two cables, to two different neighbours")
-        raise RingError(f"the ring does not close: {', '.join(ends)} have no cable inside the "
-                        f"instance (the line ends at {breaker})", hint)
+        hint = (
+            f"a cable [{ends[0]}, {ends[1]}] would close it"
+            if len(ends) == 2
+            else "every Spark of a ring has two cables, to two different neighbours"
+        )
+        raise RingError(
+            f"the ring does not close: {', '.join(ends)} have no cable inside the "
+            f"instance (the line ends at {breaker})",
+            hint,
+        )
 
 
 def _free_port(links: list[Link]) -> str:
@@ -125,11 +135,17 @@ def _walk(head: str, adj: dict[str, list[Link]], given: dict[str, int | None]) -
 
 
 def _check_given(order: list[str], given: dict[str, int | None]) -> None:
-    wrong = [f"{h} has rank {given[h]} but the cables put it at rank {order.index(h)}"
-             for h in order if given.get(h) is not None and given[h] != order.index(h)]
+    wrong = [
+        f"{h} has rank {given[h]} but the cables put it at rank {order.index(h)}"
+        for h in order
+        if given.get(h) is not None and given[h] != order.index(h)
+    ]
     if wrong:
-        raise RingError("; ".join(wrong), "ranks follow the cables: drop the rank keys, or re-cable "
-                        "(cable order around the ring: " + " -> ".join(order) + ")")
+        raise RingError(
+            "; ".join(wrong),
+            "ranks follow the cables: drop the rank keys, or re-cable "
+            "(cable order around the ring: " + " -> ".join(order) + ")",
+        )
 
 
 def _port_to(adj: dict[str, list[Link]], host: str, peer: str) -> str:

@@ -1,11 +1,13 @@
 """CLI verbs. Each module registers its verbs with `sparkfab.cli.command`."""
 
-from sparkfab.commands import inventory_cmds  # noqa: F401
-from sparkfab.commands import render_cmds  # noqa: F401
-from sparkfab.commands import lab_cmds  # noqa: F401
-from sparkfab.commands import deploy_cmds  # noqa: F401
-from sparkfab.commands import verify_cmd  # noqa: F401
-from sparkfab.commands import estimate_cmd  # noqa: F401
-from sparkfab.commands import sample_cmds  # noqa: F401
-from sparkfab.commands import bench_cmds  # noqa: F401
-from sparkfab.commands import discover_cmd  # noqa: F401
+from sparkfab.commands import (
+    bench_cmds,  # noqa: F401
+    deploy_cmds,  # noqa: F401
+    discover_cmd,  # noqa: F401
+    estimate_cmd,  # noqa: F401
+    inventory_cmds,  # noqa: F401
+    lab_cmds,  # noqa: F401
+    render_cmds,  # noqa: F401
+    sample_cmds,  # noqa: F401
+    verify_cmd,  # noqa: F401
+)

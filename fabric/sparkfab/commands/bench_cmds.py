@@ -17,7 +17,9 @@ from sparkfab.measure import bench, sampler
 def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", required=True, help="the OpenAI-compatible server, e.g. http://10.0.0.11:8000")
     p.add_argument("--model", required=True)
-    p.add_argument("--plan", help="tests P1,...,P6 (default all), or a YAML file of {name, requests, prompt_tokens, output_tokens}")
+    p.add_argument(
+        "--plan", help="tests P1,...,P6 (default all), or a YAML file of {name, requests, prompt_tokens, output_tokens}"
+    )
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -32,15 +34,28 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, help="run directory")
 
 
-@command("bench", "Drive the serving endpoint with the fixed plan P1-P6; record TTFT, decode speed and traffic.", _bench_args)
+@command(
+    "bench", "Drive the serving endpoint with the fixed plan P1-P6; record TTFT, decode speed and traffic.", _bench_args
+)
 def bench_cmd(args: argparse.Namespace) -> int:
     tests = bench.load_plan(args.plan, args.output_tokens)
     counters = None
     if args.counters:
         make = sampler.rdma_counters if args.source == "rdma" else sampler.netdev_counters
         counters = make(args.counters.split(","), args.root)
-    opt = bench.Options(args.url, args.model, args.output, args.rounds, args.warmup, args.seed, counters,
-                        args.idle_seconds, args.idle_below, args.timeout, args.label or args.output.name)
+    opt = bench.Options(
+        args.url,
+        args.model,
+        args.output,
+        args.rounds,
+        args.warmup,
+        args.seed,
+        counters,
+        args.idle_seconds,
+        args.idle_below,
+        args.timeout,
+        args.label or args.output.name,
+    )
     total = sum(t.requests for t in tests) * (args.rounds + args.warmup)
     with Progress(transient=True, disable=args.quiet) as progress:
         task = progress.add_task("requests", total=total)
@@ -85,7 +100,9 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, required=True)
 
 
-@command("report", "Two runs side by side: TTFT, decode speed, traffic per token, plots and an HTML page.", _report_args)
+@command(
+    "report", "Two runs side by side: TTFT, decode speed, traffic per token, plots and an HTML page.", _report_args
+)
 def report_cmd(args: argparse.Namespace) -> int:
     from sparkfab.errors import UsageError
     from sparkfab.measure import model as models

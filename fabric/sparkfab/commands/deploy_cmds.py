@@ -67,13 +67,21 @@ def _table(hosts: dict[str, HostResult], title: str) -> Table:
         t.add_column(col)
     for h in sorted(hosts.values(), key=lambda x: x.host):
         style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(h.state, "green")
-        t.add_row(h.host, f"[{style}]{h.state}[/]", str(h.ok), str(h.changed), str(h.failed), str(h.unreachable),
-                  (h.failed_task or h.task)[:60])
+        t.add_row(
+            h.host,
+            f"[{style}]{h.state}[/]",
+            str(h.ok),
+            str(h.changed),
+            str(h.failed),
+            str(h.unreachable),
+            (h.failed_task or h.task)[:60],
+        )
     return t
 
 
-def run_with_progress(playbook: str, plan: Plan, tree: Path, args: argparse.Namespace,
-                      extravars: dict[str, object] | None = None) -> RunResult:
+def run_with_progress(
+    playbook: str, plan: Plan, tree: Path, args: argparse.Namespace, extravars: dict[str, object] | None = None
+) -> RunResult:
     names = [h.name for h in plan.hosts]
     title = f"{playbook} on {plan.cluster}"
     live = Live(_table({}, title), console=_err, refresh_per_second=4, transient=True) if _err.is_terminal else None
@@ -85,9 +93,18 @@ def run_with_progress(playbook: str, plan: Plan, tree: Path, args: argparse.Name
     if live is not None:
         live.start()
     try:
-        result = run_playbook(playbook, tree / "inventory.yml", plan.cluster, check=getattr(args, "check", False),
-                              diff=getattr(args, "diff", False), limit=getattr(args, "limit", None),
-                              extravars=extravars, on_update=update, hosts=names, workdir=plan_state_dir(plan))
+        result = run_playbook(
+            playbook,
+            tree / "inventory.yml",
+            plan.cluster,
+            check=getattr(args, "check", False),
+            diff=getattr(args, "diff", False),
+            limit=getattr(args, "limit", None),
+            extravars=extravars,
+            on_update=update,
+            hosts=names,
+            workdir=plan_state_dir(plan),
+        )
     finally:
         if live is not None:
             live.stop()
@@ -121,8 +138,10 @@ def apply_cmd(args: argparse.Namespace) -> int:
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
     changed = sum(h.changed for h in result.hosts.values())
-    _err.print(f"apply {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} "
-               f"failed={len(result.failures)} (link {plan.link_speed})")
+    _err.print(
+        f"apply {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} "
+        f"failed={len(result.failures)} (link {plan.link_speed})"
+    )
     _fail_if(result)
     return 0
 
@@ -151,8 +170,10 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
         if old != new:
             sys.stdout.write(f"{h.name}: NCCL_IB_HCA ={old} -> ={new}\n")
     restarted = sorted(h.host for h in result.hosts.values() if h.changed and plan.instance_of(h.host))
-    _err.print(f"link speed of {plan.cluster}: {before.link_speed} -> {args.mode}; "
-               f"serving restarted on {len(restarted)} host(s)")
+    _err.print(
+        f"link speed of {plan.cluster}: {before.link_speed} -> {args.mode}; "
+        f"serving restarted on {len(restarted)} host(s)"
+    )
     return 0
 
 

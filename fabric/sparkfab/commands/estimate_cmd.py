@@ -37,8 +37,9 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def _setup(args: argparse.Namespace) -> Setup:
     spec = models.from_config(args.config) if args.config else models.preset(args.model or "glm-5.3")
-    spec = models.with_overrides(spec, active_params=args.active_params, bits_per_weight=args.bits_per_weight,
-                                 mtp_tokens=args.mtp_tokens)
+    spec = models.with_overrides(
+        spec, active_params=args.active_params, bits_per_weight=args.bits_per_weight, mtp_tokens=args.mtp_tokens
+    )
     tp, from_gbps = args.tp, args.from_gbps
     if args.inventory:
         from sparkfab.resolve import load_plan
@@ -74,41 +75,69 @@ def _mb(x: float) -> str:
 def print_estimate(r: dict) -> None:  # type: ignore[type-arg]
     c = Console(width=130)
     c.print(f"[bold]{r['model']}[/] at TP{r['tp']}, {r['from_gbps']:g} -> {r['to_gbps']:g} Gb/s")
-    c.print(f"all-reduces per prompt token {r['allreduces_per_token']} x {r['bytes_per_value']} bytes per value x "
-            f"ring factor {r['ring_factor']:.3f} = [bold]{_mb(r['bytes_per_token'])}[/] per prompt token per Spark")
-    c.print(f"extra TTFT <= [bold]{r['extra_s_per_1000_tokens']:.3f} s[/] per 1,000 prompt tokens "
-            f"({r['extra_s_per_1000_tokens_emulated']:.3f} s to the emulated {r['emulated_gbps']:g} Gb/s link; a real "
-            f"100G cable adds at most {r['real_cable_s_per_1000_tokens']:.3f} s more)")
+    c.print(
+        f"all-reduces per prompt token {r['allreduces_per_token']} x {r['bytes_per_value']} bytes per value x "
+        f"ring factor {r['ring_factor']:.3f} = [bold]{_mb(r['bytes_per_token'])}[/] per prompt token per Spark"
+    )
+    c.print(
+        f"extra TTFT <= [bold]{r['extra_s_per_1000_tokens']:.3f} s[/] per 1,000 prompt tokens "
+        f"({r['extra_s_per_1000_tokens_emulated']:.3f} s to the emulated {r['emulated_gbps']:g} Gb/s link; a real "
+        f"100G cable adds at most {r['real_cable_s_per_1000_tokens']:.3f} s more)"
+    )
     ch = r["chunk"]
-    c.print(f"per {ch['chunk_tokens']:,}-token chunk: block {_mb(ch['block_bytes'])}, each Spark sends "
-            f"{_mb(ch['sent_bytes'])} in {ch['ring_steps']} ring steps of {_mb(ch['segment_bytes'])}: "
-            f"{ch['send_s_from'] * 1e3:.1f} ms at {r['from_gbps']:g}, {ch['send_s_to'] * 1e3:.1f} ms at {r['to_gbps']:g} Gb/s")
+    c.print(
+        f"per {ch['chunk_tokens']:,}-token chunk: block {_mb(ch['block_bytes'])}, each Spark sends "
+        f"{_mb(ch['sent_bytes'])} in {ch['ring_steps']} ring steps of {_mb(ch['segment_bytes'])}: "
+        f"{ch['send_s_from'] * 1e3:.1f} ms at {r['from_gbps']:g}, "
+        f"{ch['send_s_to'] * 1e3:.1f} ms at {r['to_gbps']:g} Gb/s"
+    )
     t = Table(title="test plan: extra prefill time, upper bound")
-    for col in ("test", "prompt tokens", "prefill bytes per Spark", f"{r['from_gbps']:g} -> {r['to_gbps']:g}",
-                f"{r['from_gbps']:g} -> {r['emulated_gbps']:g}"):
+    for col in (
+        "test",
+        "prompt tokens",
+        "prefill bytes per Spark",
+        f"{r['from_gbps']:g} -> {r['to_gbps']:g}",
+        f"{r['from_gbps']:g} -> {r['emulated_gbps']:g}",
+    ):
         t.add_column(col, justify="right")
     for row in r["plan"]:
-        t.add_row(row["test"], f"{row['prompt_tokens']:,}", f"{row['prefill_bytes'] / 1e9:.1f} GB",
-                  f"<= +{row['extra_s']:.2f} s", f"<= +{row['extra_s_emulated']:.2f} s")
+        t.add_row(
+            row["test"],
+            f"{row['prompt_tokens']:,}",
+            f"{row['prefill_bytes'] / 1e9:.1f} GB",
+            f"<= +{row['extra_s']:.2f} s",
+            f"<= +{row['extra_s_emulated']:.2f} s",
+        )
     c.print(t)
     d = r["decode"]
-    c.print(f"decode: {d['tokens_per_pass']} tokens per pass, {d['allreduce_bytes'] / 1e3:.0f} KB per all-reduce "
-            f"({d['sent_per_allreduce'] / 1e3:.0f} KB sent: {d['send_us_from']:.1f} us at {r['from_gbps']:g}, "
-            f"{d['send_us_to']:.1f} us at {r['to_gbps']:g}), {_mb(d['bytes_per_pass'])} per pass; weight-read floor "
-            f"{d['pass_floor_s'] * 1e3:.1f} ms ({d['weight_bytes_per_spark'] / 1e9:.2f} GB per Spark) -> traffic "
-            f"<= {d['traffic_bound_gbps']:.1f} Gb/s, a slower link adds <= {d['extra_per_pass_s'] * 1e3:.2f} ms per pass")
+    c.print(
+        f"decode: {d['tokens_per_pass']} tokens per pass, {d['allreduce_bytes'] / 1e3:.0f} KB per all-reduce "
+        f"({d['sent_per_allreduce'] / 1e3:.0f} KB sent: {d['send_us_from']:.1f} us at {r['from_gbps']:g}, "
+        f"{d['send_us_to']:.1f} us at {r['to_gbps']:g}), {_mb(d['bytes_per_pass'])} per pass; weight-read floor "
+        f"{d['pass_floor_s'] * 1e3:.1f} ms ({d['weight_bytes_per_spark'] / 1e9:.2f} GB per Spark) -> traffic "
+        f"<= {d['traffic_bound_gbps']:.1f} Gb/s, a slower link adds <= {d['extra_per_pass_s'] * 1e3:.2f} ms per pass"
+    )
     if "measured" in r:
         m = r["measured"]
-        c.print(f"measured TTFT {m['ttft_s']:.2f} s for {m['prompt_tokens']:,} tokens: network share "
-                f"{m['network_share']:.1%} -> TTFT increase <= {m['increase_bound']:.1%} "
-                f"(emulated link: <= {m['increase_bound_emulated']:.1%})")
+        c.print(
+            f"measured TTFT {m['ttft_s']:.2f} s for {m['prompt_tokens']:,} tokens: network share "
+            f"{m['network_share']:.1%} -> TTFT increase <= {m['increase_bound']:.1%} "
+            f"(emulated link: <= {m['increase_bound_emulated']:.1%})"
+        )
         t = Table(title="projection against TP size (computation split evenly)")
         for col in ("TP", "bytes x", "compute x", "TTFT", "increase <="):
             t.add_column(col, justify="right")
         for row in r["tp_projection"]:
-            t.add_row(str(row["tp"]), f"{row['bytes_factor']:.2f}", f"{row['compute_factor']:.2f}",
-                      f"{row['ttft_s']:.2f} s", f"{row['increase_bound']:.0%}")
+            t.add_row(
+                str(row["tp"]),
+                f"{row['bytes_factor']:.2f}",
+                f"{row['compute_factor']:.2f}",
+                f"{row['ttft_s']:.2f} s",
+                f"{row['increase_bound']:.0%}",
+            )
         c.print(t)
     sw = r["switch"]
-    c.print(f"switch for {r['tp']} Sparks: at 200G {sw['200']['switch'] or 'none in the catalog'} "
-            f"({sw['200']['breakout']}); at 100G {sw['100']['switch'] or 'none'} ({sw['100']['breakout']})")
+    c.print(
+        f"switch for {r['tp']} Sparks: at 200G {sw['200']['switch'] or 'none in the catalog'} "
+        f"({sw['200']['breakout']}); at 100G {sw['100']['switch'] or 'none'} ({sw['100']['breakout']})"
+    )

@@ -27,8 +27,10 @@ def validate(args: argparse.Namespace) -> int:
     plan = load_plan(args.inventory)
     n_if = sum(len(h.ifaces) for h in plan.hosts)
     if not args.quiet:
-        sys.stderr.write(f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
-                         f"{n_if} fabric interfaces, {len(plan.instances)} instance(s)\n")
+        sys.stderr.write(
+            f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
+            f"{n_if} fabric interfaces, {len(plan.instances)} instance(s)\n"
+        )
     return 0
 
 
@@ -43,15 +45,21 @@ def plan_cmd(args: argparse.Namespace) -> int:
 
 
 def print_plan(plan: Plan, console: Console) -> None:
-    console.print(f"[bold]{plan.cluster}[/]: link {plan.link_speed}, MTU {plan.mtu}, rails /"
-                  f"{plan.rail_prefix}, control plane {plan.control_plane}")
+    console.print(
+        f"[bold]{plan.cluster}[/]: link {plan.link_speed}, MTU {plan.mtu}, rails /"
+        f"{plan.rail_prefix}, control plane {plan.control_plane}"
+    )
     for inst in plan.instances:
         t = Table(title=f"instance {inst.name}: {inst.topology}, TP{inst.tp}, master {inst.master_addr}")
         for col in ("rank", "host", "prev", "next"):
             t.add_column(col)
         for r in inst.ranks:
-            t.add_row(str(r.rank), r.host, f"{r.prev_host or '-'} via {r.prev_port or '-'}",
-                      f"{r.next_host or '-'} via {r.next_port or '-'}")
+            t.add_row(
+                str(r.rank),
+                r.host,
+                f"{r.prev_host or '-'} via {r.prev_port or '-'}",
+                f"{r.next_host or '-'} via {r.next_port or '-'}",
+            )
         console.print(t)
     t = Table(title="fabric interfaces")
     for col in ("host", "netdev", "rdma", "rail", "address", "peer"):
@@ -65,8 +73,13 @@ def print_plan(plan: Plan, console: Console) -> None:
     for col in ("host", "200", "100e", "control", "routes"):
         t.add_column(col)
     for h in plan.hosts:
-        t.add_row(h.name, ",".join(h.hca["200"]), ",".join(h.hca["100e"]),
-                  f"{h.control_if} {h.control_address}", str(len(h.routes)))
+        t.add_row(
+            h.name,
+            ",".join(h.hca["200"]),
+            ",".join(h.hca["100e"]),
+            f"{h.control_if} {h.control_address}",
+            str(len(h.routes)),
+        )
     console.print(t)
 
 

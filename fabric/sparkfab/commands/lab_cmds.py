@@ -37,8 +37,11 @@ def lab_cmd(args: argparse.Namespace) -> int:
         left = build.leftovers(plan.cluster)
         if left:
             raise LabError("lab down left: " + ", ".join(left))
-        sys.stderr.write(f"lab {plan.cluster} down in {time.perf_counter() - t0:.2f} s: "
-                         + ", ".join(f"{v} {k}" for k, v in removed.items()) + "\n")
+        sys.stderr.write(
+            f"lab {plan.cluster} down in {time.perf_counter() - t0:.2f} s: "
+            + ", ".join(f"{v} {k}" for k, v in removed.items())
+            + "\n"
+        )
         return 0
     if args.action == "status":
         st = build.status(plan.cluster)
@@ -62,8 +65,10 @@ def _up(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
     inv = sp.dir / "inventory.yml"
     inv.write_text(lab_inventory(load_raw(args.inventory), sp))
     t = state["timing"]
-    sys.stderr.write(f"lab {sp.cluster} up in {t['total_s']:.2f} s ({len(sp.sparks)} Sparks, {len(sp.veths)} "
-                     f"fabric veths; links {t['links_s']:.2f} s)\n")
+    sys.stderr.write(
+        f"lab {sp.cluster} up in {t['total_s']:.2f} s ({len(sp.sparks)} Sparks, {len(sp.veths)} "
+        f"fabric veths; links {t['links_s']:.2f} s)\n"
+    )
     sys.stdout.write(f"{inv}\n")
     return 0
 

@@ -37,6 +37,8 @@ def render_cmd(args: argparse.Namespace) -> int:
         sys.stderr.write(f"warning: {w}\n")
     written = write_tree(tree, args.output)
     if not args.quiet:
-        sys.stderr.write(f"rendered {len(written)} files for {len(tree.hosts)} hosts of {plan.cluster} "
-                         f"(link {plan.link_speed}) into {args.output}\n")
+        sys.stderr.write(
+            f"rendered {len(written)} files for {len(tree.hosts)} hosts of {plan.cluster} "
+            f"(link {plan.link_speed}) into {args.output}\n"
+        )
     return 0

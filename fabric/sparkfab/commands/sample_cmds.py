@@ -47,8 +47,7 @@ def _devices(args: argparse.Namespace) -> list[str]:
     if host is None:
         raise UsageError(f"{args.host} is not a host of {args.inventory}")
     mode = current_link_speed(plan)
-    return list(host.hca[mode]) if args.source == "rdma" else [i.netdev for i in host.ifaces
-                                                                if args.source == "netdev"]
+    return list(host.hca[mode]) if args.source == "rdma" else [i.netdev for i in host.ifaces if args.source == "netdev"]
 
 
 @command("sample", "Sample RDMA (or netdev) counters at 1 ms into a file, streamed as it goes.", _sample_args)
@@ -59,13 +58,20 @@ def sample_cmd(args: argparse.Namespace) -> int:
     missing = [c.path for c in counters if not Path(c.path).exists()]
     if missing:
         raise UsageError("no such counter: " + ", ".join(missing))
-    stats = sampler.sample(counters, args.output, _interval(args.interval), args.duration,
-                           meta={"source": args.source, "devices": devs, "host": args.host})
+    stats = sampler.sample(
+        counters,
+        args.output,
+        _interval(args.interval),
+        args.duration,
+        meta={"source": args.source, "devices": devs, "host": args.host},
+    )
     br = sorted(stats.brackets_ns) or [0]
-    sys.stderr.write(f"{stats.samples} samples into {args.output} ({'SCHED_FIFO' if stats.realtime else 'normal priority'}); "
-                     f"missed deadlines {stats.missed}; largest gap "
-                     f"{stats.max_gap_ns / 1e6:.2f} ms; bracket p50 {br[len(br) // 2] / 1e3:.1f} us, p99 "
-                     f"{br[int(0.99 * (len(br) - 1))] / 1e3:.1f} us\n")
+    sys.stderr.write(
+        f"{stats.samples} samples into {args.output} ({'SCHED_FIFO' if stats.realtime else 'normal priority'}); "
+        f"missed deadlines {stats.missed}; largest gap "
+        f"{stats.max_gap_ns / 1e6:.2f} ms; bracket p50 {br[len(br) // 2] / 1e3:.1f} us, p99 "
+        f"{br[int(0.99 * (len(br) - 1))] / 1e3:.1f} us\n"
+    )
     return 0
 
 
@@ -83,8 +89,11 @@ def traffic_cmd(args: argparse.Namespace) -> int:
     sr = traffic.series(sampler.read(args.file))
     window = tuple(float(x) for x in args.window.split(":")) if args.window else None
     intervals = [_interval(x) for x in args.intervals.split(",")]
-    result = {"summary": traffic.summary(sr), "direction": args.direction,
-              "peaks": traffic.peaks(sr, intervals, args.direction, window)}  # type: ignore[arg-type]
+    result = {
+        "summary": traffic.summary(sr),
+        "direction": args.direction,
+        "peaks": traffic.peaks(sr, intervals, args.direction, window),
+    }  # type: ignore[arg-type]
     if args.plot:
         from sparkfab.measure.plots import traffic_plot
 
@@ -95,9 +104,11 @@ def traffic_cmd(args: argparse.Namespace) -> int:
         return 0
     s = result["summary"]
     c = Console()
-    c.print(f"{s['samples']} samples over {s['duration_s']:.3f} s; bytes {s['bytes']}; resets {s['resets']}, wraps "
-            f"{s['wraps']}, missed deadlines {s['missed_deadlines']}; bracket p50 {s['bracket_us']['p50']:.1f} us, "
-            f"p99 {s['bracket_us']['p99']:.1f} us")
+    c.print(
+        f"{s['samples']} samples over {s['duration_s']:.3f} s; bytes {s['bytes']}; resets {s['resets']}, wraps "
+        f"{s['wraps']}, missed deadlines {s['missed_deadlines']}; bracket p50 {s['bracket_us']['p50']:.1f} us, "
+        f"p99 {s['bracket_us']['p99']:.1f} us"
+    )
     t = Table(title=f"highest {args.direction} rate per averaging interval")
     for col in ("interval", "highest value", "timing uncertainty"):
         t.add_column(col, justify="right")

@@ -30,8 +30,14 @@ def _args(p: argparse.ArgumentParser) -> None:
 def verify_cmd(args: argparse.Namespace) -> int:
     plan = load_plan(inventory_path(args))
     plan = plan.with_link_speed(current_link_speed(plan))
-    report = verify(plan, collective=args.collective, perf=args.perf, sizes=args.sizes,
-                    workdir=plan_state_dir(plan) / "verify", log=lambda s: sys.stderr.write(s + "\n"))
+    report = verify(
+        plan,
+        collective=args.collective,
+        perf=args.perf,
+        sizes=args.sizes,
+        workdir=plan_state_dir(plan) / "verify",
+        log=lambda s: sys.stderr.write(s + "\n"),
+    )
     if args.format == "json":
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
@@ -52,14 +58,19 @@ def print_report(report: Report, show_all: bool) -> None:
     if t.row_count:
         console.print(t)
     for name, c in (report.collective or {}).items():
-        console.print(f"collective {name} ({c['backend']}, {c['world_size']} ranks): "
-                      f"{'correct' if c['ok'] else 'FAILED'}")
+        console.print(
+            f"collective {name} ({c['backend']}, {c['world_size']} ranks): {'correct' if c['ok'] else 'FAILED'}"
+        )
         ct = Table()
         for col in ("bytes", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
             ct.add_column(col, justify="right")
         for row in c["sweep"]:
-            ct.add_row(str(row["bytes"]), f"{row['time_us']:.1f}", f"{row['algbw_GBps']:.4f}", f"{row['busbw_GBps']:.4f}")
+            ct.add_row(
+                str(row["bytes"]), f"{row['time_us']:.1f}", f"{row['algbw_GBps']:.4f}", f"{row['busbw_GBps']:.4f}"
+            )
         console.print(ct)
     c = d["counts"]
-    console.print(f"{'PASS' if report.ok else 'FAIL'}: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped "
-                  f"in {report.timing.get('total_s', 0):.1f} s")
+    console.print(
+        f"{'PASS' if report.ok else 'FAIL'}: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped "
+        f"in {report.timing.get('total_s', 0):.1f} s"
+    )

@@ -28,8 +28,7 @@ log = logging.getLogger("sparkfab.lab")
 NETNS_ETC = Path("/etc/netns")
 ETC_ENTRIES = ("ssh", "netplan", "sparkfab", "sysctl.d", "lldpd.d")
 NETWORKD = "/lib/systemd/systemd-networkd"
-LLDP_CONF = ("configure lldp portidsubtype ifname\n"
-             "configure lldp tx-interval 1\n")
+LLDP_CONF = "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n"
 
 
 def _ipr() -> Any:
@@ -55,8 +54,9 @@ def existing_namespaces(cluster: str) -> list[str]:
 
 def up(spec: LabSpec) -> dict[str, Any]:
     if existing_namespaces(spec.cluster):
-        raise LabError(f"lab {spec.cluster} is already up (namespaces {ns_prefix(spec.cluster)}*): "
-                       f"run `sparkfab lab down` first")
+        raise LabError(
+            f"lab {spec.cluster} is already up (namespaces {ns_prefix(spec.cluster)}*): run `sparkfab lab down` first"
+        )
     t0 = time.perf_counter()
     spec.dir.mkdir(parents=True, exist_ok=True)
     (spec.dir / "pids").mkdir(exist_ok=True)
@@ -72,10 +72,16 @@ def up(spec: LabSpec) -> dict[str, Any]:
     except Exception:
         down(spec.cluster)
         raise
-    state = {"cluster": spec.cluster, "id": spec.id, "mgmt_net": spec.mgmt_net, "root_ip": spec.root_ip,
-             "namespaces": [n.ns for n in spec.nodes], "pids": pids,
-             "hosts": {n.name: {"ns": n.ns, "mgmt_ip": n.mgmt_ip} for n in spec.sparks},
-             "timing": {"links_s": round(t_links, 3), "total_s": round(time.perf_counter() - t0, 3)}}
+    state = {
+        "cluster": spec.cluster,
+        "id": spec.id,
+        "mgmt_net": spec.mgmt_net,
+        "root_ip": spec.root_ip,
+        "namespaces": [n.ns for n in spec.nodes],
+        "pids": pids,
+        "hosts": {n.name: {"ns": n.ns, "mgmt_ip": n.mgmt_ip} for n in spec.sparks},
+        "timing": {"links_s": round(t_links, 3), "total_s": round(time.perf_counter() - t0, 3)},
+    }
     (spec.dir / "state.json").write_text(json.dumps(state, indent=2))
     return state
 
@@ -116,8 +122,9 @@ def _fabric(spec: LabSpec) -> None:
             ns.link("set", index=ns.link_lookup(ifname=bridge)[0], state="up")
     for v in spec.veths:
         with _netns(v.a_ns) as a:
-            a.link("add", ifname=v.a_if, kind="veth", mtu=v.mtu,
-                   peer={"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": v.mtu})
+            a.link(
+                "add", ifname=v.a_if, kind="veth", mtu=v.mtu, peer={"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": v.mtu}
+            )
             a.link("set", index=a.link_lookup(ifname=v.a_if)[0], state="up")
         with _netns(v.b_ns) as b:
             idx = b.link_lookup(ifname=v.b_if)[0]
@@ -146,14 +153,25 @@ def _ssh_keys(spec: LabSpec) -> None:
 
 
 def _sshd_config(n: Node) -> str:
-    return "\n".join([
-        f"# sparkfab lab: sshd of {n.name}", f"ListenAddress {n.mgmt_ip}", "Port 22",
-        "HostKey /etc/ssh/ssh_host_ed25519_key", "PidFile /run/sshd.pid",
-        "AuthorizedKeysFile /etc/ssh/authorized_keys", "PermitRootLogin prohibit-password",
-        "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
-        "MaxStartups 200:30:400", "MaxSessions 200", "AcceptEnv LANG LC_*",
-        "Subsystem sftp /usr/lib/openssh/sftp-server", "",
-    ])
+    return "\n".join(
+        [
+            f"# sparkfab lab: sshd of {n.name}",
+            f"ListenAddress {n.mgmt_ip}",
+            "Port 22",
+            "HostKey /etc/ssh/ssh_host_ed25519_key",
+            "PidFile /run/sshd.pid",
+            "AuthorizedKeysFile /etc/ssh/authorized_keys",
+            "PermitRootLogin prohibit-password",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "MaxStartups 200:30:400",
+            "MaxSessions 200",
+            "AcceptEnv LANG LC_*",
+            "Subsystem sftp /usr/lib/openssh/sftp-server",
+            "",
+        ]
+    )
 
 
 def ssh_config(spec: LabSpec) -> str:
@@ -161,11 +179,19 @@ def ssh_config(spec: LabSpec) -> str:
     lines = [f"# sparkfab lab {spec.cluster}: host-key checking stays on, connections are multiplexed"]
     for n in spec.sparks:
         lines += [f"Host {n.name} {n.mgmt_ip}", f"  HostName {n.mgmt_ip}"]
-    lines += [f"Host {' '.join(n.mgmt_ip for n in spec.sparks)} {' '.join(n.name for n in spec.sparks)}",
-              "  User root", f"  IdentityFile {d}/id_ed25519", "  IdentitiesOnly yes",
-              f"  UserKnownHostsFile {d}/known_hosts", "  StrictHostKeyChecking yes",
-              "  ControlMaster auto", f"  ControlPath {d}/cm-%C", "  ControlPersist 120s",
-              "  ConnectTimeout 10", ""]
+    lines += [
+        f"Host {' '.join(n.mgmt_ip for n in spec.sparks)} {' '.join(n.name for n in spec.sparks)}",
+        "  User root",
+        f"  IdentityFile {d}/id_ed25519",
+        "  IdentitiesOnly yes",
+        f"  UserKnownHostsFile {d}/known_hosts",
+        "  StrictHostKeyChecking yes",
+        "  ControlMaster auto",
+        f"  ControlPath {d}/cm-%C",
+        "  ControlPersist 120s",
+        "  ConnectTimeout 10",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -194,16 +220,33 @@ def _daemons(spec: LabSpec) -> dict[str, int]:
     pdir = spec.dir / "pids"
     for n in spec.nodes:
         lldp = f"lldpd -d -I '{n.lldp_ifs}' >>{logs}/{n.name}.lldpd.log 2>&1 & echo $! >{pdir}/{n.name}.lldpd"
-        prep = (f"mount -t tmpfs -o mode=755 sf-run /run && mkdir -p /run/sshd /run/lldpd /run/systemd "
-                f"&& mount -o remount,bind,ro /sys && hostname {n.name} && ")
+        prep = (
+            f"mount -t tmpfs -o mode=755 sf-run /run && mkdir -p /run/sshd /run/lldpd /run/systemd "
+            f"&& mount -o remount,bind,ro /sys && hostname {n.name} && "
+        )
         if n.kind == "spark":
-            script = (prep + f"({NETWORKD} >>{logs}/{n.name}.networkd.log 2>&1 & echo $! >/run/systemd/sparkfab-networkd.pid; "
-                      f"cp /run/systemd/sparkfab-networkd.pid {pdir}/{n.name}.networkd) && ({lldp}) && "
-                      f"exec /usr/sbin/sshd -D -e -f /etc/ssh/sshd_config")
+            script = (
+                prep
+                + f"({NETWORKD} >>{logs}/{n.name}.networkd.log 2>&1 & echo $! >/run/systemd/sparkfab-networkd.pid; "
+                f"cp /run/systemd/sparkfab-networkd.pid {pdir}/{n.name}.networkd) && ({lldp}) && "
+                f"exec /usr/sbin/sshd -D -e -f /etc/ssh/sshd_config"
+            )
         else:
             script = prep + f"exec lldpd -d -I '{n.lldp_ifs}'"
-        argv = ["ip", "netns", "exec", n.ns, "unshare", "--uts", "--mount", "--propagation", "private",
-                "sh", "-c", script]
+        argv = [
+            "ip",
+            "netns",
+            "exec",
+            n.ns,
+            "unshare",
+            "--uts",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+        ]
         p = proc.spawn(argv, str(logs / f"{n.name}.log"))
         pids[f"{n.name}.{'sshd' if n.kind == 'spark' else 'lldpd'}"] = p.pid
     return pids
@@ -317,7 +360,7 @@ def _remove_root_links(cluster: str) -> int:
                 try:
                     ipr.link("del", index=link["index"])
                     n += 1
-                except Exception:  # noqa: BLE001 (a veth peer vanished with its namespace)
+                except Exception:
                     pass
     return n
 
@@ -328,8 +371,11 @@ def _wait_gone(cluster: str, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with _ipr() as ipr:
-            left = [link.get_attr("IFLA_IFNAME") for link in ipr.get_links()
-                    if (link.get_attr("IFLA_IFNAME") or "").startswith(prefix)]
+            left = [
+                link.get_attr("IFLA_IFNAME")
+                for link in ipr.get_links()
+                if (link.get_attr("IFLA_IFNAME") or "").startswith(prefix)
+            ]
         if not left:
             return
         time.sleep(0.05)
@@ -340,8 +386,11 @@ def leftovers(cluster: str) -> list[str]:
     """Everything of this lab still present (empty after a clean `lab down`)."""
     found = [f"namespace {n}" for n in existing_namespaces(cluster)]
     with _ipr() as ipr:
-        found += [f"link {link.get_attr('IFLA_IFNAME')}" for link in ipr.get_links()
-                  if (link.get_attr("IFLA_IFNAME") or "").startswith(root_prefix(cluster))]
+        found += [
+            f"link {link.get_attr('IFLA_IFNAME')}"
+            for link in ipr.get_links()
+            if (link.get_attr("IFLA_IFNAME") or "").startswith(root_prefix(cluster))
+        ]
     found += [f"dir {d}" for d in NETNS_ETC.glob(f"{ns_prefix(cluster)}*")] if NETNS_ETC.exists() else []
     if lab_dir(cluster).exists():
         found.append(f"dir {lab_dir(cluster)}")
@@ -352,7 +401,13 @@ def status(cluster: str) -> dict[str, Any]:
     state_file = lab_dir(cluster) / "state.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
     alive = {name: _ours(pid) for name, pid in state.get("pids", {}).items()}
-    return {"cluster": cluster, "id": lab_id(cluster), "up": bool(existing_namespaces(cluster)),
-            "namespaces": existing_namespaces(cluster), "processes": alive,
-            "hosts": state.get("hosts", {}), "inventory": str(lab_dir(cluster) / "inventory.yml"),
-            "python": sys.executable}
+    return {
+        "cluster": cluster,
+        "id": lab_id(cluster),
+        "up": bool(existing_namespaces(cluster)),
+        "namespaces": existing_namespaces(cluster),
+        "processes": alive,
+        "hosts": state.get("hosts", {}),
+        "inventory": str(lab_dir(cluster) / "inventory.yml"),
+        "python": sys.executable,
+    }

@@ -86,10 +86,16 @@ class LabSpec:
         return tuple(n for n in self.nodes if n.kind == "spark")
 
     def describe(self) -> list[str]:
-        lines = [f"lab {self.cluster} (id {self.id}) in {self.dir}",
-                 f"root namespace: bridge {self.bridge} {self.root_ip}/24 (management {self.mgmt_net})"]
+        lines = [
+            f"lab {self.cluster} (id {self.id}) in {self.dir}",
+            f"root namespace: bridge {self.bridge} {self.root_ip}/24 (management {self.mgmt_net})",
+        ]
         for n in self.nodes:
-            what = f"{n.mgmt_if} {n.mgmt_ip} <-> {n.root_peer}, sshd, systemd-networkd, lldpd" if n.kind == "spark" else "lldpd"
+            what = (
+                f"{n.mgmt_if} {n.mgmt_ip} <-> {n.root_peer}, sshd, systemd-networkd, lldpd"
+                if n.kind == "spark"
+                else "lldpd"
+            )
             lines.append(f"namespace {n.ns} ({n.kind} {n.name}): {what}")
         for ns, br, mtu in self.switch_bridges:
             lines.append(f"bridge {br} in {ns}, MTU {mtu}")
@@ -105,8 +111,7 @@ def spec(plan: Plan) -> LabSpec:
     hosts = list(net.hosts())
     rp = root_prefix(c)
     nodes = [
-        Node(h.name, ns_prefix(c) + h.name, "spark", h.mgmt_if, str(hosts[i]), f"{rp}m{i}",
-             "enp1s0f*,enP2p1s0f*")
+        Node(h.name, ns_prefix(c) + h.name, "spark", h.mgmt_if, str(hosts[i]), f"{rp}m{i}", "enp1s0f*,enP2p1s0f*")
         for i, h in enumerate(plan.hosts)
     ]
     switches = sorted({i.switch for h in plan.hosts for i in h.ifaces if i.switch})
@@ -117,12 +122,28 @@ def spec(plan: Plan) -> LabSpec:
         for i in h.ifaces:
             if i.switch:
                 port, lane = i.switch_port.split("/") if i.switch_port else ("0", "0")
-                veths.append(Veth(ns_of[h.name], i.netdev, ns_of[i.switch], f"p{port}s{lane}r{i.root}", plan.mtu,
-                                  f"cables[{i.cable}] root {i.root}", f"br{i.root}"))
+                veths.append(
+                    Veth(
+                        ns_of[h.name],
+                        i.netdev,
+                        ns_of[i.switch],
+                        f"p{port}s{lane}r{i.root}",
+                        plan.mtu,
+                        f"cables[{i.cable}] root {i.root}",
+                        f"br{i.root}",
+                    )
+                )
             elif (i.cable, i.root) not in seen and i.peer_host and i.peer_netdev:
                 seen.add((i.cable, i.root))
-                veths.append(Veth(ns_of[h.name], i.netdev, ns_of[i.peer_host], i.peer_netdev, plan.mtu,
-                                  f"cables[{i.cable}] root {i.root}"))
+                veths.append(
+                    Veth(
+                        ns_of[h.name],
+                        i.netdev,
+                        ns_of[i.peer_host],
+                        i.peer_netdev,
+                        plan.mtu,
+                        f"cables[{i.cable}] root {i.root}",
+                    )
+                )
     bridges = tuple((ns_of[s], f"br{r}", plan.mtu) for s in switches for r in (0, 1))
-    return LabSpec(c, lab_id(c), lab_dir(c), str(net), f"{rp}br", str(hosts[-1]), tuple(nodes),
-                   tuple(veths), bridges)
+    return LabSpec(c, lab_id(c), lab_dir(c), str(net), f"{rp}br", str(hosts[-1]), tuple(nodes), tuple(veths), bridges)

@@ -39,8 +39,11 @@ def _select(veths: list[Veth], ref: str) -> list[int]:
     if not m:
         raise UsageError(f"'{ref}' is not a cable: write cables[N] or cables[N].r0")
     cable, rail = m.group(1), m.group(2)
-    idx = [i for i, v in enumerate(veths) if v.label.startswith(f"cables[{cable}] ")
-           and (rail is None or v.label.endswith(f"root {rail}"))]
+    idx = [
+        i
+        for i, v in enumerate(veths)
+        if v.label.startswith(f"cables[{cable}] ") and (rail is None or v.label.endswith(f"root {rail}"))
+    ]
     if not idx:
         raise UsageError(f"{ref}: no such cable in this lab")
     return idx
@@ -80,7 +83,9 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
         _create(na)
         _create(nb)
         veths[x], veths[y] = na, nb
-        done.append(f"{va.a_ns}:{va.a_if} now meets {na.b_ns}:{na.b_if}; {vb.a_ns}:{vb.a_if} now meets {nb.b_ns}:{nb.b_if}")
+        done.append(
+            f"{va.a_ns}:{va.a_if} now meets {na.b_ns}:{na.b_if}; {vb.a_ns}:{vb.a_if} now meets {nb.b_ns}:{nb.b_if}"
+        )
     _save(spec, veths)
     return done
 
@@ -110,7 +115,7 @@ def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
                 idx = ns.link_lookup(ifname=ifname)[0]
                 try:
                     ns.tc("del", index=idx, handle="1:")
-                except Exception:  # noqa: BLE001 (no qdisc yet)
+                except Exception:
                     pass
                 ns.tc("add", "tbf", index=idx, handle="1:", rate=rate_text, burst=131072, latency="50ms")
         done.append(f"shaped {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if} to {rate_text}")

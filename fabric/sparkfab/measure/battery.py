@@ -23,9 +23,14 @@ from sparkfab.measure.stream import RequestResult, stream_completion
 
 HANGUL = "안녕하세요, 반갑습니다. 오늘 서울의 날씨가 정말 좋네요. 한국어 문장이 깨지지 않는지 확인합니다."
 NEEDLE = "X7-ALPHA-93"
-TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Current weather of a city",
-                                         "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                                        "required": ["city"]}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 @dataclass
@@ -36,8 +41,10 @@ class Check:
 
 
 async def _chat(c: httpx.AsyncClient, model: str, messages: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
-    r = await c.post("/v1/chat/completions", json={"model": model, "messages": messages, "temperature": 0.0,
-                                                   "max_tokens": kw.pop("max_tokens", 512), **kw})
+    r = await c.post(
+        "/v1/chat/completions",
+        json={"model": model, "messages": messages, "temperature": 0.0, "max_tokens": kw.pop("max_tokens", 512), **kw},
+    )
     r.raise_for_status()
     return dict(r.json()["choices"][0]["message"])
 
@@ -48,16 +55,24 @@ def _filler(chars: int) -> str:
 
 
 async def count(c: httpx.AsyncClient, model: str) -> Check:
-    msg = await _chat(c, model, [{"role": "user", "content": "Count from 1 to 100, separated by single spaces, "
-                                                              "and write nothing else."}])
+    msg = await _chat(
+        c,
+        model,
+        [{"role": "user", "content": "Count from 1 to 100, separated by single spaces, and write nothing else."}],
+    )
     got = (msg.get("content") or "").split()
     want = [str(i) for i in range(1, 101)]
     if got == want:
         return Check("count", True, "1 .. 100, exactly")
     first = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
-    return Check("count", False, f"{len(got)} numbers; first difference at position {first + 1}: "
-                                 f"{got[first] if first < len(got) else 'end'!r} instead of {want[first]!r}"
-                 if first < 100 else f"{len(got)} numbers")
+    return Check(
+        "count",
+        False,
+        f"{len(got)} numbers; first difference at position {first + 1}: "
+        f"{got[first] if first < len(got) else 'end'!r} instead of {want[first]!r}"
+        if first < 100
+        else f"{len(got)} numbers",
+    )
 
 
 async def hangul(c: httpx.AsyncClient, model: str, passes: int = 3) -> Check:
@@ -70,8 +85,13 @@ async def hangul(c: httpx.AsyncClient, model: str, passes: int = 3) -> Check:
 
 
 async def tools(c: httpx.AsyncClient, model: str) -> Check:
-    msg = await _chat(c, model, [{"role": "user", "content": "What is the weather in Istanbul? Use the tool."}],
-                      tools=[TOOL], tool_choice="auto")
+    msg = await _chat(
+        c,
+        model,
+        [{"role": "user", "content": "What is the weather in Istanbul? Use the tool."}],
+        tools=[TOOL],
+        tool_choice="auto",
+    )
     calls = msg.get("tool_calls") or []
     if not calls:
         return Check("tools", False, f"no tool call; answered {str(msg.get('content'))[:80]!r}")
@@ -95,12 +115,20 @@ async def needle(c: httpx.AsyncClient, model: str, chars: int = 60_000) -> Check
 async def prefix(c: httpx.AsyncClient, model: str, chars: int = 40_000) -> Check:
     history = [{"role": "user", "content": _filler(chars) + "\n\nSummarise this in one line."}]
     first = RequestResult("prefix", 1, 0, 0, 0)
-    await stream_completion(str(c.base_url), "/v1/chat/completions", {"model": model, "messages": history, "max_tokens": 32,
-                                                        "temperature": 0.0}, first)
+    await stream_completion(
+        str(c.base_url),
+        "/v1/chat/completions",
+        {"model": model, "messages": history, "max_tokens": 32, "temperature": 0.0},
+        first,
+    )
     history += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "And in one word?"}]
     second = RequestResult("prefix", 2, 0, 0, 0)
-    await stream_completion(str(c.base_url), "/v1/chat/completions", {"model": model, "messages": history, "max_tokens": 8,
-                                                        "temperature": 0.0}, second)
+    await stream_completion(
+        str(c.base_url),
+        "/v1/chat/completions",
+        {"model": model, "messages": history, "max_tokens": 8, "temperature": 0.0},
+        second,
+    )
     t1, t2 = first.ttft_s, second.ttft_s
     if t1 is None or t2 is None:
         return Check("prefix", False, f"no first token (turn 1: {first.error}, turn 2: {second.error})")
@@ -127,6 +155,7 @@ def run_sync(url: str, model: str, names: list[str] | None = None) -> list[dict[
 
 def model_responder(good: bool = True) -> Any:
     """How the protocol double answers chat: a model that behaves, or one that breaks each check."""
+
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         msgs = body.get("messages") or []
         if not msgs:
@@ -137,8 +166,17 @@ def model_responder(good: bool = True) -> Any:
             if not good:
                 return {"text": "It is probably sunny."}
             name = body["tools"][0]["function"]["name"]
-            return {"text": "", "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                                "function": {"name": name, "arguments": '{"city": "Istanbul"}'}}]}
+            return {
+                "text": "",
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": '{"city": "Istanbul"}'},
+                    }
+                ],
+            }
         if last.startswith("Count from 1 to 100"):
             nums = [str(i) for i in range(1, 101) if good or i != 57]
             return {"text": " ".join(nums)}

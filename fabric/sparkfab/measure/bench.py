@@ -39,8 +39,14 @@ class Test:
 
 
 #: Section 7.4 of the paper.
-PLAN = (Test("P1", 1, 1024), Test("P2", 1, 8192), Test("P3", 1, 32768), Test("P4", 4, 8192),
-        Test("P5", 1, 65536), Test("P6", 4, 16384))
+PLAN = (
+    Test("P1", 1, 1024),
+    Test("P2", 1, 8192),
+    Test("P3", 1, 32768),
+    Test("P4", 4, 8192),
+    Test("P5", 1, 65536),
+    Test("P6", 4, 16384),
+)
 
 FIXED_TEXT = (
     "The ring all-reduce sums partial results around a circle of machines. Each machine sends one segment "
@@ -53,8 +59,10 @@ FIXED_TEXT = (
 def load_plan(spec: str | None, output_tokens: int | None = None) -> list[Test]:
     if spec and Path(spec).is_file():
         rows = yaml.safe_load(Path(spec).read_text()) or []
-        tests = [Test(str(r["name"]), int(r.get("requests", 1)), int(r["prompt_tokens"]),
-                      int(r.get("output_tokens", 1024))) for r in rows]
+        tests = [
+            Test(str(r["name"]), int(r.get("requests", 1)), int(r["prompt_tokens"]), int(r.get("output_tokens", 1024)))
+            for r in rows
+        ]
     else:
         names = [n.strip() for n in (spec or ",".join(t.name for t in PLAN)).split(",") if n.strip()]
         known = {t.name: t for t in PLAN}
@@ -109,16 +117,25 @@ class Options:
 
 
 class Run:
-    def __init__(self, opt: Options, tests: list[Test], progress: Callable[[RequestResult], None] | None = None) -> None:
+    def __init__(
+        self, opt: Options, tests: list[Test], progress: Callable[[RequestResult], None] | None = None
+    ) -> None:
         self.opt, self.tests, self.progress = opt, tests, progress
         opt.out.mkdir(parents=True, exist_ok=True)
         self.jsonl = opt.out / "requests.jsonl"
 
     def write_meta(self) -> None:
-        meta = {"url": self.opt.url, "model": self.opt.model, "label": self.opt.label, "rounds": self.opt.rounds,
-                "warmup": self.opt.warmup, "seed": self.opt.seed, "plan": [t.__dict__ for t in self.tests],
-                "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()},
-                "counters": [c.__dict__ for c in self.opt.counters or []]}
+        meta = {
+            "url": self.opt.url,
+            "model": self.opt.model,
+            "label": self.opt.label,
+            "rounds": self.opt.rounds,
+            "warmup": self.opt.warmup,
+            "seed": self.opt.seed,
+            "plan": [t.__dict__ for t in self.tests],
+            "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()},
+            "counters": [c.__dict__ for c in self.opt.counters or []],
+        }
         (self.opt.out / "run.json").write_text(json.dumps(meta, indent=2))
 
     def record(self, res: RequestResult, extra: dict[str, Any]) -> None:
@@ -148,15 +165,27 @@ class Run:
             await asyncio.to_thread(sampler.wait_idle, opt.counters, opt.idle_bps, opt.idle_s)
             (opt.out / "traffic").mkdir(exist_ok=True)
             smp = opt.out / "traffic" / f"{test.name}-r{rnd}.smp"
-            thread = threading.Thread(target=sampler.sample, args=(opt.counters, smp, 0.001),
-                                      kwargs={"stop": stop.is_set, "meta": {"test": test.name, "round": rnd}})
+            thread = threading.Thread(
+                target=sampler.sample,
+                args=(opt.counters, smp, 0.001),
+                kwargs={"stop": stop.is_set, "meta": {"test": test.name, "round": rnd}},
+            )
             thread.start()
             await asyncio.sleep(0.05)
-        results = [RequestResult(test.name, rnd, i, test.prompt_tokens, test.output_tokens, warmup=rnd < 0)
-                   for i in range(test.requests)]
-        bodies = [{"model": opt.model, "prompt": prompts.make(test.prompt_tokens, test.name, rnd, i),
-                   "max_tokens": test.output_tokens, "ignore_eos": True, "temperature": 0.0}
-                  for i in range(test.requests)]
+        results = [
+            RequestResult(test.name, rnd, i, test.prompt_tokens, test.output_tokens, warmup=rnd < 0)
+            for i in range(test.requests)
+        ]
+        bodies = [
+            {
+                "model": opt.model,
+                "prompt": prompts.make(test.prompt_tokens, test.name, rnd, i),
+                "max_tokens": test.output_tokens,
+                "ignore_eos": True,
+                "temperature": 0.0,
+            }
+            for i in range(test.requests)
+        ]
 
         async def one(i: int) -> None:
             await stream_completion(opt.url, "/v1/completions", bodies[i], results[i], opt.timeout_s)
@@ -170,8 +199,19 @@ class Run:
             sr = traffic.series(sampler.read(smp))
             with self.jsonl.open("a") as f:
                 for r in results:
-                    f.write(json.dumps({"kind": "traffic", "test": r.test, "round": r.round, "index": r.index,
-                                        "traffic_file": smp.name, **_windows(sr, r)}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "kind": "traffic",
+                                "test": r.test,
+                                "round": r.round,
+                                "index": r.index,
+                                "traffic_file": smp.name,
+                                **_windows(sr, r),
+                            }
+                        )
+                        + "\n"
+                    )
                 f.flush()
                 os.fsync(f.fileno())
 
@@ -215,16 +255,23 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ok = [r for r in mine if not r.get("error")]
         rounds = sorted({r["round"] for r in ok})
         per_round_last = [max(r["ttft_s"] for r in ok if r["round"] == k) for k in rounds]
-        per_round_decode = [statistics.fmean([r["decode_tps"] for r in ok if r["round"] == k and r["decode_tps"]])
-                            for k in rounds if any(r["decode_tps"] for r in ok if r["round"] == k)]
-        orders = [[r["index"] for r in sorted((r for r in ok if r["round"] == k), key=lambda r: r["first_ns"])]
-                  for k in rounds]
+        per_round_decode = [
+            statistics.fmean([r["decode_tps"] for r in ok if r["round"] == k and r["decode_tps"]])
+            for k in rounds
+            if any(r["decode_tps"] for r in ok if r["round"] == k)
+        ]
+        orders = [
+            [r["index"] for r in sorted((r for r in ok if r["round"] == k), key=lambda r: r["first_ns"])]
+            for k in rounds
+        ]
         prefill = [r["prefill_bytes"] / r["prompt_tokens_planned"] for r in ok if "prefill_bytes" in r]
         tests[name] = {
             "requests": max((r["index"] for r in mine), default=-1) + 1,
             "prompt_tokens": mine[0]["prompt_tokens_planned"] if mine else 0,
-            "ttft_s": _stats([r["ttft_s"] for r in ok]), "last_first_token_s": _stats(per_round_last),
-            "decode_tps": _stats(per_round_decode), "first_token_order": orders,
+            "ttft_s": _stats([r["ttft_s"] for r in ok]),
+            "last_first_token_s": _stats(per_round_last),
+            "decode_tps": _stats(per_round_decode),
+            "first_token_order": orders,
             "prefill_bytes_per_token": _stats(prefill),
             "prefill_gbps": _stats([r["prefill_gbps"] for r in ok if "prefill_gbps" in r]),
             "decode_gbps": _stats([r["decode_gbps"] for r in ok if "decode_gbps" in r]),

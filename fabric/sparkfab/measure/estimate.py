@@ -26,7 +26,12 @@ EMULATED_GBPS = 109.0  # one PCIe Gen5 x4 root, measured with ib_write_bw (paper
 SPARK_MEMORY_GBPS = 273.0  # GB/s, a DGX Spark reading its own memory
 #: The test plan of Section 7.4: name -> (requests arriving together, prompt tokens each).
 TEST_PLAN: dict[str, tuple[int, int]] = {
-    "P1": (1, 1024), "P2": (1, 8192), "P3": (1, 32768), "P4": (4, 8192), "P5": (1, 65536), "P6": (4, 16384),
+    "P1": (1, 1024),
+    "P2": (1, 8192),
+    "P3": (1, 32768),
+    "P4": (4, 8192),
+    "P5": (1, 65536),
+    "P6": (4, 16384),
 }
 
 
@@ -44,8 +49,9 @@ class Setup:
         if self.tp < 1:
             raise EstimateError(f"TP size {self.tp}: must be at least 1")
         if self.model.heads % self.tp:
-            raise EstimateError(f"TP {self.tp} does not divide the {self.model.heads} attention heads of "
-                                f"{self.model.name}")
+            raise EstimateError(
+                f"TP {self.tp} does not divide the {self.model.heads} attention heads of {self.model.name}"
+            )
         for name, v in (("--from", self.from_gbps), ("--to", self.to_gbps)):
             if v <= 0:
                 raise EstimateError(f"link speed {name} {v:g} Gb/s: must be above 0")
@@ -80,9 +86,13 @@ def chunk_view(s: Setup) -> dict[str, float]:
     block = s.chunk * s.model.hidden * BYTES_PER_VALUE
     sent = block * ring_factor(s.tp)
     return {
-        "chunk_tokens": s.chunk, "block_bytes": block, "sent_bytes": sent,
-        "ring_steps": 2 * (s.tp - 1), "segment_bytes": block / s.tp,
-        "send_s_from": seconds(sent, s.from_gbps), "send_s_to": seconds(sent, s.to_gbps),
+        "chunk_tokens": s.chunk,
+        "block_bytes": block,
+        "sent_bytes": sent,
+        "ring_steps": 2 * (s.tp - 1),
+        "segment_bytes": block / s.tp,
+        "send_s_from": seconds(sent, s.from_gbps),
+        "send_s_to": seconds(sent, s.to_gbps),
     }
 
 
@@ -91,9 +101,16 @@ def plan_table(s: Setup, bytes_per_tok: float | None = None) -> list[dict[str, A
     rows = []
     for name, (requests, tokens) in TEST_PLAN.items():
         total = requests * tokens * bpt
-        rows.append({"test": name, "requests": requests, "prompt_tokens": requests * tokens,
-                     "prefill_bytes": total, "extra_s": extra_time(total, s.from_gbps, s.to_gbps),
-                     "extra_s_emulated": extra_time(total, s.from_gbps, EMULATED_GBPS)})
+        rows.append(
+            {
+                "test": name,
+                "requests": requests,
+                "prompt_tokens": requests * tokens,
+                "prefill_bytes": total,
+                "extra_s": extra_time(total, s.from_gbps, s.to_gbps),
+                "extra_s_emulated": extra_time(total, s.from_gbps, EMULATED_GBPS),
+            }
+        )
     return rows
 
 
@@ -103,9 +120,14 @@ def with_ttft(s: Setup, prompt_tokens: int, ttft: float) -> dict[str, float]:
         raise EstimateError(f"measured TTFT {ttft:g} s: must be above 0")
     send = seconds(prompt_tokens * bytes_per_token(s), s.from_gbps)
     share = send / ttft
-    return {"prompt_tokens": prompt_tokens, "ttft_s": ttft, "send_s": send, "network_share": share,
-            "increase_bound": share * (s.from_gbps / s.to_gbps - 1),
-            "increase_bound_emulated": share * (s.from_gbps / EMULATED_GBPS - 1)}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "ttft_s": ttft,
+        "send_s": send,
+        "network_share": share,
+        "increase_bound": share * (s.from_gbps / s.to_gbps - 1),
+        "increase_bound_emulated": share * (s.from_gbps / EMULATED_GBPS - 1),
+    }
 
 
 def decode(s: Setup, memory_gbps: float = SPARK_MEMORY_GBPS) -> dict[str, float]:
@@ -118,61 +140,102 @@ def decode(s: Setup, memory_gbps: float = SPARK_MEMORY_GBPS) -> dict[str, float]
     weights = s.model.active_params * s.model.bits_per_weight / 8 / s.tp
     floor = weights / (memory_gbps * 1e9)
     return {
-        "tokens_per_pass": tokens, "allreduce_bytes": per_ar, "sent_per_allreduce": sent_ar,
-        "send_us_from": seconds(sent_ar, s.from_gbps) * 1e6, "send_us_to": seconds(sent_ar, s.to_gbps) * 1e6,
-        "bytes_per_pass": per_pass, "weight_bytes_per_spark": weights, "pass_floor_s": floor,
+        "tokens_per_pass": tokens,
+        "allreduce_bytes": per_ar,
+        "sent_per_allreduce": sent_ar,
+        "send_us_from": seconds(sent_ar, s.from_gbps) * 1e6,
+        "send_us_to": seconds(sent_ar, s.to_gbps) * 1e6,
+        "bytes_per_pass": per_pass,
+        "weight_bytes_per_spark": weights,
+        "pass_floor_s": floor,
         "traffic_bound_gbps": per_pass * 8 / floor / 1e9 if floor else 0.0,
         "extra_per_pass_s": extra_time(per_pass, s.from_gbps, s.to_gbps),
     }
 
 
-def tp_projection(s: Setup, baseline_ttft: float, prompt_tokens: int = 8192, baseline_tp: int = 8,
-                  sizes: tuple[int, ...] = (2, 4, 8, 16)) -> list[dict[str, float]]:
+def tp_projection(
+    s: Setup,
+    baseline_ttft: float,
+    prompt_tokens: int = 8192,
+    baseline_tp: int = 8,
+    sizes: tuple[int, ...] = (2, 4, 8, 16),
+) -> list[dict[str, float]]:
     """Section 10: split the measured baseline into sending (estimate) and computing, scale the
     computing by baseline_tp/N, and bound the increase at each TP size."""
     send_base = seconds(prompt_tokens * bytes_per_token(s, baseline_tp), s.from_gbps)
     compute_base = baseline_ttft - send_base
     if compute_base <= 0:
-        raise EstimateError(f"baseline TTFT {baseline_ttft:g} s is shorter than sending the prefill "
-                            f"({send_base:.2f} s): it cannot be a measured TTFT at {s.from_gbps:g} Gb/s")
+        raise EstimateError(
+            f"baseline TTFT {baseline_ttft:g} s is shorter than sending the prefill "
+            f"({send_base:.2f} s): it cannot be a measured TTFT at {s.from_gbps:g} Gb/s"
+        )
     rows = []
     for n in sizes:
         send = seconds(prompt_tokens * bytes_per_token(s, n), s.from_gbps)
         ttft = compute_base * baseline_tp / n + send
         extra = extra_time(prompt_tokens * bytes_per_token(s, n), s.from_gbps, s.to_gbps)
-        rows.append({"tp": n, "bytes_factor": bytes_per_token(s, n) / bytes_per_token(s, baseline_tp),
-                     "compute_factor": baseline_tp / n, "ttft_s": ttft, "increase_bound": extra / ttft})
+        rows.append(
+            {
+                "tp": n,
+                "bytes_factor": bytes_per_token(s, n) / bytes_per_token(s, baseline_tp),
+                "compute_factor": baseline_tp / n,
+                "ttft_s": ttft,
+                "increase_bound": extra / ttft,
+            }
+        )
     return rows
 
 
-def real_cable(s: Setup, bytes_per_tok: float, prompt_tokens: int, ttft_from: float,
-               measured_increase: float, real_gbps: float = 100.0) -> dict[str, float]:
+def real_cable(
+    s: Setup,
+    bytes_per_tok: float,
+    prompt_tokens: int,
+    ttft_from: float,
+    measured_increase: float,
+    real_gbps: float = 100.0,
+) -> dict[str, float]:
     """Section 9: the most a real 100G cable adds on top of a result measured on the emulated link."""
     more = extra_time(prompt_tokens * bytes_per_tok, EMULATED_GBPS, real_gbps) / ttft_from
-    return {"measured_increase": measured_increase, "real_cable_at_most": measured_increase + more,
-            "added_points": more}
+    return {
+        "measured_increase": measured_increase,
+        "real_cable_at_most": measured_increase + more,
+        "added_points": more,
+    }
 
 
 def switch_sizing(sparks: int) -> dict[str, Any]:
-    return {str(gbps): {"switch": catalog.smallest_switch(sparks, gbps),
-                        "breakout": "2x200G per 400G port" if gbps == 200 else "4x100G per 400G port"}
-            for gbps in (200, 100)}
+    return {
+        str(gbps): {
+            "switch": catalog.smallest_switch(sparks, gbps),
+            "breakout": "2x200G per 400G port" if gbps == 200 else "4x100G per 400G port",
+        }
+        for gbps in (200, 100)
+    }
 
 
 def estimate(s: Setup, ttft: float | None = None, ttft_prompt: int = 8192) -> dict[str, Any]:
     s.check()
     bpt = bytes_per_token(s)
     out: dict[str, Any] = {
-        "model": s.model.name, "tp": s.tp, "from_gbps": s.from_gbps, "to_gbps": s.to_gbps,
+        "model": s.model.name,
+        "tp": s.tp,
+        "from_gbps": s.from_gbps,
+        "to_gbps": s.to_gbps,
         "emulated_gbps": EMULATED_GBPS,
-        "allreduces_per_token": all_reduces_per_token(s), "bytes_per_value": BYTES_PER_VALUE,
-        "ring_factor": ring_factor(s.tp), "bytes_per_token": bpt,
+        "allreduces_per_token": all_reduces_per_token(s),
+        "bytes_per_value": BYTES_PER_VALUE,
+        "ring_factor": ring_factor(s.tp),
+        "bytes_per_token": bpt,
         "extra_s_per_1000_tokens": extra_time(1000 * bpt, s.from_gbps, s.to_gbps),
         "extra_s_per_1000_tokens_emulated": extra_time(1000 * bpt, s.from_gbps, EMULATED_GBPS),
         "real_cable_s_per_1000_tokens": extra_time(1000 * bpt, EMULATED_GBPS, 100.0),
-        "chunk": chunk_view(s), "plan": plan_table(s), "decode": decode(s),
-        "tp_table": [{"tp": n, "sent_per_allreduce": chunk_view(Setup(s.model, n, s.chunk)).get("sent_bytes")}
-                     for n in (2, 4, 8, 16)],
+        "chunk": chunk_view(s),
+        "plan": plan_table(s),
+        "decode": decode(s),
+        "tp_table": [
+            {"tp": n, "sent_per_allreduce": chunk_view(Setup(s.model, n, s.chunk)).get("sent_bytes")}
+            for n in (2, 4, 8, 16)
+        ],
         "switch": switch_sizing(s.tp),
     }
     if ttft is not None:

@@ -86,7 +86,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/health":
             self._json(200, {"ok": True})
         elif self.path == "/v1/models":
@@ -98,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.arrived = time.monotonic()  # prefill is timed from the request line's arrival
         return super().parse_request()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         self.server_state.requests.append(body)
         if self.path == "/tokenize":
@@ -137,16 +137,31 @@ class _Handler(BaseHTTPRequestHandler):
         continuous = bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
         sent = 0
         for k in range(0, len(pieces), t.tokens_per_chunk):
-            group = pieces[k: k + t.tokens_per_chunk]
+            group = pieces[k : k + t.tokens_per_chunk]
             _sleep_until(first + (k // t.tokens_per_chunk) * t.token_interval_s * t.tokens_per_chunk)
             sent += len(group)
             self._event(_chunk(st.model, chat, "".join(group), len(prompt), sent if continuous else None, k == 0))
         if answer.get("tool_calls"):
-            self._event({"object": "chat.completion.chunk", "model": st.model, "choices": [
-                {"index": 0, "delta": {"tool_calls": answer["tool_calls"]}, "finish_reason": "tool_calls"}]})
+            self._event(
+                {
+                    "object": "chat.completion.chunk",
+                    "model": st.model,
+                    "choices": [
+                        {"index": 0, "delta": {"tool_calls": answer["tool_calls"]}, "finish_reason": "tool_calls"}
+                    ],
+                }
+            )
         if (body.get("stream_options") or {}).get("include_usage"):
-            self._event({"choices": [], "usage": {"prompt_tokens": len(prompt), "completion_tokens": sent,
-                                                  "total_tokens": len(prompt) + sent}})
+            self._event(
+                {
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": len(prompt),
+                        "completion_tokens": sent,
+                        "total_tokens": len(prompt) + sent,
+                    },
+                }
+            )
         self._raw(b"data: [DONE]\n\n")
         self._raw(b"")
 
@@ -173,8 +188,11 @@ def _chunk(model: str, chat: bool, text: str, prompt_len: int, cumulative: int |
         choice["delta"] = {"content": text, **({"role": "assistant"} if first else {})}
     else:
         choice["text"] = text
-    data: dict[str, Any] = {"object": "chat.completion.chunk" if chat else "text_completion", "model": model,
-                            "choices": [choice]}
+    data: dict[str, Any] = {
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "model": model,
+        "choices": [choice],
+    }
     if cumulative is not None:
         data["usage"] = {"prompt_tokens": prompt_len, "completion_tokens": cumulative}
     return data
@@ -200,13 +218,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--cached-prefix-factor", type=float, default=1.0)
     p.add_argument("--drop-tokens", type=int, default=0)
-    p.add_argument("--behaviour", choices=("good", "broken"), default="good",
-                   help="how chat answers behave (the quality battery's good or broken model)")
+    p.add_argument(
+        "--behaviour",
+        choices=("good", "broken"),
+        default="good",
+        help="how chat answers behave (the quality battery's good or broken model)",
+    )
     args = p.parse_args(argv)
     from sparkfab.measure.battery import model_responder
 
-    srv = FakeServer(Timing(args.prefill_s_per_token, args.token_interval_s, args.tokens_per_chunk,
-                            args.cached_prefix_factor, args.drop_tokens), responder=model_responder(args.behaviour == "good"))
+    srv = FakeServer(
+        Timing(
+            args.prefill_s_per_token,
+            args.token_interval_s,
+            args.tokens_per_chunk,
+            args.cached_prefix_factor,
+            args.drop_tokens,
+        ),
+        responder=model_responder(args.behaviour == "good"),
+    )
     url = srv.start(port=args.port)
     sys.stdout.write(url + "\n")
     sys.stdout.flush()

@@ -43,8 +43,10 @@ async def sse_post(url: str, body: dict[str, Any], timeout_s: float) -> AsyncIte
     u = urlsplit(url)
     host, port = u.hostname or "127.0.0.1", u.port or 80
     payload = json.dumps(body).encode()
-    head = (f"POST {u.path or '/'} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Type: application/json\r\n"
-            f"Accept: text/event-stream\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
+    head = (
+        f"POST {u.path or '/'} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Type: application/json\r\n"
+        f"Accept: text/event-stream\r\nContent-Length: {len(payload)}\r\n\r\n"
+    ).encode()
     reader, writer = await _connect(host, port, timeout_s)
     writer.write(head + payload)
     reusable = False

@@ -25,14 +25,33 @@ class ModelSpec:
 
 PRESETS: dict[str, ModelSpec] = {
     # GLM-5.3 NVFP4 as measured in the 200-vs-100 Gb/s paper (Section 7.2, 4.2).
-    "glm-5.3": ModelSpec("glm-5.3", hidden=6144, layers=78, vocab=154880, heads=64, mtp_layers=1,
-                         active_params=40e9, bits_per_weight=4.5, mtp_tokens=4),
-    "llama-3.3-70b": ModelSpec("llama-3.3-70b", hidden=8192, layers=80, vocab=128256, heads=64,
-                               active_params=70.6e9, bits_per_weight=16.0),
-    "qwen3-235b-a22b": ModelSpec("qwen3-235b-a22b", hidden=4096, layers=94, vocab=151936, heads=64,
-                                 active_params=22e9, bits_per_weight=16.0),
-    "deepseek-v3": ModelSpec("deepseek-v3", hidden=7168, layers=61, vocab=129280, heads=128, mtp_layers=1,
-                             active_params=37e9, bits_per_weight=8.0),
+    "glm-5.3": ModelSpec(
+        "glm-5.3",
+        hidden=6144,
+        layers=78,
+        vocab=154880,
+        heads=64,
+        mtp_layers=1,
+        active_params=40e9,
+        bits_per_weight=4.5,
+        mtp_tokens=4,
+    ),
+    "llama-3.3-70b": ModelSpec(
+        "llama-3.3-70b", hidden=8192, layers=80, vocab=128256, heads=64, active_params=70.6e9, bits_per_weight=16.0
+    ),
+    "qwen3-235b-a22b": ModelSpec(
+        "qwen3-235b-a22b", hidden=4096, layers=94, vocab=151936, heads=64, active_params=22e9, bits_per_weight=16.0
+    ),
+    "deepseek-v3": ModelSpec(
+        "deepseek-v3",
+        hidden=7168,
+        layers=61,
+        vocab=129280,
+        heads=128,
+        mtp_layers=1,
+        active_params=37e9,
+        bits_per_weight=8.0,
+    ),
 }
 
 
@@ -54,22 +73,32 @@ def from_config(path: str | Path) -> ModelSpec:
     except json.JSONDecodeError as exc:
         raise EstimateError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
     cfg = _text_config(raw)
-    missing = [k for k in ("hidden_size", "num_hidden_layers", "num_attention_heads") if not isinstance(cfg.get(k), int)]
+    missing = [
+        k for k in ("hidden_size", "num_hidden_layers", "num_attention_heads") if not isinstance(cfg.get(k), int)
+    ]
     if missing:
-        raise EstimateError(f"{path}: missing {', '.join(missing)} (looked at the top level, text_config and "
-                            "thinker_config.text_config)")
+        raise EstimateError(
+            f"{path}: missing {', '.join(missing)} (looked at the top level, text_config and "
+            "thinker_config.text_config)"
+        )
     mtp = cfg.get("num_nextn_predict_layers", cfg.get("mtp_num_hidden_layers", 0)) or 0
-    return ModelSpec(name=str(cfg.get("model_type") or Path(path).stem), hidden=cfg["hidden_size"],
-                     layers=cfg["num_hidden_layers"], vocab=int(cfg.get("vocab_size") or 0),
-                     heads=cfg["num_attention_heads"], mtp_layers=int(mtp))
+    return ModelSpec(
+        name=str(cfg.get("model_type") or Path(path).stem),
+        hidden=cfg["hidden_size"],
+        layers=cfg["num_hidden_layers"],
+        vocab=int(cfg.get("vocab_size") or 0),
+        heads=cfg["num_attention_heads"],
+        mtp_layers=int(mtp),
+    )
 
 
 def preset(name: str) -> ModelSpec:
     try:
         return PRESETS[name]
     except KeyError:
-        raise EstimateError(f"unknown model preset '{name}' (known: {', '.join(sorted(PRESETS))}); "
-                            "or pass --config config.json") from None
+        raise EstimateError(
+            f"unknown model preset '{name}' (known: {', '.join(sorted(PRESETS))}); or pass --config config.json"
+        ) from None
 
 
 def with_overrides(spec: ModelSpec, **kw: Any) -> ModelSpec:

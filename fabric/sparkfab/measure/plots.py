@@ -23,10 +23,18 @@ def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | No
     tokens = [1024 * 2**k for k in range(0, 8)]
     bpt = bytes_per_token(s)
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    ax.plot([t / 1000 for t in tokens], [extra_time(t * bpt, s.from_gbps, s.to_gbps) for t in tokens], "o-",
-            label=f"{s.from_gbps:g} -> {s.to_gbps:g} Gb/s")
-    ax.plot([t / 1000 for t in tokens], [extra_time(t * bpt, s.from_gbps, EMULATED_GBPS) for t in tokens], "s--",
-            label=f"{s.from_gbps:g} -> {EMULATED_GBPS:g} Gb/s (emulated)")
+    ax.plot(
+        [t / 1000 for t in tokens],
+        [extra_time(t * bpt, s.from_gbps, s.to_gbps) for t in tokens],
+        "o-",
+        label=f"{s.from_gbps:g} -> {s.to_gbps:g} Gb/s",
+    )
+    ax.plot(
+        [t / 1000 for t in tokens],
+        [extra_time(t * bpt, s.from_gbps, EMULATED_GBPS) for t in tokens],
+        "s--",
+        label=f"{s.from_gbps:g} -> {EMULATED_GBPS:g} Gb/s (emulated)",
+    )
     ax.set_xscale("log", base=2)
     ax.set_xticks([t / 1000 for t in tokens], [f"{t // 1024}K" for t in tokens])
     ax.set_xlabel("prompt length (tokens)")
@@ -45,7 +53,7 @@ def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | No
         for i, r in enumerate(rows):
             ax.text(i, 100 * r["increase_bound"] + 0.5, f"<= {100 * r['increase_bound']:.0f}%", ha="center")
         ax.set_ylabel(f"TTFT increase at {s.to_gbps:g} Gb/s, upper bound (%)")
-        ax.set_xlabel("TP size (8K prompt; baseline measured at TP%d)" % s.tp)
+        ax.set_xlabel(f"TP size (8K prompt; baseline measured at TP{s.tp})")
         ax.set_title("Projected penalty against TP size")
         fig.tight_layout()
         paths.append(out / "penalty_vs_tp.png")

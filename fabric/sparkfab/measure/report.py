@@ -24,8 +24,13 @@ SPEEDS = {"200": 200.0, "100e": EMULATED_GBPS, "100": 100.0}
 def load_run(path: Path) -> dict[str, Any]:
     meta = json.loads((path / "run.json").read_text())
     rows = bench.read_requests(path)
-    return {"dir": path, "meta": meta, "rows": rows, "summary": bench.summarize(rows),
-            "label": meta.get("label") or path.name}
+    return {
+        "dir": path,
+        "meta": meta,
+        "rows": rows,
+        "summary": bench.summarize(rows),
+        "label": meta.get("label") or path.name,
+    }
 
 
 def _ttft(t: dict[str, Any]) -> dict[str, float] | None:
@@ -52,8 +57,12 @@ def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> 
         if da and db:
             drow["change"] = db["mean"] / da["mean"] - 1
         decode.append(drow)
-        brow = {"test": name, "a": ta["prefill_bytes_per_token"], "b": tb["prefill_bytes_per_token"] if tb else None,
-                "estimate": bytes_per_token(setup) if setup else None}
+        brow = {
+            "test": name,
+            "a": ta["prefill_bytes_per_token"],
+            "b": tb["prefill_bytes_per_token"] if tb else None,
+            "estimate": bytes_per_token(setup) if setup else None,
+        }
         bytes_rows.append(brow)
     return {"ttft": ttft, "decode": decode, "bytes_per_token": bytes_rows}
 
@@ -65,18 +74,28 @@ def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0, digits
 
 
 def markdown(t: dict[str, list[dict[str, Any]]], la: str, lb: str) -> str:
-    out = [f"## TTFT (for several requests: until the last first token)\n", f"| test | {la} | {lb} | increase | estimate bound |",
-           "|---|---|---|---|---|"]
+    out = [
+        "## TTFT (for several requests: until the last first token)\n",
+        f"| test | {la} | {lb} | increase | estimate bound |",
+        "|---|---|---|---|---|",
+    ]
     for r in t["ttft"]:
         inc = f"+{r['increase_s']:.2f} s ({r['increase']:+.1%})" if "increase_s" in r else "-"
         bound = f"<= +{r['bound_s']:.2f} s" if "bound_s" in r else "-"
         out.append(f"| {r['test']} | {_fmt(r['a'])} | {_fmt(r['b'])} | {inc} | {bound} |")
-    out += ["\n## Decode speed (tokens/s after the first token, per request)\n", f"| test | {la} | {lb} | change |",
-            "|---|---|---|---|"]
+    out += [
+        "\n## Decode speed (tokens/s after the first token, per request)\n",
+        f"| test | {la} | {lb} | change |",
+        "|---|---|---|---|",
+    ]
     for r in t["decode"]:
         ch = f"{r['change']:+.1%}" if "change" in r else "-"
         out.append(f"| {r['test']} | {_fmt(r['a'], 'tok/s', digits=1)} | {_fmt(r['b'], 'tok/s', digits=1)} | {ch} |")
-    out += ["\n## Prefill traffic per prompt token (one host, sent)\n", f"| test | {la} | {lb} | estimate |", "|---|---|---|---|"]
+    out += [
+        "\n## Prefill traffic per prompt token (one host, sent)\n",
+        f"| test | {la} | {lb} | estimate |",
+        "|---|---|---|---|",
+    ]
     for r in t["bytes_per_token"]:
         est = f"{r['estimate'] / 1e6:.2f} MB" if r["estimate"] else "-"
         out.append(f"| {r['test']} | {_fmt(r['a'], 'MB', 1e-6)} | {_fmt(r['b'], 'MB', 1e-6)} | {est} |")
@@ -160,13 +179,18 @@ def write(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None, out:
     pngs = plots(a, b, t, out)
     (out / "report.md").write_text(md)
     (out / "tables.json").write_text(json.dumps(t, indent=2))
-    imgs = "".join(f'<figure><img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
-                   f"<figcaption>{html.escape(p.stem)}</figcaption></figure>" for p in pngs)
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>sparkfab report</title><style>"
-            "body{font-family:sans-serif;max-width:1000px;margin:auto}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:3px 8px}img{max-width:100%}</style></head><body>"
-            f"<h1>{html.escape(a['label'])} vs {html.escape(b['label'] if b else '-')}</h1>"
-            f"{_md_tables_to_html(md)}{imgs}</body></html>")
+    imgs = "".join(
+        f'<figure><img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+        f"<figcaption>{html.escape(p.stem)}</figcaption></figure>"
+        for p in pngs
+    )
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>sparkfab report</title><style>"
+        "body{font-family:sans-serif;max-width:1000px;margin:auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:3px 8px}img{max-width:100%}</style></head><body>"
+        f"<h1>{html.escape(a['label'])} vs {html.escape(b['label'] if b else '-')}</h1>"
+        f"{_md_tables_to_html(md)}{imgs}</body></html>"
+    )
     (out / "report.html").write_text(page)
     return {"tables": t, "files": [str(p) for p in [out / "report.md", out / "report.html", *pngs]]}
 

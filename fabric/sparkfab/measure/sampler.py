@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import array
 import gc
+import itertools
 import json
 import os
 import signal
@@ -90,20 +91,35 @@ def _relax_timing(realtime: bool) -> None:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
-def sample(counters: list[Counter], out: Path, interval_s: float = 0.001, duration_s: float | None = None,
-           stop: Callable[[], bool] | None = None, meta: dict[str, Any] | None = None,
-           realtime: bool = True) -> SampleStats:
+def sample(
+    counters: list[Counter],
+    out: Path,
+    interval_s: float = 0.001,
+    duration_s: float | None = None,
+    stop: Callable[[], bool] | None = None,
+    meta: dict[str, Any] | None = None,
+    realtime: bool = True,
+) -> SampleStats:
     """Read every counter each interval until duration, stop() or SIGTERM/SIGINT."""
     fds = [os.open(c.path, os.O_RDONLY) for c in counters]
     rec = record_struct(len(fds))
-    header = {"version": 1, "interval_s": interval_s, "counters": [c.__dict__ for c in counters],
-              "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()}, **(meta or {})}
+    header = {
+        "version": 1,
+        "interval_s": interval_s,
+        "counters": [c.__dict__ for c in counters],
+        "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()},
+        **(meta or {}),
+    }
     blob = json.dumps(header).encode()
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.write(fd, MAGIC + struct.pack("<I", len(blob)) + blob)
     stopping = {"now": False}
     main = threading.current_thread() is threading.main_thread()  # only it may take signals
-    old = {s: signal.signal(s, lambda *_: stopping.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    old = (
+        {s: signal.signal(s, lambda *_: stopping.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)}
+        if main
+        else {}
+    )
     stats = SampleStats()
     step = int(interval_s * 1e9)
     gc_was = gc.isenabled()
@@ -134,7 +150,7 @@ def sample(counters: list[Counter], out: Path, interval_s: float = 0.001, durati
                 missed = 0
                 sleep((deadline - now) / 1e9)
         stats.samples = len(starts)
-        stats.max_gap_ns = max((b - a for a, b in zip(starts, starts[1:])), default=0)
+        stats.max_gap_ns = max((b - a for a, b in itertools.pairwise(starts)), default=0)
     finally:
         _relax_timing(stats.realtime)
         if gc_was:
@@ -167,7 +183,7 @@ def read(path: str | Path) -> Samples:
         raise ValueError(f"{path}: not a sparkfab sample file")
     off = len(MAGIC)
     (n,) = struct.unpack_from("<I", data, off)
-    header = json.loads(data[off + 4: off + 4 + n])
+    header = json.loads(data[off + 4 : off + 4 + n])
     off += 4 + n
     rec = record_struct(len(header["counters"]))
     count = (len(data) - off) // rec.size
@@ -183,6 +199,7 @@ def read(path: str | Path) -> Samples:
 
 def rate_since(counters: list[Counter], window_s: float) -> float:
     """Bytes per second over a short window (both directions), for idle detection."""
+
     def total() -> int:
         return sum(int(Path(c.path).read_text()) * c.unit for c in counters)
 
@@ -191,8 +208,14 @@ def rate_since(counters: list[Counter], window_s: float) -> float:
     return (total() - a) / (time.monotonic() - t)
 
 
-def wait_idle(counters: list[Counter], below_bps: float, for_s: float, timeout_s: float = 600.0,
-              probe_s: float = 0.1, clock: Callable[[], float] = time.monotonic) -> float:
+def wait_idle(
+    counters: list[Counter],
+    below_bps: float,
+    for_s: float,
+    timeout_s: float = 600.0,
+    probe_s: float = 0.1,
+    clock: Callable[[], float] = time.monotonic,
+) -> float:
     """Wait until the link has carried less than below_bps for for_s seconds; return the wait."""
     start = clock()
     quiet_since = None

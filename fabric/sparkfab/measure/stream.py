@@ -64,8 +64,9 @@ class RequestResult:
         return d
 
 
-async def stream_completion(base_url: str, path: str, body: dict[str, Any], result: RequestResult,
-                            timeout_s: float = 3600.0) -> RequestResult:
+async def stream_completion(
+    base_url: str, path: str, body: dict[str, Any], result: RequestResult, timeout_s: float = 3600.0
+) -> RequestResult:
     body = {**body, "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
     seen = 0
     result.send_ns = time.monotonic_ns()
@@ -89,7 +90,7 @@ async def stream_completion(base_url: str, path: str, body: dict[str, Any], resu
             if usage and not data.get("choices"):
                 result.prompt_tokens = usage.get("prompt_tokens")
                 result.completion_tokens = usage.get("completion_tokens")
-    except (OSError, HttpError, asyncio.TimeoutError, asyncio.IncompleteReadError, json.JSONDecodeError) as exc:
+    except (TimeoutError, OSError, HttpError, asyncio.IncompleteReadError, json.JSONDecodeError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"[:300]
     if result.completion_tokens is None and result.chunks and not result.error:
         result.completion_tokens = seen

@@ -50,9 +50,13 @@ def counter_delta(old: int, new: int) -> tuple[int, str]:
 def series(s: Samples) -> Series:
     counters = s.counters
     dirs = sorted({c["direction"] for c in counters})
-    out = Series([(a + b) // 2 for a, b in zip(s.t0, s.t1, strict=True)],
-                 [b - a for a, b in zip(s.t0, s.t1, strict=True)], {d: [] for d in dirs},
-                 missed=sum(s.missed), anchor=dict(s.header.get("anchor", {})))
+    out = Series(
+        [(a + b) // 2 for a, b in zip(s.t0, s.t1, strict=True)],
+        [b - a for a, b in zip(s.t0, s.t1, strict=True)],
+        {d: [] for d in dirs},
+        missed=sum(s.missed),
+        anchor=dict(s.header.get("anchor", {})),
+    )
     for i in range(1, len(s.values)):
         per_dir = dict.fromkeys(dirs, 0)
         for j, c in enumerate(counters):
@@ -94,8 +98,9 @@ def _apportion(bins: list[int], shares: list[tuple[int, float]], total: int) -> 
         bins[k] += f + (1 if rank < left else 0)
 
 
-def rates(sr: Series, width_s: float, direction: str = "tx", window: tuple[float, float] | None = None
-          ) -> tuple[list[float], list[float]]:
+def rates(
+    sr: Series, width_s: float, direction: str = "tx", window: tuple[float, float] | None = None
+) -> tuple[list[float], list[float]]:
     """(bin start times in s from the first sample, Gb/s per bin)."""
     t = sr.times_ns
     if len(t) < 2:
@@ -109,8 +114,9 @@ def rates(sr: Series, width_s: float, direction: str = "tx", window: tuple[float
     return [(lo - origin + k * width) / 1e9 for k in range(n)], [b * 8 / width_s / 1e9 for b in bins]
 
 
-def peaks(sr: Series, intervals: list[float], direction: str = "tx",
-          window: tuple[float, float] | None = None) -> list[dict[str, Any]]:
+def peaks(
+    sr: Series, intervals: list[float], direction: str = "tx", window: tuple[float, float] | None = None
+) -> list[dict[str, Any]]:
     """Highest value per averaging interval, as in the paper's Section 8.1 table."""
     brackets = sorted(sr.brackets_ns) or [0]
     median = brackets[len(brackets) // 2]
@@ -120,10 +126,17 @@ def peaks(sr: Series, intervals: list[float], direction: str = "tx",
         if width > span:  # a bin longer than the window would not be an average over it
             continue
         _, r = rates(sr, width, direction, window)
-        rows.append({"interval_s": width, "peak_gbps": max(r, default=0.0),
-                     "uncertainty": min(1.0, 2 * median / (width * 1e9))})
-    rows.append({"interval_s": span, "peak_gbps": total_bytes * 8 / span / 1e9 if span else 0.0,
-                 "uncertainty": 2 * median / (span * 1e9) if span else 0.0, "whole_window": True})
+        rows.append(
+            {"interval_s": width, "peak_gbps": max(r, default=0.0), "uncertainty": min(1.0, 2 * median / (width * 1e9))}
+        )
+    rows.append(
+        {
+            "interval_s": span,
+            "peak_gbps": total_bytes * 8 / span / 1e9 if span else 0.0,
+            "uncertainty": 2 * median / (span * 1e9) if span else 0.0,
+            "whole_window": True,
+        }
+    )
     return rows
 
 
@@ -141,8 +154,17 @@ def window_bytes(sr: Series, direction: str, window: tuple[float, float] | None)
 def summary(sr: Series) -> dict[str, Any]:
     br = sorted(sr.brackets_ns)
     gaps = [b - a for a, b in zip(sr.times_ns, sr.times_ns[1:], strict=False)]
-    pct = (lambda xs, q: xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0)
-    return {"samples": len(sr.times_ns), "duration_s": (sr.times_ns[-1] - sr.times_ns[0]) / 1e9 if sr.times_ns else 0,
-            "bytes": sr.total, "resets": sr.resets, "wraps": sr.wraps, "missed_deadlines": sr.missed,
-            "bracket_us": {"p50": pct(br, 0.5) / 1e3, "p99": pct(br, 0.99) / 1e3, "max": (br[-1] / 1e3) if br else 0},
-            "gap_ms": {"median": statistics.median(gaps) / 1e6 if gaps else 0, "max": max(gaps, default=0) / 1e6}}
+
+    def pct(xs: list[int], q: float) -> int:
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0
+
+    return {
+        "samples": len(sr.times_ns),
+        "duration_s": (sr.times_ns[-1] - sr.times_ns[0]) / 1e9 if sr.times_ns else 0,
+        "bytes": sr.total,
+        "resets": sr.resets,
+        "wraps": sr.wraps,
+        "missed_deadlines": sr.missed,
+        "bracket_us": {"p50": pct(br, 0.5) / 1e3, "p99": pct(br, 0.99) / 1e3, "max": (br[-1] / 1e3) if br else 0},
+        "gap_ms": {"median": statistics.median(gaps) / 1e6 if gaps else 0, "max": max(gaps, default=0) / 1e6},
+    }

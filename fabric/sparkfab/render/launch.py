@@ -66,17 +66,42 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
     engine = tuple(a for i, a in enumerate(argv) if a not in PER_RANK and (i == 0 or argv[i - 1] not in PER_RANK))
     env = _env(plan, inst, host, recipe, backend)
     health = f"http://{inst.master_addr}:{inst.port}/health" if rank.rank == 0 else None
-    return Launch(inst.name, rank.rank, n, n - 1 if rank.rank == 0 else rank.rank - 1, runtime,
-                  tuple(argv), tuple(env), engine, health)
+    return Launch(
+        inst.name,
+        rank.rank,
+        n,
+        n - 1 if rank.rank == 0 else rank.rank - 1,
+        runtime,
+        tuple(argv),
+        tuple(env),
+        engine,
+        health,
+    )
 
 
 def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: str) -> list[str]:
     flags = {**recipe.flags, **inst.flags}
-    argv = ["vllm", "serve", recipe.model, *flag_argv(flags), "--tensor-parallel-size", str(inst.tp),
-            "--distributed-executor-backend", backend]
+    argv = [
+        "vllm",
+        "serve",
+        recipe.model,
+        *flag_argv(flags),
+        "--tensor-parallel-size",
+        str(inst.tp),
+        "--distributed-executor-backend",
+        backend,
+    ]
     if backend == "mp" and inst.tp > 1:
-        argv += ["--nnodes", str(len(inst.ranks)), "--node-rank", str(rank),
-                 "--master-addr", inst.master_addr, "--master-port", str(plan.master_port)]
+        argv += [
+            "--nnodes",
+            str(len(inst.ranks)),
+            "--node-rank",
+            str(rank),
+            "--master-addr",
+            inst.master_addr,
+            "--master-port",
+            str(plan.master_port),
+        ]
         if rank > 0:
             argv.append("--headless")
     argv += ["--host", "0.0.0.0", "--port", str(inst.port)]
@@ -84,9 +109,21 @@ def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: s
 
 
 def _collective_argv(plan: Plan, inst: Instance, rank: int) -> list[str]:
-    return ["python3", COLLECTIVE_PATH, "serve", "--rank", str(rank), "--world-size", str(len(inst.ranks)),
-            "--master-addr", inst.master_addr, "--master-port", str(plan.master_port),
-            "--http-port", str(inst.port)]
+    return [
+        "python3",
+        COLLECTIVE_PATH,
+        "serve",
+        "--rank",
+        str(rank),
+        "--world-size",
+        str(len(inst.ranks)),
+        "--master-addr",
+        inst.master_addr,
+        "--master-port",
+        str(plan.master_port),
+        "--http-port",
+        str(inst.port),
+    ]
 
 
 def _env(plan: Plan, inst: Instance, host: Host, recipe: Recipe, backend: str) -> list[tuple[str, str]]:
@@ -97,8 +134,13 @@ def _env(plan: Plan, inst: Instance, host: Host, recipe: Recipe, backend: str) -
         "TP_SOCKET_IFNAME": host.control_if,
     }
     if backend == "ray":
-        env.update({"RAY_memory_monitor_refresh_ms": "0", "RAY_NODE_IP_ADDRESS": host.control_address,
-                    "RAY_OVERRIDE_NODE_IP_ADDRESS": host.control_address})
+        env.update(
+            {
+                "RAY_memory_monitor_refresh_ms": "0",
+                "RAY_NODE_IP_ADDRESS": host.control_address,
+                "RAY_OVERRIDE_NODE_IP_ADDRESS": host.control_address,
+            }
+        )
     env.update(recipe.env)
     env.update(inst.env)
     return sorted(env.items())
@@ -108,11 +150,27 @@ def ray_commands(plan: Plan, inst: Instance, host: Host, serve: list[str]) -> li
     """The container command with Ray: rank 0 starts the head then serves; others join."""
     port = str(plan.master_port)
     if host.name == inst.ranks[0].host:
-        head = ["ray", "start", "--head", "--port", port, "--node-ip-address", host.control_address,
-                "--disable-usage-stats"]
+        head = [
+            "ray",
+            "start",
+            "--head",
+            "--port",
+            port,
+            "--node-ip-address",
+            host.control_address,
+            "--disable-usage-stats",
+        ]
         return ["bash", "-c", f"{shlex.join(head)} && exec {shlex.join(serve)}"]
-    return ["ray", "start", "--block", "--address", f"{inst.master_addr}:{port}",
-            "--node-ip-address", host.control_address, "--disable-usage-stats"]
+    return [
+        "ray",
+        "start",
+        "--block",
+        "--address",
+        f"{inst.master_addr}:{port}",
+        "--node-ip-address",
+        host.control_address,
+        "--disable-usage-stats",
+    ]
 
 
 def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
@@ -125,10 +183,17 @@ def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
     if recipe.engine == "vllm" and backend == "ray":
         command = ray_commands(plan, inst, host, command)
     meta = {
-        "instance": inst.name, "rank": lx.rank, "world_size": lx.world, "start_order": lx.start_order,
-        "runtime": lx.runtime, "engine": recipe.engine, "argv": command,
-        "engine_flags": list(lx.engine_flags), "engine_flag_hash": lx.engine_hash,
-        "health_url": lx.health_url, "container": f"sparkfab-{inst.name}",
+        "instance": inst.name,
+        "rank": lx.rank,
+        "world_size": lx.world,
+        "start_order": lx.start_order,
+        "runtime": lx.runtime,
+        "engine": recipe.engine,
+        "argv": command,
+        "engine_flags": list(lx.engine_flags),
+        "engine_flag_hash": lx.engine_hash,
+        "health_url": lx.health_url,
+        "container": f"sparkfab-{inst.name}",
     }
     return [
         File(f"{base}.env", env_text),
@@ -138,12 +203,16 @@ def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
 
 
 def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, command: list[str]) -> str:
-    head = (f"#!/bin/sh\n# sparkfab: start {inst.name} rank {lx.rank}/{lx.world} on {host.name} "
-            f"(start order {lx.start_order}; generated)\nset -eu\n")
+    head = (
+        f"#!/bin/sh\n# sparkfab: start {inst.name} rank {lx.rank}/{lx.world} on {host.name} "
+        f"(start order {lx.start_order}; generated)\nset -eu\n"
+    )
     envs = f"/etc/sparkfab/nccl.env {LAUNCH_DIR}/{inst.name}.env"
     if lx.runtime == "process":
-        return head + (f"set -a\nfor f in {envs}; do . \"$f\"; done\nset +a\n"
-                       f"exec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n")
+        return head + (
+            f'set -a\nfor f in {envs}; do . "$f"; done\nset +a\n'
+            f"exec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n"
+        )
     vols = " ".join(f"-v {shlex.quote(v)}" for v in recipe.volumes)
     name = f"sparkfab-{inst.name}"
     return head + (

@@ -29,9 +29,11 @@ def version_tuple(v: str) -> tuple[int, ...]:
 def warnings(plan: Plan) -> list[str]:
     direct = [i.name for i in plan.instances if i.direct]
     if direct and version_tuple(plan.nccl_version) < SUBNET_AWARE_SINCE:
-        return [f"NCCL {plan.nccl_version} predates 2.30.7: NCCL_IB_SUBNET_AWARE_ROUTING is ignored, "
-                f"so the switchless instance(s) {', '.join(direct)} may pick a device with no path "
-                "to the next rank (ibv_modify_qp ... Connection timed out)"]
+        return [
+            f"NCCL {plan.nccl_version} predates 2.30.7: NCCL_IB_SUBNET_AWARE_ROUTING is ignored, "
+            f"so the switchless instance(s) {', '.join(direct)} may pick a device with no path "
+            "to the next rank (ibv_modify_qp ... Connection timed out)"
+        ]
     return []
 
 

@@ -34,7 +34,6 @@ def netplan(plan: Plan, host: Host, renderer: str = "networkd") -> File:
             eth["routes"] = routes
         ethernets[iface.netdev] = eth
     doc = {"network": {"version": 2, "ethernets": ethernets}}
-    head = (f"# sparkfab: fabric of {plan.cluster}/{host.name} (generated; edit the inventory "
-            "instead)\n")
+    head = f"# sparkfab: fabric of {plan.cluster}/{host.name} (generated; edit the inventory instead)\n"
     body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
     return File(PATH, head + body, 0o600)

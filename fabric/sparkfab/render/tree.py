@@ -15,9 +15,10 @@ from sparkfab.launchers import recipe
 from sparkfab.plan import Host, Plan
 from sparkfab.render import File, control, launch, nccl, netplan
 
-
 LLDP_PATH = "/etc/lldpd.d/sparkfab.conf"
-LLDP_CONF = "# sparkfab: cabling checks compare LLDP port ids with the plan (generated)\nconfigure lldp portidsubtype ifname\n"
+LLDP_CONF = (
+    "# sparkfab: cabling checks compare LLDP port ids with the plan (generated)\nconfigure lldp portidsubtype ifname\n"
+)
 
 
 @dataclass(frozen=True)
@@ -50,22 +51,37 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
 def render(plan: Plan, assets: dict[str, str] | None = None) -> Tree:
     assets = assets or {}
     hosts = {h.name: tuple(host_files(plan, h, assets)) for h in plan.hosts}
-    return Tree(hosts, _inventory(plan), {h.name: _host_vars(plan, h, hosts[h.name]) for h in plan.hosts},
-                tuple(nccl.warnings(plan)))
+    return Tree(
+        hosts,
+        _inventory(plan),
+        {h.name: _host_vars(plan, h, hosts[h.name]) for h in plan.hosts},
+        tuple(nccl.warnings(plan)),
+    )
 
 
 def _inventory(plan: Plan) -> File:
     hosts = {h.name: {"ansible_host": h.mgmt_address, **h.ansible} for h in plan.hosts}
-    group = {"sparkfab_lab": False, **plan.group_vars, "sparkfab_cluster": plan.cluster,
-             "sparkfab_control_plane": plan.control_plane}
+    group = {
+        "sparkfab_lab": False,
+        **plan.group_vars,
+        "sparkfab_cluster": plan.cluster,
+        "sparkfab_control_plane": plan.control_plane,
+    }
     doc = {"all": {"hosts": hosts, "vars": dict(sorted(group.items()))}}
     head = f"# sparkfab: Ansible inventory for the rendered tree of {plan.cluster} (generated)\n"
     return File("inventory.yml", head + yaml.safe_dump(doc, sort_keys=False, width=120))
 
 
-_KINDS = (("/etc/netplan/", "netplan"), ("/etc/sparkfab/nccl", "nccl"), ("/etc/sparkfab/launch/", "launch"),
-          ("/etc/sparkfab/collective", "launch"), ("/etc/sysctl.d/", "control"), ("/etc/sparkfab/firewall", "control"),
-          ("/etc/sparkfab/ufw", "control"), ("/etc/lldpd.d/", "lldp"))
+_KINDS = (
+    ("/etc/netplan/", "netplan"),
+    ("/etc/sparkfab/nccl", "nccl"),
+    ("/etc/sparkfab/launch/", "launch"),
+    ("/etc/sparkfab/collective", "launch"),
+    ("/etc/sysctl.d/", "control"),
+    ("/etc/sparkfab/firewall", "control"),
+    ("/etc/sparkfab/ufw", "control"),
+    ("/etc/lldpd.d/", "lldp"),
+)
 
 
 def _kind(path: str) -> str:
@@ -76,8 +92,11 @@ def bundle(files: tuple[File, ...]) -> str:
     """Everything but netplan, as one JSON document the host-side installer reads."""
     import json
 
-    data = {f.path: {"content": f.content, "mode": f"{f.mode:04o}", "kind": _kind(f.path)}
-            for f in files if _kind(f.path) != "netplan"}
+    data = {
+        f.path: {"content": f.content, "mode": f"{f.mode:04o}", "kind": _kind(f.path)}
+        for f in files
+        if _kind(f.path) != "netplan"
+    }
     return json.dumps({"files": data}, indent=1, sort_keys=True) + "\n"
 
 
@@ -86,12 +105,18 @@ def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
     meta: dict[str, Any] = {}
     if inst is not None and inst.launcher is not None:
         lx = launch.launch(plan, inst, host, recipe(inst.launcher))
-        meta = {"sparkfab_rank": lx.rank, "sparkfab_world_size": lx.world,
-                "sparkfab_start_order": lx.start_order, "sparkfab_runtime": lx.runtime,
-                "sparkfab_health_url": lx.health_url, "sparkfab_engine_flag_hash": lx.engine_hash}
+        meta = {
+            "sparkfab_rank": lx.rank,
+            "sparkfab_world_size": lx.world,
+            "sparkfab_start_order": lx.start_order,
+            "sparkfab_runtime": lx.runtime,
+            "sparkfab_health_url": lx.health_url,
+            "sparkfab_engine_flag_hash": lx.engine_hash,
+        }
     data = {
-        "sparkfab_files": [{"src": f.path.lstrip("/"), "dest": f.path, "mode": f"{f.mode:04o}", "kind": _kind(f.path)}
-                           for f in files],
+        "sparkfab_files": [
+            {"src": f.path.lstrip("/"), "dest": f.path, "mode": f"{f.mode:04o}", "kind": _kind(f.path)} for f in files
+        ],
         "sparkfab_addresses": [{"dev": i.netdev, "address": i.address} for i in host.ifaces],
         "sparkfab_fabric_ifs": list(host.fabric_ifs),
         "sparkfab_instance": inst.name if inst else None,

@@ -31,7 +31,7 @@ def link_checks(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
     links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
     addrs = {x["ifname"]: x for x in json.loads(th.check_output("ip -j -4 addr show"))}
     names = " ".join(i.netdev for i in host.ifaces)
-    raw = th.run(f"for i in {names}; do echo \"$i $(cat /sys/class/net/$i/speed 2>/dev/null || echo -)\"; done").stdout
+    raw = th.run(f'for i in {names}; do echo "$i $(cat /sys/class/net/$i/speed 2>/dev/null || echo -)"; done').stdout
     speeds = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (x.split() for x in raw.splitlines() if x)}
     out = []
     for iface in host.ifaces:
@@ -42,14 +42,25 @@ def link_checks(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
             continue
         flags = link.get("flags", [])
         out.append(Result.compare("up", host.name, name, "UP", "UP" if "UP" in flags else "DOWN"))
-        out.append(Result.compare("carrier", host.name, name, 1, int("LOWER_UP" in flags),
-                                  "" if "LOWER_UP" in flags else "no carrier: cable unplugged or far end down"))
+        out.append(
+            Result.compare(
+                "carrier",
+                host.name,
+                name,
+                1,
+                int("LOWER_UP" in flags),
+                "" if "LOWER_UP" in flags else "no carrier: cable unplugged or far end down",
+            )
+        )
         out.append(Result.compare("mtu", host.name, name, plan.mtu, link.get("mtu")))
         have = sorted(f"{a['local']}/{a['prefixlen']}" for a in addrs.get(name, {}).get("addr_info", []))
         out.append(Result.compare("ipv4", host.name, name, [iface.address], have))
         speed = speeds.get(name)
-        out.append(Result.compare("speed", host.name, name, LAB_SPEED if lab else HW_SPEED, speed,
-                                  "veth in the lab" if lab else ""))
+        out.append(
+            Result.compare(
+                "speed", host.name, name, LAB_SPEED if lab else HW_SPEED, speed, "veth in the lab" if lab else ""
+            )
+        )
     return out
 
 
@@ -62,15 +73,27 @@ def config_checks(plan: Plan, host: Host, th: Any, files: dict[str, str]) -> lis
             key = f"net.ipv4.conf.{name}.rp_filter"
             out.append(Result.compare("sysctl", host.name, key, 2, th.sysctl(key)))
         fw = th.run("nft list table inet sparkfab")
-        out.append(Result.compare("firewall", host.name, "table inet sparkfab", "loaded",
-                                  "loaded" if fw.rc == 0 else "absent"))
+        out.append(
+            Result.compare("firewall", host.name, "table inet sparkfab", "loaded", "loaded" if fw.rc == 0 else "absent")
+        )
     for path in sorted(p for p in files if p.endswith(("nccl.env", ".json")) and "/etc/sparkfab/" in p):
         f = th.file(path)
         actual = f.content_string if f.exists else None
         status = PASS if actual == files[path] else FAIL
-        detail = "" if status == PASS else ("missing: run `sparkfab apply`" if actual is None else "differs from the plan")
-        out.append(Result("file", host.name, path, "as rendered", "as rendered" if status == PASS else
-                          ("absent" if actual is None else "different"), status, detail))
+        detail = (
+            "" if status == PASS else ("missing: run `sparkfab apply`" if actual is None else "differs from the plan")
+        )
+        out.append(
+            Result(
+                "file",
+                host.name,
+                path,
+                "as rendered",
+                "as rendered" if status == PASS else ("absent" if actual is None else "different"),
+                status,
+                detail,
+            )
+        )
     return out
 
 
@@ -79,9 +102,17 @@ def jumbo_pings(plan: Plan, host: Host, th: Any) -> list[Result]:
     size = plan.mtu - 28
     for iface, peer in _rail_peers(plan, host):
         res = th.run(f"ping -M do -s {size} -c 3 -i 0.2 -W 1 -I {iface.netdev} {peer}")
-        out.append(Result("jumbo-ping", host.name, f"{iface.netdev} -> {peer}", f"{plan.mtu} bytes, DF",
-                          "reply" if res.rc == 0 else "no reply", PASS if res.rc == 0 else FAIL,
-                          "" if res.rc == 0 else (res.stdout.strip().splitlines() or [""])[-1]))
+        out.append(
+            Result(
+                "jumbo-ping",
+                host.name,
+                f"{iface.netdev} -> {peer}",
+                f"{plan.mtu} bytes, DF",
+                "reply" if res.rc == 0 else "no reply",
+                PASS if res.rc == 0 else FAIL,
+                "" if res.rc == 0 else (res.stdout.strip().splitlines() or [""])[-1],
+            )
+        )
     return out
 
 
@@ -105,8 +136,17 @@ def _rail_peers(plan: Plan, host: Host) -> list[tuple[Any, str]]:
 def cabling(host: Host, th: Any) -> list[Result]:
     res = th.run("lldpcli -f json show neighbors")
     if res.rc != 0:
-        return [Result("cabling", host.name, "lldpd", "running", "not answering", FAIL,
-                       "lldpd must run on the fabric ports (sparkfab apply configures it)")]
+        return [
+            Result(
+                "cabling",
+                host.name,
+                "lldpd",
+                "running",
+                "not answering",
+                FAIL,
+                "lldpd must run on the fabric ports (sparkfab apply configures it)",
+            )
+        ]
     return lldp.check_host(host, lldp.neighbours(res.stdout))
 
 
@@ -140,9 +180,10 @@ def _mesh_from(plan: Plan, inst: Instance, hosts: dict[str, Any], owner: dict[st
     me = plan.host(src)
     dsts = [d for d in inst.hosts if d != src]
     script = "; ".join(
-        f"ping -c 1 -W 2 -I {me.control_address} {plan.host(d).control_address} >/dev/null 2>&1; echo \"@$?\"; "
+        f'ping -c 1 -W 2 -I {me.control_address} {plan.host(d).control_address} >/dev/null 2>&1; echo "@$?"; '
         f"ip -j route get {plan.host(d).control_address} from {me.control_address} 2>/dev/null || echo '[]'"
-        for d in dsts)
+        for d in dsts
+    )
     lines = hosts[src].run(script).stdout.splitlines()
     out = []
     for d, (rc_line, route) in zip(dsts, zip(lines[0::2], lines[1::2], strict=False), strict=False):
@@ -151,8 +192,17 @@ def _mesh_from(plan: Plan, inst: Instance, hosts: dict[str, Any], owner: dict[st
         via = info[0].get("gateway") if info else None
         path = [src] + (_follow(hosts, owner, owner.get(via, via), target, len(inst.hosts)) if via else [d])
         ok = rc_line.strip() == "@0"
-        out.append(Result("reach", src, f"-> {d} {target}", "reply", "reply" if ok else "no reply",
-                          PASS if ok else FAIL, "path " + " > ".join(path)))
+        out.append(
+            Result(
+                "reach",
+                src,
+                f"-> {d} {target}",
+                "reply",
+                "reply" if ok else "no reply",
+                PASS if ok else FAIL,
+                "path " + " > ".join(path),
+            )
+        )
     return out
 
 
@@ -170,8 +220,9 @@ def _follow(hosts: dict[str, Any], owner: dict[str, str], here: str, target: str
     return path
 
 
-def collective(plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool, sizes: str,
-               log: Callable[[str], None]) -> dict[str, Any]:
+def collective(
+    plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool, sizes: str, log: Callable[[str], None]
+) -> dict[str, Any]:
     """The torch.distributed all-reduce with the generated env: workers first, rank 0 last."""
     import concurrent.futures as cf
 
@@ -181,10 +232,12 @@ def collective(plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool, siz
 
     def one(rank: int, host: str) -> dict[str, Any]:
         env = f"/etc/sparkfab/nccl.env /etc/sparkfab/launch/{inst.name}.env"
-        cmd = (f"set -a; for f in {env}; do . \"$f\"; done; set +a; "
-               f"exec \"${{SPARKFAB_PYTHON:-python3}}\" /etc/sparkfab/collective.py run --rank {rank} "
-               f"--world-size {n} --master-addr {inst.master_addr} --master-port {port} "
-               f"--backend {backend} --sizes {shlex.quote(sizes)} --timeout 90")
+        cmd = (
+            f'set -a; for f in {env}; do . "$f"; done; set +a; '
+            f'exec "${{SPARKFAB_PYTHON:-python3}}" /etc/sparkfab/collective.py run --rank {rank} '
+            f"--world-size {n} --master-addr {inst.master_addr} --master-port {port} "
+            f"--backend {backend} --sizes {shlex.quote(sizes)} --timeout 90"
+        )
         res = hosts[host].run(cmd)
         lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
         if res.rc == 0 and lines:
@@ -201,10 +254,17 @@ def collective(plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool, siz
         results = {rank: f.result() for rank, f in futures.items()}
     log(f"collective on {inst.name}: {time.perf_counter() - t0:.1f} s")
     ok = all(r.get("all_ranks_ok") for r in results.values())
-    return {"instance": inst.name, "backend": backend, "world_size": n, "ok": ok,
-            "ranks": {str(k): ("ok" if v.get("check", {}).get("ok") else v.get("error", "wrong sums"))
-                      for k, v in sorted(results.items())},
-            "sweep": results.get(0, {}).get("sweep", [])}
+    return {
+        "instance": inst.name,
+        "backend": backend,
+        "world_size": n,
+        "ok": ok,
+        "ranks": {
+            str(k): ("ok" if v.get("check", {}).get("ok") else v.get("error", "wrong sums"))
+            for k, v in sorted(results.items())
+        },
+        "sweep": results.get(0, {}).get("sweep", []),
+    }
 
 
 def address_of(value: str) -> str:

@@ -40,13 +40,31 @@ def rdma_checks(host: Host, read: Reader, mode: str) -> list[Result]:
         state = (read(f"{base}/state") or "absent").strip()
         out.append(Result.compare("rdma-state", host.name, iface.rdma, "4: ACTIVE", state))
         rate = (read(f"{base}/rate") or "absent").strip()
-        out.append(Result("rdma-rate", host.name, iface.rdma, "200 Gb/sec", rate, PASS if rate.startswith("200 ") else FAIL))
+        out.append(
+            Result("rdma-rate", host.name, iface.rdma, "200 Gb/sec", rate, PASS if rate.startswith("200 ") else FAIL)
+        )
         idx = roce_v2_gid_index(read, iface.rdma, iface.ip)
-        out.append(Result("rdma-gid", host.name, iface.rdma, f"RoCE v2 GID of {iface.ip}",
-                          "absent" if idx is None else f"index {idx}", FAIL if idx is None else PASS))
+        out.append(
+            Result(
+                "rdma-gid",
+                host.name,
+                iface.rdma,
+                f"RoCE v2 GID of {iface.ip}",
+                "absent" if idx is None else f"index {idx}",
+                FAIL if idx is None else PASS,
+            )
+        )
         data = read(f"{base}/counters/port_xmit_data")
-        out.append(Result("rdma-counters", host.name, iface.rdma, "readable", "readable" if data else "absent",
-                          PASS if data and data.strip().isdigit() else FAIL))
+        out.append(
+            Result(
+                "rdma-counters",
+                host.name,
+                iface.rdma,
+                "readable",
+                "readable" if data else "absent",
+                PASS if data and data.strip().isdigit() else FAIL,
+            )
+        )
     return out
 
 
@@ -113,6 +131,18 @@ def parse_nccl_tests(text: str) -> tuple[list[NcclRow], float | None]:
         rest = m.group(6).split()
         if len(rest) < 8:
             continue
-        rows.append(NcclRow(int(m.group(1)), int(m.group(2)), m.group(3), float(rest[0]), float(rest[1]),
-                            float(rest[2]), rest[3], float(rest[4]), float(rest[5]), float(rest[6])))
+        rows.append(
+            NcclRow(
+                int(m.group(1)),
+                int(m.group(2)),
+                m.group(3),
+                float(rest[0]),
+                float(rest[1]),
+                float(rest[2]),
+                rest[3],
+                float(rest[4]),
+                float(rest[5]),
+                float(rest[6]),
+            )
+        )
     return rows, avg

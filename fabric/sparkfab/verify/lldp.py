@@ -55,13 +55,33 @@ def check_host(host: Host, seen: dict[str, tuple[str, str]]) -> list[Result]:
         got = seen.get(iface.netdev)
         label = f"{iface.netdev} ({iface.port})"
         if got is None:
-            results.append(Result("cabling", host.name, label, f"{want[0]}:{want[1]}", "-", FAIL,
-                                  "missing: no LLDP neighbour (dead or unplugged cable)"))
+            results.append(
+                Result(
+                    "cabling",
+                    host.name,
+                    label,
+                    f"{want[0]}:{want[1]}",
+                    "-",
+                    FAIL,
+                    "missing: no LLDP neighbour (dead or unplugged cable)",
+                )
+            )
             continue
-        match = got[0] == want[0] and (got[1] == want[1] or (iface.switch is not None and _switch_port_matches(want[1], got[1])))
+        match = got[0] == want[0] and (
+            got[1] == want[1] or (iface.switch is not None and _switch_port_matches(want[1], got[1]))
+        )
         detail = "" if match else "wrong neighbour: cable in the wrong port (swapped?)"
-        results.append(Result("cabling", host.name, label, f"{want[0]}:{want[1]}", f"{got[0]}:{got[1]}",
-                              PASS if match else FAIL, detail))
+        results.append(
+            Result(
+                "cabling",
+                host.name,
+                label,
+                f"{want[0]}:{want[1]}",
+                f"{got[0]}:{got[1]}",
+                PASS if match else FAIL,
+                detail,
+            )
+        )
     return results
 
 

@@ -63,7 +63,9 @@ def _lat(hosts: dict[str, Any], a: Host, ai: Iface, b: Host, bi: Iface, port: in
     opts = f"-F -s 8 -n 2000 -p {port}"
     hosts[b.name].run(f"(timeout 30 ib_write_lat -d {bi.rdma} -x {gb} {opts} >/dev/null 2>&1 &)")
     time.sleep(1.0)
-    return hardware.parse_ib_write_lat(hosts[a.name].run(f"timeout 30 ib_write_lat -d {ai.rdma} -x {ga} {opts} {bi.ip}").stdout)
+    return hardware.parse_ib_write_lat(
+        hosts[a.name].run(f"timeout 30 ib_write_lat -d {ai.rdma} -x {ga} {opts} {bi.ip}").stdout
+    )
 
 
 def perf(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
@@ -71,22 +73,46 @@ def perf(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
     port = 18515
     for group in rail_pairs(plan):
         with cf.ThreadPoolExecutor(max_workers=len(group)) as pool:
-            runs = list(pool.map(lambda x: _bw(hosts, *x[1], port + x[0]), enumerate(group)))
+            base = port
+            runs = list(pool.map(lambda x, base=base: _bw(hosts, *x[1], base + x[0]), enumerate(group)))
         total = 0.0
         for (a, ai, b, bi), (note, gbps) in zip(group, runs, strict=True):
             total += gbps or 0.0
-            out.append(Result("ib_write_bw", a.name, f"{ai.rdma} -> {b.name}:{bi.rdma}",
-                              f">= {hardware.ROOT_GBPS:.0f} Gb/s", "-" if gbps is None else f"{gbps:.1f} Gb/s",
-                              PASS if gbps and gbps >= hardware.ROOT_GBPS else FAIL, "" if gbps else note))
+            out.append(
+                Result(
+                    "ib_write_bw",
+                    a.name,
+                    f"{ai.rdma} -> {b.name}:{bi.rdma}",
+                    f">= {hardware.ROOT_GBPS:.0f} Gb/s",
+                    "-" if gbps is None else f"{gbps:.1f} Gb/s",
+                    PASS if gbps and gbps >= hardware.ROOT_GBPS else FAIL,
+                    "" if gbps else note,
+                )
+            )
         if len(group) == 2:
             a, ai = group[0][0], group[0][1]
-            out.append(Result("port-bw", a.name, f"{ai.port} (both twins)", f">= {hardware.PORT_GBPS:.0f} Gb/s",
-                              f"{total:.1f} Gb/s", PASS if total >= hardware.PORT_GBPS else FAIL))
+            out.append(
+                Result(
+                    "port-bw",
+                    a.name,
+                    f"{ai.port} (both twins)",
+                    f">= {hardware.PORT_GBPS:.0f} Gb/s",
+                    f"{total:.1f} Gb/s",
+                    PASS if total >= hardware.PORT_GBPS else FAIL,
+                )
+            )
         a, ai, b, bi = group[0]
         lat = _lat(hosts, a, ai, b, bi, port + 10)
-        out.append(Result("ib_write_lat", a.name, f"{ai.rdma} -> {b.name}", "typical < 5 us",
-                          f"{lat.get('t_typical', 0):.2f} us" if lat else "-",
-                          PASS if lat and lat.get("t_typical", 99) < 5 else FAIL))
+        out.append(
+            Result(
+                "ib_write_lat",
+                a.name,
+                f"{ai.rdma} -> {b.name}",
+                "typical < 5 us",
+                f"{lat.get('t_typical', 0):.2f} us" if lat else "-",
+                PASS if lat and lat.get("t_typical", 99) < 5 else FAIL,
+            )
+        )
         port += 20
     out += _all_reduce(plan, hosts)
     return out
@@ -100,13 +126,23 @@ def _all_reduce(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
     for inst in plan.instances:
         hostlist = ",".join(f"{plan.host(h).mgmt_address}:1" for h in inst.hosts)
         env = "-x NCCL_IB_HCA -x NCCL_SOCKET_IFNAME -x NCCL_ALGO -x NCCL_IB_SUBNET_AWARE_ROUTING -x NCCL_IB_MERGE_NICS"
-        res = hosts[inst.hosts[0]].run(f"set -a; . /etc/sparkfab/nccl.env; set +a; mpirun -np {len(inst.hosts)} "
-                                       f"-H {hostlist} {env} all_reduce_perf -b 1M -e 256M -f 4 -d bfloat16")
+        res = hosts[inst.hosts[0]].run(
+            f"set -a; . /etc/sparkfab/nccl.env; set +a; mpirun -np {len(inst.hosts)} "
+            f"-H {hostlist} {env} all_reduce_perf -b 1M -e 256M -f 4 -d bfloat16"
+        )
         rows, avg = hardware.parse_nccl_tests(res.stdout)
         best = max((r.busbw for r in rows), default=0.0) * 8
         want = hardware.PORT_GBPS if plan.link_speed != "100e" else hardware.ROOT_GBPS
-        out.append(Result("all_reduce_perf", inst.hosts[0], inst.name, f"busbw >= {want:.0f} Gb/s",
-                          f"{best:.0f} Gb/s (avg {avg} GB/s)", PASS if best >= want else FAIL))
+        out.append(
+            Result(
+                "all_reduce_perf",
+                inst.hosts[0],
+                inst.name,
+                f"busbw >= {want:.0f} Gb/s",
+                f"{best:.0f} Gb/s (avg {avg} GB/s)",
+                PASS if best >= want else FAIL,
+            )
+        )
     return out
 
 

@@ -45,6 +45,12 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         counts = {s: sum(1 for r in self.results if r.status == s) for s in (PASS, FAIL, SKIP)}
-        return {"cluster": self.cluster, "link_speed": self.link_speed, "ok": self.ok, "counts": counts,
-                "results": [asdict(r) for r in self.results], "collective": self.collective,
-                "timing": self.timing}
+        return {
+            "cluster": self.cluster,
+            "link_speed": self.link_speed,
+            "ok": self.ok,
+            "counts": counts,
+            "results": [asdict(r) for r in self.results],
+            "collective": self.collective,
+            "timing": self.timing,
+        }

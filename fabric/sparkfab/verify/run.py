@@ -26,12 +26,20 @@ def ssh_config_for(plan: Plan, workdir: Path) -> tuple[str, dict[str, str]]:
     lines = []
     for h in plan.hosts:
         a = h.ansible
-        lines += [f"Host {h.name}", f"  HostName {h.mgmt_address}", f"  User {a.get('ansible_user', 'root')}",
-                  f"  Port {a.get('ansible_port', 22)}"]
+        lines += [
+            f"Host {h.name}",
+            f"  HostName {h.mgmt_address}",
+            f"  User {a.get('ansible_user', 'root')}",
+            f"  Port {a.get('ansible_port', 22)}",
+        ]
         if a.get("ansible_ssh_private_key_file"):
             lines.append(f"  IdentityFile {a['ansible_ssh_private_key_file']}")
-        lines += ["  ControlMaster auto", f"  ControlPath {workdir}/cm-%C", "  ControlPersist 120s",
-                  "  ConnectTimeout 10"]
+        lines += [
+            "  ControlMaster auto",
+            f"  ControlPath {workdir}/cm-%C",
+            "  ControlPersist 120s",
+            "  ConnectTimeout 10",
+        ]
     cfg = workdir / "ssh_config"
     cfg.write_text("\n".join(lines) + "\n")
     os.chmod(cfg, 0o600)
@@ -43,7 +51,7 @@ def _per_host(plan: Plan, host: Host, th: Any, lab: bool, files: dict[str, str])
         return []
     try:
         th.check_output("true")
-    except Exception as exc:  # noqa: BLE001 (any transport error means unreachable)
+    except Exception as exc:
         return [Result("ssh", host.name, "connection", "reachable", "unreachable", "fail", str(exc)[:200])]
     out = checks.link_checks(plan, host, th, lab)
     out += checks.config_checks(plan, host, th, files)
@@ -57,16 +65,24 @@ def _cabling(plan: Plan, hosts: dict[str, Any], reachable: set[str]) -> list[Res
     deadline = time.monotonic() + LLDP_WAIT_S
     while True:
         with cf.ThreadPoolExecutor(max_workers=16) as pool:
-            parts = pool.map(lambda h: checks.cabling(h, hosts[h.name]),
-                             [h for h in plan.hosts if h.name in reachable and h.ifaces])
+            parts = pool.map(
+                lambda h: checks.cabling(h, hosts[h.name]), [h for h in plan.hosts if h.name in reachable and h.ifaces]
+            )
             results = [r for part in parts for r in part]
         if all(r.status != "fail" for r in results) or time.monotonic() > deadline:
             return results
         time.sleep(1.0)
 
 
-def verify(plan: Plan, *, collective: bool = False, perf: bool = False, sizes: str = "4K,256K,4M,16M",
-           workdir: Path, log: Callable[[str], None] = lambda s: None) -> Report:
+def verify(
+    plan: Plan,
+    *,
+    collective: bool = False,
+    perf: bool = False,
+    sizes: str = "4K,256K,4M,16M",
+    workdir: Path,
+    log: Callable[[str], None] = lambda s: None,
+) -> Report:
     lab = bool(plan.group_vars.get("sparkfab_lab"))
     cfg, alias = ssh_config_for(plan, workdir)
     files = {h: {f.path: f.content for f in fs} for h, fs in render(plan, {}).hosts.items()}
@@ -93,9 +109,17 @@ def verify(plan: Plan, *, collective: bool = False, perf: bool = False, sizes: s
         for inst in plan.instances:
             res = checks.collective(plan, inst, hosts, lab, sizes, log)
             report.collective[inst.name] = res
-            report.results.append(Result("collective", inst.hosts[0], inst.name, "correct sums on every rank",
-                                         "correct" if res["ok"] else str(res["ranks"]),
-                                         "pass" if res["ok"] else "fail", res["backend"]))
+            report.results.append(
+                Result(
+                    "collective",
+                    inst.hosts[0],
+                    inst.name,
+                    "correct sums on every rank",
+                    "correct" if res["ok"] else str(res["ranks"]),
+                    "pass" if res["ok"] else "fail",
+                    res["backend"],
+                )
+            )
     report.timing["total_s"] = round(time.perf_counter() - t0, 2)
     return report
 
@@ -120,8 +144,11 @@ def _consistency(plan: Plan, hosts: dict[str, Any], reachable: set[str]) -> list
 
 def _perf(plan: Plan, lab: bool, hosts: dict[str, Any]) -> list[Result]:
     if lab:
-        return [Result.skip("perf", h.name, "ib_write_bw / all_reduce_perf", "lab: no RDMA devices (veth)")
-                for h in plan.hosts if h.ifaces]
+        return [
+            Result.skip("perf", h.name, "ib_write_bw / all_reduce_perf", "lab: no RDMA devices (veth)")
+            for h in plan.hosts
+            if h.ifaces
+        ]
     from sparkfab.verify.perf import perf
 
     return perf(plan, hosts)
