@@ -147,7 +147,10 @@ def _ring_order(cables: list[list[str]], order: list[str]) -> list[list[str]]:
     """Cables in walking order from the first listed Spark, toward the neighbour listed earliest,
     so that the ranks of the written inventory follow the order the hosts were given in."""
     rank = {h: i for i, h in enumerate(order)}
-    node = lambda end: end.split(":")[0]  # noqa: E731
+
+    def node(end: str) -> str:
+        return end.split(":")[0]
+
     left = list(cables)
     out: list[list[str]] = []
     here = order[0] if order else None

@@ -87,17 +87,20 @@ def _traffic_args(p: argparse.ArgumentParser) -> None:
 @command("traffic", "Rates from a sample file: peaks per averaging interval, window averages, plot.", _traffic_args)
 def traffic_cmd(args: argparse.Namespace) -> int:
     sr = traffic.series(sampler.read(args.file))
-    window = tuple(float(x) for x in args.window.split(":")) if args.window else None
+    window = None
+    if args.window:
+        start, _, end = args.window.partition(":")
+        window = (float(start), float(end))
     intervals = [_interval(x) for x in args.intervals.split(",")]
     result = {
         "summary": traffic.summary(sr),
         "direction": args.direction,
         "peaks": traffic.peaks(sr, intervals, args.direction, window),
-    }  # type: ignore[arg-type]
+    }
     if args.plot:
         from sparkfab.measure.plots import traffic_plot
 
-        traffic_plot(sr, args.plot, args.direction, window)  # type: ignore[arg-type]
+        traffic_plot(sr, args.plot, args.direction, window)
         sys.stderr.write(f"wrote {args.plot}\n")
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")

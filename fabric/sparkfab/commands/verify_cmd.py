@@ -36,13 +36,17 @@ def verify_cmd(args: argparse.Namespace) -> int:
         perf=args.perf,
         sizes=args.sizes,
         workdir=plan_state_dir(plan) / "verify",
-        log=lambda s: sys.stderr.write(s + "\n"),
+        log=_log,
     )
     if args.format == "json":
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
         print_report(report, args.all)
     return 0 if report.ok else 4
+
+
+def _log(line: str) -> None:
+    sys.stderr.write(line + "\n")
 
 
 def print_report(report: Report, show_all: bool) -> None:

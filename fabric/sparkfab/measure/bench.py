@@ -84,7 +84,7 @@ class Prompts:
     def make(self, n: int, test: str, round_: int, index: int) -> list[int]:
         rng = random.Random(f"{self.seed}:{test}:{round_}:{index}")
         nonce = [rng.choice(self.vocab) for _ in range(min(16, n))]
-        pad = []
+        pad: list[int] = []
         while len(pad) < n - len(nonce):
             block = list(self.vocab)
             rng.shuffle(block)
@@ -220,7 +220,7 @@ def _windows(sr: traffic.Series, r: RequestResult) -> dict[str, Any]:
     """Bytes this host sent during the request's prefill and decode windows."""
     if not (r.first_ns and r.last_ns) or len(sr.times_ns) < 2:
         return {}
-    out = {}
+    out: dict[str, float] = {}
     for name, a, b in (("prefill", r.send_ns, r.first_ns), ("decode", r.first_ns, r.last_ns)):
         if b > a:
             nbytes = traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]

@@ -34,7 +34,8 @@ def load_run(path: Path) -> dict[str, Any]:
 
 
 def _ttft(t: dict[str, Any]) -> dict[str, float] | None:
-    return t["last_first_token_s"] if t["requests"] > 1 else t["ttft_s"]
+    value: dict[str, float] | None = t["last_first_token_s"] if t["requests"] > 1 else t["ttft_s"]
+    return value
 
 
 def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
@@ -121,8 +122,7 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
     paths = []
     runs = [x for x in (a, b) if x]
     for test in a["summary"]["tests"]:
-        series = [(r["label"], _series_for(r, test)) for r in runs]
-        series = [(lab, s) for lab, s in series if s]
+        series = [(r["label"], s) for r in runs if (s := _series_for(r, test)) is not None]
         if not series:
             continue
         fig, axes = plt.subplots(len(series), 1, figsize=(9, 2.6 * len(series)), dpi=110, sharex=True, squeeze=False)

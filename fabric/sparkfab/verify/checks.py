@@ -241,7 +241,8 @@ def collective(
         res = hosts[host].run(cmd)
         lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
         if res.rc == 0 and lines:
-            return json.loads(lines[-1])
+            parsed: dict[str, Any] = json.loads(lines[-1])
+            return parsed
         last = [x for x in res.stderr.strip().splitlines() if x.strip()]
         return {"rank": rank, "error": last[-1][-200:] if last else f"exit {res.rc}"}
 

@@ -72,9 +72,9 @@ def perf(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
     out: list[Result] = []
     port = 18515
     for group in rail_pairs(plan):
+        jobs = [(a, ai, b, bi, port + k) for k, (a, ai, b, bi) in enumerate(group)]
         with cf.ThreadPoolExecutor(max_workers=len(group)) as pool:
-            base = port
-            runs = list(pool.map(lambda x, base=base: _bw(hosts, *x[1], base + x[0]), enumerate(group)))
+            runs = list(pool.map(lambda j: _bw(hosts, *j), jobs))
         total = 0.0
         for (a, ai, b, bi), (note, gbps) in zip(group, runs, strict=True):
             total += gbps or 0.0
