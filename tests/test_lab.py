@@ -73,11 +73,15 @@ def test_full_cycle(inventory, cluster, hosts):
         assert {r["host"] for r in green["results"] if r["check"] == "reach"} == set(green_hosts(inventory))
         started = sparkfab("serve", "start", inventory, "--lab", "-q")
         assert started.code == 0, started.err
+        pid_before = ssh(cluster, host, "cat /etc/sparkfab/launch/glm.pid").stdout.strip()
         flip = sparkfab("linkspeed", inventory, "100e", "--lab", "-q")
         assert flip.code == 0, flip.err
         assert "-> =rocep1s0f" in flip.out and f"serving restarted on {hosts} host(s)" in flip.err
         env = ssh(cluster, host, "grep ^NCCL_IB_HCA= /etc/sparkfab/nccl.env").stdout
         assert "roceP2" not in env and "rocep1s0f" in env
+        pid_after = ssh(cluster, host, "cat /etc/sparkfab/launch/glm.pid").stdout.strip()
+        assert pid_after and pid_after != pid_before  # the engine really restarted with the new env
+        assert ssh(cluster, host, f"kill -0 {pid_after}").returncode == 0
         assert _verify(inventory)["link_speed"] == "100e"
         back = sparkfab("linkspeed", inventory, "200", "--lab", "-q")
         assert back.code == 0 and "roceP2p1s0f" in ssh(cluster, host, "cat /etc/sparkfab/nccl.env").stdout
@@ -325,3 +329,29 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
         original = yaml.safe_load((REPO / inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
         assert _cable_set(data["cables"]) == _cable_set(original)
         assert sum("seen from one end only (spark-c049 did not answer" in o for o in data["odd"]) == 2
+
+
+def test_netplan_is_not_reapplied_under_a_running_engine(tmp_path):
+    """Re-applying netplan changes the RoCE GID tables and kills a live engine: refuse."""
+    inv = tmp_path / "pair.yml"
+    inv.write_text((REPO / "inventory/pair-1cable.yml").read_text())
+    with lab(str(inv), "pair1"):
+        assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
+        assert sparkfab("serve", "start", str(inv), "--lab", "-q").code == 0
+        inv.write_text(inv.read_text().replace("mtu: 9000", "mtu: 8000"))
+        res = sparkfab("apply", str(inv), "--lab", "-q")
+        assert res.code == 3
+        assert "Refuse to re-apply netplan under a running engine" in res.err
+        assert "9000" in ssh("pair1", "spark-a", "cat /sys/class/net/enp1s0f1np1/mtu").stdout
+        assert sparkfab("serve", "stop", str(inv), "--lab", "-q").code == 0
+        assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
+        assert "8000" in ssh("pair1", "spark-a", "cat /sys/class/net/enp1s0f1np1/mtu").stdout
+
+
+def test_rate_shapes_a_cable():
+    inv = "inventory/pair-2cables.yml"
+    with lab(inv, "pair2"):
+        res = sparkfab("lab", "wire", inv, "--rate", "cables[1]", "1gbit")
+        assert res.code == 0 and res.out.count("shaped") == 2
+        qdisc = ssh("pair2", "spark-a", "tc qdisc show dev enp1s0f1np1").stdout
+        assert "tbf" in qdisc and "rate 1Gbit" in qdisc

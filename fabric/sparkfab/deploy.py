@@ -32,6 +32,7 @@ class HostResult:
     failed_task: str | None = None
     message: str = ""
     task: str = ""
+    changed_tasks: list[str] = field(default_factory=list)
 
     @property
     def state(self) -> str:
@@ -88,6 +89,8 @@ class _Collector:
         if kind == "runner_on_ok":
             h.ok += 1
             h.changed += bool(res.get("changed"))
+            if res.get("changed"):
+                h.changed_tasks.append(task)
             self._diff(h.host, task, res)
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):
             h.failed += 1
@@ -151,7 +154,8 @@ def run_playbook(
 
     bindir = str(Path(sys.executable).parent)
     os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    pdd = (workdir or state_dir(cluster)) / "runner"
+    work = workdir or state_dir(cluster)
+    pdd = work / "runner"
     pdd.mkdir(parents=True, exist_ok=True)
     cmdline = " ".join(x for x in ("--check" if check else "", "--diff" if diff or check else "") if x)
     collector = _Collector(hosts or [], on_update)
@@ -160,6 +164,9 @@ def run_playbook(
         "ANSIBLE_ROLES_PATH": str(repo_dir("roles")),
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
+        # multiplexed SSH sockets live with the cluster's state: a rebuilt lab never reuses a master
+        # connection to a namespace that is gone
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(work / "cp"),
     }
     r = ansible_runner.run(
         private_data_dir=str(pdd),

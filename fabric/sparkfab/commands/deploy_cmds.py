@@ -36,10 +36,16 @@ def current_link_speed(plan: Plan) -> str:
 def inventory_path(args: argparse.Namespace) -> str:
     if not getattr(args, "lab", False):
         return str(args.inventory)
-    cluster = load_plan(args.inventory).cluster
-    inv = lab_dir(cluster) / "inventory.yml"
-    if not inv.exists():
-        raise UsageError(f"lab {cluster} is not up: run `sparkfab lab up {args.inventory}`")
+    from sparkfab.inventory import load_raw
+    from sparkfab.lab.inventory import lab_inventory
+    from sparkfab.lab.spec import spec
+
+    plan = load_plan(args.inventory)
+    inv = lab_dir(plan.cluster) / "inventory.yml"
+    if not (lab_dir(plan.cluster) / "state.json").exists():
+        raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {args.inventory}`")
+    # always from the inventory as it is now, so edits since `lab up` take effect
+    inv.write_text(lab_inventory(load_raw(args.inventory), spec(plan)))
     return str(inv)
 
 
@@ -169,7 +175,9 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
         old, new = ",".join(before.host(h.name).hca[before.link_speed]), ",".join(h.hca[args.mode])
         if old != new:
             sys.stdout.write(f"{h.name}: NCCL_IB_HCA ={old} -> ={new}\n")
-    restarted = sorted(h.host for h in result.hosts.values() if h.changed and plan.instance_of(h.host))
+    restarted = sorted(
+        h.host for h in result.hosts.values() if any(t.startswith("Serve | Start") for t in h.changed_tasks)
+    )
     _err.print(
         f"link speed of {plan.cluster}: {before.link_speed} -> {args.mode}; "
         f"serving restarted on {len(restarted)} host(s)"

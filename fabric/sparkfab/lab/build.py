@@ -311,8 +311,27 @@ def _lab_pids(cluster: str, namespaces: list[str]) -> set[int]:
     for f in pdir.glob("*") if pdir.exists() else []:
         if f.read_text().strip().isdigit():
             pids.add(int(f.read_text().strip()))
+    pids |= _ssh_masters(lab_dir(cluster))
     pids.discard(os.getpid())
     return pids
+
+
+def _ssh_masters(directory: Path) -> set[int]:
+    """SSH connection masters our tools started for this lab (their command line names its
+    directory): ended by pid, so that a rebuilt lab never talks through a dead connection."""
+    found = set()
+    marker = str(directory) + "/"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if comm == "ssh" and marker in cmd:
+            found.add(int(entry.name))
+    return found
 
 
 def down(cluster: str) -> dict[str, int]:
