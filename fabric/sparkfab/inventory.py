@@ -193,7 +193,7 @@ def _repair(data: dict[str, Any], errors: list[Any]) -> bool:
     """Drop every key an error points at if the model can do without it."""
     for err in errors:
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-        parent = _walk(data, tuple(loc[:-1]))
+        parent = walk(data, tuple(loc[:-1]))
         key = loc[-1] if loc else None
         model = _model_at(tuple(err["loc"][:-1]))
         optional = model is not None and key in model.model_fields and not model.model_fields[str(key)].is_required()
@@ -257,7 +257,7 @@ def _raw_loc(loc: tuple[Any, ...], raw: Any) -> tuple[Any, ...]:
         part = rest_t[i]
         out.append(part)
         if part == "cables" and i + 2 < len(rest_t) and rest_t[i + 2] == "ends":
-            cable = _walk(raw, tuple(out) + (rest_t[i + 1],))
+            cable = walk(raw, tuple(out) + (rest_t[i + 1],))
             if isinstance(cable, list):  # short form [a, b]: ends are the list itself
                 out.append(rest_t[i + 1])
                 i += 3
@@ -341,7 +341,8 @@ def _path_text(path: tuple[Any, ...]) -> str:
     return text
 
 
-def _walk(raw: Any, path: tuple[Any, ...]) -> Any:
+def walk(raw: Any, path: tuple[Any, ...]) -> Any:
+    """The node at `path` in a YAML tree, or None."""
     node = raw
     for part in path:
         try:

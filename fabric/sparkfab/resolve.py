@@ -17,7 +17,7 @@ from typing import Any
 
 from sparkfab import catalog, spark
 from sparkfab.errors import InventoryError, Problem
-from sparkfab.inventory import Inventory, line_of, path_text, split_end
+from sparkfab.inventory import Inventory, line_of, path_text, split_end, walk
 from sparkfab.plan import Host, Iface, Instance, Plan, Rail, Rank, Switch
 from sparkfab.topology import RingError, order_ring, order_switched, ring_routes
 
@@ -121,18 +121,8 @@ def _parse_cables(ctx: Ctx) -> list[Cable]:
 
 
 def _end_path(ctx: Ctx, i: int, j: int) -> tuple[Any, ...]:
-    raw_cable = _raw(ctx.raw, SF + ("cables", i))
+    raw_cable = walk(ctx.raw, SF + ("cables", i))
     return SF + ("cables", i, j) if isinstance(raw_cable, list) or raw_cable is None else SF + ("cables", i, "ends", j)
-
-
-def _raw(raw: Any, path: tuple[Any, ...]) -> Any:
-    node = raw
-    for p in path:
-        try:
-            node = node[p]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return node
 
 
 def _parse_end(ctx: Ctx, text: str, path: tuple[Any, ...]) -> End | None:

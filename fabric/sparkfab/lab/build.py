@@ -22,7 +22,7 @@ from typing import Any
 
 from sparkfab import proc
 from sparkfab.errors import LabError
-from sparkfab.lab.spec import LabSpec, Node, lab_dir, lab_id, ns_prefix, root_prefix
+from sparkfab.lab.spec import LabSpec, Node, Veth, lab_dir, lab_id, ns_prefix, root_prefix
 
 log = logging.getLogger("sparkfab.lab")
 NETNS_ETC = Path("/etc/netns")
@@ -121,16 +121,21 @@ def _fabric(spec: LabSpec) -> None:
             ns.link("add", ifname=bridge, kind="bridge", mtu=mtu)
             ns.link("set", index=ns.link_lookup(ifname=bridge)[0], state="up")
     for v in spec.veths:
-        with _netns(v.a_ns) as a:
-            a.link(
-                "add", ifname=v.a_if, kind="veth", mtu=v.mtu, peer={"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": v.mtu}
-            )
-            a.link("set", index=a.link_lookup(ifname=v.a_if)[0], state="up")
-        with _netns(v.b_ns) as b:
-            idx = b.link_lookup(ifname=v.b_if)[0]
-            if v.bridge:
-                b.link("set", index=idx, master=b.link_lookup(ifname=v.bridge)[0])
-            b.link("set", index=idx, state="up")
+        make_veth(v)
+
+
+def make_veth(v: Veth) -> None:
+    """Create a rail inside the Spark's namespace with its final names (networkd v252 does not
+    pick up a link renamed after creation), MTU on both ends, both ends up."""
+    with _netns(v.a_ns) as a:
+        peer = {"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": v.mtu}
+        a.link("add", ifname=v.a_if, kind="veth", mtu=v.mtu, peer=peer)
+        a.link("set", index=a.link_lookup(ifname=v.a_if)[0], state="up")
+    with _netns(v.b_ns) as b:
+        idx = b.link_lookup(ifname=v.b_if)[0]
+        if v.bridge:
+            b.link("set", index=idx, master=b.link_lookup(ifname=v.bridge)[0])
+        b.link("set", index=idx, state="up")
 
 
 def _ssh_keys(spec: LabSpec) -> None:
@@ -281,22 +286,21 @@ def _ours(pid: int) -> bool:
         return False
 
 
-def _kill(pids: set[int]) -> None:
+def _signal(pids: set[int], sig: int) -> None:
     for pid in pids:
         if _ours(pid):
             try:
-                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, sig)
             except ProcessLookupError:
                 pass
+
+
+def _kill(pids: set[int]) -> None:
+    _signal(pids, signal.SIGTERM)
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline and any(_ours(p) for p in pids):
         time.sleep(0.05)
-    for pid in pids:
-        if _ours(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    _signal(pids, signal.SIGKILL)
 
 
 def _lab_pids(cluster: str, namespaces: list[str]) -> set[int]:

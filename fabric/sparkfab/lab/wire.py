@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import UsageError
-from sparkfab.lab.build import _netns
+from sparkfab.lab.build import _netns, make_veth
 from sparkfab.lab.spec import LabSpec, Veth
 
 _REF = re.compile(r"^cables\[(\d+)\](?:\.r([01]))?$")
@@ -56,17 +56,6 @@ def _delete(v: Veth) -> None:
             a.link("del", index=found[0])
 
 
-def _create(v: Veth) -> None:
-    with _netns(v.a_ns) as a:
-        a.link("add", ifname=v.a_if, kind="veth", mtu=v.mtu, peer={"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": v.mtu})
-        a.link("set", index=a.link_lookup(ifname=v.a_if)[0], state="up")
-    with _netns(v.b_ns) as b:
-        idx = b.link_lookup(ifname=v.b_if)[0]
-        if v.bridge:
-            b.link("set", index=idx, master=b.link_lookup(ifname=v.bridge)[0])
-        b.link("set", index=idx, state="up")
-
-
 def swap(spec: LabSpec, a: str, b: str) -> list[str]:
     """Plug the far ends of two cables into each other's ports (rail by rail)."""
     veths = current(spec)
@@ -80,8 +69,8 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
         _delete(vb)
         na = replace(va, b_ns=vb.b_ns, b_if=vb.b_if, bridge=vb.bridge, label=va.label + " (swapped)")
         nb = replace(vb, b_ns=va.b_ns, b_if=va.b_if, bridge=va.bridge, label=vb.label + " (swapped)")
-        _create(na)
-        _create(nb)
+        make_veth(na)
+        make_veth(nb)
         veths[x], veths[y] = na, nb
         done.append(
             f"{va.a_ns}:{va.a_if} now meets {na.b_ns}:{na.b_if}; {vb.a_ns}:{vb.a_if} now meets {nb.b_ns}:{nb.b_if}"
