@@ -49,6 +49,11 @@ def plan(tmp: Path, rows: list[dict]) -> str:
     return str(f)
 
 
+def bench(cli, url: str, plan_file: str, *args: str, model: str = "fake-model"):
+    """`sparkfab bench` against URL with a plan file; further flags as given."""
+    return cli("bench", "--url", url, "--model", model, "--plan", plan_file, *args)
+
+
 def _rows(run: Path) -> list[dict]:
     from sparkfab.measure.bench import read_requests
 
@@ -68,7 +73,7 @@ def _timing_misses(double, cli, tmp: Path, chunk: int) -> list[str]:
             {"name": "four", "requests": 4, "prompt_tokens": 400, "output_tokens": n},
         ],
     )
-    res = cli("bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "3", "-o", str(tmp / "run"))
+    res = bench(cli, url, p, "--rounds", "3", "-o", str(tmp / "run"))
     assert res.code == 0, res.err
     rows = _rows(tmp / "run")
     chunks = -(-n // chunk)
@@ -111,13 +116,9 @@ def test_timing_is_measured_as_programmed(double, cli, tmp_path, chunk):
 def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
     url = double("--drop-tokens", "3", "--token-interval-s", "0.001")
     p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 100, "output_tokens": 50}])
-    res = cli(
-        "bench",
-        "--url",
+    res = bench(
+        cli,
         url,
-        "--model",
-        "fake-model",
-        "--plan",
         p,
         "--rounds",
         "1",
@@ -132,21 +133,7 @@ def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
 
 def test_server_down_is_recorded_and_the_run_goes_on(cli, tmp_path):
     p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 10, "output_tokens": 5}])
-    res = cli(
-        "bench",
-        "--url",
-        "http://127.0.0.1:9",
-        "--model",
-        "m",
-        "--plan",
-        p,
-        "--rounds",
-        "2",
-        "--warmup",
-        "0",
-        "-o",
-        str(tmp_path / "run"),
-    )
+    res = bench(cli, "http://127.0.0.1:9", p, "--rounds", "2", "--warmup", "0", "-o", str(tmp_path / "run"), model="m")
     rows = _rows(tmp_path / "run")
     assert res.code == 1 and len(rows) == 4 and all("Connection" in r["error"] or "Errno" in r["error"] for r in rows)
 
@@ -197,22 +184,16 @@ def test_traffic_windows_with_counters(double, cli, tmp_path):
     fake_tree(tmp_path / "sys", ["rocep1s0f1", "roceP2p1s0f1"])
     url = double("--prefill-s-per-token", "1e-4", "--token-interval-s", "0.002")
     p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 500, "output_tokens": 30}])
-    res = cli(
-        "bench",
-        "--url",
+    counters = ("--counters", "rocep1s0f1,roceP2p1s0f1", "--root", str(tmp_path / "sys"))
+    res = bench(
+        cli,
         url,
-        "--model",
-        "fake-model",
-        "--plan",
         p,
         "--rounds",
         "1",
         "--warmup",
         "0",
-        "--counters",
-        "rocep1s0f1,roceP2p1s0f1",
-        "--root",
-        str(tmp_path / "sys"),
+        *counters,
         "--idle-seconds",
         "0.2",
         "-o",
@@ -250,13 +231,9 @@ def test_report_two_runs(double, cli, tmp_path):
     slow = double("--prefill-s-per-token", "12e-6", "--token-interval-s", "0.002")
     for url, label in ((fast, "200"), (slow, "100e")):
         assert (
-            cli(
-                "bench",
-                "--url",
+            bench(
+                cli,
                 url,
-                "--model",
-                "fake-model",
-                "--plan",
                 p,
                 "--rounds",
                 "2",

@@ -432,7 +432,7 @@ def _hosts(
             mgmt_address=hv.ansible_host or name,
             mgmt_if=hv.mgmt_if,
             ifaces=mine,
-            hca=_hca(mine, inst[1] if inst else None),
+            hca=_hca(mine),
             control_if=hv.mgmt_if,
             control_address=hv.ansible_host or name,
             instance=inst[0] if inst else None,
@@ -499,7 +499,7 @@ def _address(ctx: Ctx, c: Cable, e: End, net: ipaddress.IPv4Network) -> ipaddres
     return net.network_address + host_part
 
 
-def _hca(ifaces: tuple[Iface, ...], topo: str | None) -> dict[str, tuple[str, ...]]:
+def _hca(ifaces: tuple[Iface, ...]) -> dict[str, tuple[str, ...]]:
     devices = sorted({i.rdma for i in ifaces}, key=spark.pci_sort_key)
     return {
         "200": tuple(devices),

@@ -197,9 +197,7 @@ def serve_cmd(args: argparse.Namespace) -> int:
     plan = load_plan(inventory_path(args))
     plan = plan.with_link_speed(current_link_speed(plan))
     _confirm(plan, args, f"serve {args.action}")
-    tree = plan_state_dir(plan) / "tree"
-    if not (tree / "inventory.yml").exists():
-        tree = render_tree(plan)
+    tree = render_tree(plan)  # what serving starts is what the inventory says now
     result = run_with_progress("serve.yml", plan, tree, args, {"sparkfab_serve_action": args.action})
     _fail_if(result)
     return 0

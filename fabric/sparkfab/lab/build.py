@@ -214,7 +214,7 @@ def _etc(spec: LabSpec) -> None:
         base = NETNS_ETC / n.ns
         for entry in ETC_ENTRIES:
             (base / entry).mkdir(parents=True, exist_ok=True)
-        os.chmod(base / "netplan", 0o700) if (base / "netplan").exists() else None
+        os.chmod(base / "netplan", 0o700)
         (base / "lldpd.d" / "sparkfab-lab.conf").write_text(LLDP_CONF)
 
 

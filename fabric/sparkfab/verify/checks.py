@@ -6,7 +6,6 @@ ControlMaster/ControlPersist but no ControlPath, which alone makes it several ti
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import shlex
 import time
@@ -266,7 +265,3 @@ def collective(
         },
         "sweep": results.get(0, {}).get("sweep", []),
     }
-
-
-def address_of(value: str) -> str:
-    return str(ipaddress.ip_address(value))

@@ -5,7 +5,6 @@ all_reduce_perf when it is installed."""
 from __future__ import annotations
 
 import concurrent.futures as cf
-import shutil
 import time
 from typing import Any
 
@@ -144,7 +143,3 @@ def _all_reduce(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
             )
         )
     return out
-
-
-def available() -> bool:
-    return shutil.which("ib_write_bw") is not None
