@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,3 +40,27 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
 
 def pytest_configure(config: pytest.Config) -> None:
     sys.path.insert(0, str(REPO / "fabric"))
+
+
+def start_double(*args: str) -> tuple[subprocess.Popen[str], str]:
+    p = subprocess.Popen(
+        [sys.executable, "-m", "sparkfab.measure.fakeserver", *args], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+    url = p.stdout.readline().strip() if p.stdout else ""
+    assert url.startswith("http://127.0.0.1:"), url
+    return p, url
+
+
+@pytest.fixture
+def double(request):
+    procs = []
+
+    def make(*args: str) -> str:
+        p, url = start_double(*args)
+        procs.append(p)
+        return url
+
+    yield make
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)

@@ -13,31 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-
-
-def start_double(*args: str) -> tuple[subprocess.Popen[str], str]:
-    p = subprocess.Popen(
-        [sys.executable, "-m", "sparkfab.measure.fakeserver", *args], stdout=subprocess.PIPE, text=True, cwd=REPO
-    )
-    url = p.stdout.readline().strip() if p.stdout else ""
-    assert url.startswith("http://127.0.0.1:"), url
-    return p, url
-
-
-@pytest.fixture
-def double(request):
-    procs = []
-
-    def make(*args: str) -> str:
-        p, url = start_double(*args)
-        procs.append(p)
-        return url
-
-    yield make
-    for p in procs:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=10)
+from tests.conftest import REPO, start_double
 
 
 def plan(tmp: Path, rows: list[dict]) -> str:
@@ -79,16 +55,16 @@ def _timing_misses(double, cli, tmp: Path, chunk: int) -> list[str]:
     chunks = -(-n // chunk)
     want_decode = (n - 1) / ((chunks - 1) * chunk * interval)
     misses = []
-    for test, tokens, slack in (("one", 800, 0.001), ("four", 400, 0.002)):
+    for test, tokens in (("one", 800), ("four", 400)):
         mine = [r for r in rows if r["test"] == test]
         # the client stamps each first token within 1 ms of the moment the server sent it
         lag = statistics.median((r["first_ns"] - r["server_first_ns"]) / 1e9 for r in mine)
         if not 0 <= lag < 0.001:
             misses.append(f"{test}: first-token lag {lag * 1e3:.2f} ms")
-        # and the TTFT it reports is what the server was told (the double itself, four threads under
-        # one GIL on two cores, adds up to about a millisecond when four requests arrive together)
+        # and the TTFT it reports is what the server was told (the double times prefill from the
+        # kernel's receive stamp, so four requests arriving together are timed as they arrived)
         ttft = statistics.median(r["ttft_s"] for r in mine)
-        if abs(ttft - tokens * prefill) >= slack:
+        if abs(ttft - tokens * prefill) >= 0.001:
             misses.append(f"{test}: TTFT {ttft * 1e3:.2f} ms, told {tokens * prefill * 1e3:.2f} ms")
         for r in mine:
             if abs(r["decode_tps"] / want_decode - 1) >= 0.01:
@@ -131,11 +107,34 @@ def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
     assert _rows(tmp_path / "run")[0]["error"] == "rejected: output 47 tokens, planned 50"
 
 
-def test_server_down_is_recorded_and_the_run_goes_on(cli, tmp_path):
+def test_server_down_at_the_start_is_named(cli, tmp_path):
     p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 10, "output_tokens": 5}])
     res = bench(cli, "http://127.0.0.1:9", p, "--rounds", "2", "--warmup", "0", "-o", str(tmp_path / "run"), model="m")
-    rows = _rows(tmp_path / "run")
-    assert res.code == 1 and len(rows) == 4 and all("Connection" in r["error"] or "Errno" in r["error"] for r in rows)
+    assert res.code == 1 and "cannot reach http://127.0.0.1:9: ConnectError" in res.err, res.err
+    assert "Traceback" not in res.err
+
+
+def test_server_lost_mid_run_is_recorded_and_the_run_goes_on(tmp_path):
+    proc, url = start_double("--token-interval-s", "0.002")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 50, "output_tokens": 30}])
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "sparkfab", "bench", "--url", url, "--model", "fake-model", "--plan", p]
+    driver = subprocess.Popen([*cmd, "--rounds", "8", "--warmup", "0", "-q", "-o", str(run)], cwd=REPO)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+        (run / "requests.jsonl").exists() and len((run / "requests.jsonl").read_text().splitlines()) >= 2
+    ):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert driver.wait(timeout=60) == 1
+    rows = _rows(run)
+    assert [r["round"] for r in rows] == list(range(8))  # every round has its record
+    ok = [r for r in rows if r["error"] is None]
+    lost = [r for r in rows if r["error"] is not None]
+    assert len(ok) >= 2 and len(lost) >= 5, [r["error"] for r in rows]
+    assert all(r["completion_tokens"] == 30 for r in ok)
+    assert all(any(w in r["error"] for w in ("Connection", "Errno", "IncompleteRead")) for r in lost), lost
 
 
 def test_killing_the_driver_keeps_every_finished_request(double, tmp_path):

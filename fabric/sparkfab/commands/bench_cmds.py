@@ -30,7 +30,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-seconds", type=float, default=10.0, help="the link must be idle this long before a test")
     p.add_argument("--idle-below", type=float, default=1e6, help="idle: fewer bytes per second than this")
     p.add_argument("--label", default="", help="name of this configuration in reports (e.g. 200, 100e)")
-    p.add_argument("--timeout", type=float, default=3600.0)
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds one request may take in all")
     p.add_argument("-o", "--output", type=Path, required=True, help="run directory")
 
 
@@ -60,7 +60,9 @@ def bench_cmd(args: argparse.Namespace) -> int:
     with Progress(transient=True, disable=args.quiet) as progress:
         task = progress.add_task("requests", total=total)
         run = bench.Run(opt, tests, lambda r: progress.advance(task))
-        summary = asyncio.run(run.run())
+        summary = asyncio.run(
+            run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True))
+        )
     for name, t in summary["tests"].items():
         ttft = t["last_first_token_s"] if t["requests"] > 1 else t["ttft_s"]
         dec = t["decode_tps"]
@@ -76,13 +78,19 @@ def _battery_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--checks", help="count,hangul,tools,needle,prefix (default all)")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--context-chars",
+        type=int,
+        default=60_000,
+        help="characters of context for the needle check (the prefix check uses two thirds)",
+    )
 
 
 @command("battery", "Quality checks: count to 100, Hangul, tool call, needle, prefix reuse.", _battery_args)
 def battery_cmd(args: argparse.Namespace) -> int:
     from sparkfab.measure.battery import run_sync
 
-    checks = run_sync(args.url, args.model, args.checks.split(",") if args.checks else None)
+    checks = run_sync(args.url, args.model, args.checks.split(",") if args.checks else None, args.context_chars)
     if args.format == "json":
         sys.stdout.write(json.dumps(checks, indent=2, ensure_ascii=False) + "\n")
     else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -135,22 +136,32 @@ async def prefix(c: httpx.AsyncClient, model: str, chars: int = 40_000) -> Check
     return Check("prefix", t2 <= 0.5 * t1, f"turn 1 TTFT {t1:.3f} s, turn 2 TTFT {t2:.3f} s")
 
 
-CHECKS = {"count": count, "hangul": hangul, "tools": tools, "needle": needle, "prefix": prefix}
+CHECKS: dict[str, Callable[..., Awaitable[Check]]] = {
+    "count": count,
+    "hangul": hangul,
+    "tools": tools,
+    "needle": needle,
+    "prefix": prefix,
+}
 
 
-async def run(url: str, model: str, names: list[str] | None = None, timeout_s: float = 600.0) -> list[Check]:
+async def run(
+    url: str, model: str, names: list[str] | None = None, timeout_s: float = 600.0, context_chars: int = 60_000
+) -> list[Check]:
+    """Run the checks one after another; a check that cannot get an answer fails with the reason."""
+    sized = {"needle": {"chars": context_chars}, "prefix": {"chars": context_chars * 2 // 3}}
     out = []
     async with httpx.AsyncClient(base_url=url, timeout=timeout_s) as c:
         for name in names or list(CHECKS):
             try:
-                out.append(await CHECKS[name](c, model))
+                out.append(await CHECKS[name](c, model, **sized.get(name, {})))
             except (httpx.HTTPError, KeyError, ValueError) as exc:
                 out.append(Check(name, False, f"{type(exc).__name__}: {exc}"[:200]))
     return out
 
 
-def run_sync(url: str, model: str, names: list[str] | None = None) -> list[dict[str, Any]]:
-    return [asdict(c) for c in asyncio.run(run(url, model, names))]
+def run_sync(url: str, model: str, names: list[str] | None = None, context_chars: int = 60_000) -> list[dict[str, Any]]:
+    return [asdict(c) for c in asyncio.run(run(url, model, names, context_chars=context_chars))]
 
 
 def model_responder(good: bool = True) -> Any:

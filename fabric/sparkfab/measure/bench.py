@@ -1,11 +1,11 @@
 """Drive the serving endpoint with a fixed plan and record what each request saw (Part II).
 
-Prompts are token-id lists of exact length on /v1/completions: a per-request nonce, then
-padding taken from a fixed prompt set (tokenized by the server) and shuffled with a seed
-that differs per test, round and request, so the prefix cache cannot reuse work. Before each
-test the link must have been idle; the sampler runs alongside and each request's traffic is
-split into its prefill and decode windows. Results are appended to requests.jsonl (flushed
-and synced) as each request finishes; summary.json is computed from that file at the end.
+Prompts have the exact planned length (token ids where the server has /tokenize, else text
+measured with the server's own counts: `prompts.py`) and differ per test, round and request,
+so the prefix cache cannot reuse work. Before each test the link must have been idle; the
+sampler runs alongside and each request's traffic is split into its prefill and decode windows.
+Results are appended to requests.jsonl (flushed and synced) as each request finishes;
+summary.json is computed from that file at the end.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import statistics
 import threading
 import time
@@ -27,6 +26,7 @@ import yaml
 
 from sparkfab.errors import BenchError
 from sparkfab.measure import sampler, traffic
+from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
 from sparkfab.measure.stream import RequestResult, stream_completion
 
 
@@ -48,13 +48,6 @@ PLAN = (
     Test("P6", 4, 16384),
 )
 
-FIXED_TEXT = (
-    "The ring all-reduce sums partial results around a circle of machines. Each machine sends one segment "
-    "to the next and adds what it receives. Prefill moves large blocks in bursts; decode moves small ones. "
-    "Networks are measured in bits per second, memories in bytes per second, and prompts in tokens. "
-    "A careful benchmark fixes the prompt, the output length, the seed and the clock before it compares."
-)
-
 
 def load_plan(spec: str | None, output_tokens: int | None = None) -> list[Test]:
     if spec and Path(spec).is_file():
@@ -73,32 +66,6 @@ def load_plan(spec: str | None, output_tokens: int | None = None) -> list[Test]:
     if output_tokens:
         tests = [Test(t.name, t.requests, t.prompt_tokens, output_tokens) for t in tests]
     return tests
-
-
-class Prompts:
-    def __init__(self, vocab: list[int], seed: int) -> None:
-        if len(vocab) < 16:
-            raise BenchError("the tokenizer gave fewer than 16 distinct tokens for the prompt set")
-        self.vocab, self.seed = vocab, seed
-
-    def make(self, n: int, test: str, round_: int, index: int) -> list[int]:
-        rng = random.Random(f"{self.seed}:{test}:{round_}:{index}")
-        nonce = [rng.choice(self.vocab) for _ in range(min(16, n))]
-        pad: list[int] = []
-        while len(pad) < n - len(nonce):
-            block = list(self.vocab)
-            rng.shuffle(block)
-            pad += block
-        return nonce + pad[: n - len(nonce)]
-
-
-async def fetch_vocab(client: httpx.AsyncClient, base: str, model: str) -> list[int]:
-    try:
-        r = await client.post(f"{base}/tokenize", json={"model": model, "prompt": FIXED_TEXT}, timeout=30)
-        r.raise_for_status()
-        return sorted(set(r.json()["tokens"]))
-    except (httpx.HTTPError, KeyError, ValueError):
-        return list(range(1000, 9000))  # no /tokenize: plain token ids in the common range
 
 
 @dataclass
@@ -124,7 +91,7 @@ class Run:
         opt.out.mkdir(parents=True, exist_ok=True)
         self.jsonl = opt.out / "requests.jsonl"
 
-    def write_meta(self) -> None:
+    def write_meta(self, server: ServerInfo) -> None:
         meta = {
             "url": self.opt.url,
             "model": self.opt.model,
@@ -135,6 +102,7 @@ class Run:
             "plan": [t.__dict__ for t in self.tests],
             "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()},
             "counters": [c.__dict__ for c in self.opt.counters or []],
+            "server": server.to_json(),
         }
         (self.opt.out / "run.json").write_text(json.dumps(meta, indent=2))
 
@@ -146,18 +114,20 @@ class Run:
         if self.progress:
             self.progress(res)
 
-    async def run(self) -> dict[str, Any]:
-        self.write_meta()
+    async def run(self, on_server: Callable[[ServerInfo], None] | None = None) -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=self.opt.url, timeout=self.opt.timeout_s) as client:
-            prompts = Prompts(await fetch_vocab(client, self.opt.url, self.opt.model), self.opt.seed)
-            for test in self.tests:
-                for rnd in range(-self.opt.warmup, self.opt.rounds):
-                    await self._one_round(client, prompts, test, rnd)
+            server, prompts = await probe(client, self.opt.model, self.opt.seed)
+        if on_server:
+            on_server(server)
+        self.write_meta(server)
+        for test in self.tests:
+            for rnd in range(-self.opt.warmup, self.opt.rounds):
+                await self._one_round(server, prompts, test, rnd)
         summary = summarize(read_requests(self.opt.out))
         (self.opt.out / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
 
-    async def _one_round(self, client: httpx.AsyncClient, prompts: Prompts, test: Test, rnd: int) -> None:
+    async def _one_round(self, server: ServerInfo, prompts: PromptMaker, test: Test, rnd: int) -> None:
         opt = self.opt
         smp = None
         stop = threading.Event()
@@ -181,8 +151,8 @@ class Run:
                 "model": opt.model,
                 "prompt": prompts.make(test.prompt_tokens, test.name, rnd, i),
                 "max_tokens": test.output_tokens,
-                "ignore_eos": True,
                 "temperature": 0.0,
+                **({"ignore_eos": True} if server.ignore_eos else {}),
             }
             for i in range(test.requests)
         ]

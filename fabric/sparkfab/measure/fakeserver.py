@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; not exported by every Python
 Responder = Callable[[dict[str, Any]], dict[str, Any]]  # request body -> {"text": ..., "tool_calls": ...}
 
 
@@ -45,6 +47,10 @@ class FakeServer:
     timing: Timing = field(default_factory=Timing)
     responder: Responder | None = None
     model: str = "fake-model"
+    #: "vllm": /tokenize, token-id prompts, ignore_eos, usage alone at the end (and continuous on request);
+    #: "hf": as transformers serve: no /tokenize, text prompts only, unknown fields refused with 422,
+    #: the final usage on the chunk that carries the finish reason.
+    dialect: str = "vllm"
     seen_prefixes: set[tuple[int, ...]] = field(default_factory=set)
     requests: list[dict[str, Any]] = field(default_factory=list)
 
@@ -77,6 +83,25 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         # small event writes must leave at once (Nagle + delayed ACK would add milliseconds)
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.connection.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+
+    def handle_one_request(self) -> None:
+        self.arrived = self._arrival()
+        super().handle_one_request()
+
+    def _arrival(self) -> float:
+        """When the kernel received the request's first bytes (CLOCK_MONOTONIC seconds).
+
+        Prefill is timed from there, not from when this thread got to run: four requests arriving
+        together wake four threads that share one GIL. (Clients that pipeline requests would need
+        the buffered reader's contents checked first; benchmark clients do not.)"""
+        _, anc, _, _ = self.connection.recvmsg(1, 64, socket.MSG_PEEK)
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+                sec, nsec = struct.unpack("qq", data[:16])
+                offset = time.time_ns() - time.monotonic_ns()
+                return float(sec * 1_000_000_000 + nsec - offset) / 1e9
+        return time.monotonic()
 
     def _json(self, code: int, data: Any) -> None:
         body = json.dumps(data).encode()
@@ -94,14 +119,12 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": "not found"})
 
-    def parse_request(self) -> bool:
-        self.arrived = time.monotonic()  # prefill is timed from the request line's arrival
-        return super().parse_request()
-
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         self.server_state.requests.append(body)
-        if self.path == "/tokenize":
+        if self.path == "/tokenize" and self.server_state.dialect == "hf":
+            self._json(404, {"detail": "Not Found"})
+        elif self.path == "/tokenize":
             ids = tokenize(body.get("prompt", ""))
             self._json(200, {"tokens": ids, "count": len(ids)})
         elif self.path in ("/v1/completions", "/v1/chat/completions"):
@@ -115,8 +138,22 @@ class _Handler(BaseHTTPRequestHandler):
         p = body.get("prompt", "")
         return list(p) if isinstance(p, list) else tokenize(p)
 
+    def _refused(self, body: dict[str, Any], chat: bool) -> bool:
+        """What transformers serve refuses (the "hf" dialect): vLLM's fields and token-id prompts."""
+        if self.server_state.dialect != "hf":
+            return False
+        if "ignore_eos" in body:
+            self._json(422, {"detail": "Unexpected fields in the request: {'ignore_eos'}"})
+        elif not chat and not isinstance(body.get("prompt"), str):
+            self._json(400, {"detail": "prompt must be a string."})
+        else:
+            return False
+        return True
+
     def _generate(self, body: dict[str, Any], chat: bool) -> None:
         st = self.server_state
+        if self._refused(body, chat):
+            return
         prompt = self._prompt(body, chat)
         answer = st.responder(body) if st.responder else {}
         text = answer.get("text")
@@ -134,7 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
         t = st.timing
         _sleep_until(self.arrived + st.prefill_s(prompt))
         first = time.monotonic()
-        continuous = bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
+        continuous = st.dialect == "vllm" and bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
         sent = 0
         for k in range(0, len(pieces), t.tokens_per_chunk):
             group = pieces[k : k + t.tokens_per_chunk]
@@ -151,19 +188,20 @@ class _Handler(BaseHTTPRequestHandler):
                     ],
                 }
             )
-        if (body.get("stream_options") or {}).get("include_usage"):
-            self._event(
-                {
-                    "choices": [],
-                    "usage": {
-                        "prompt_tokens": len(prompt),
-                        "completion_tokens": sent,
-                        "total_tokens": len(prompt) + sent,
-                    },
-                }
-            )
+        self._usage(body, chat, len(prompt), sent)
         self._raw(b"data: [DONE]\n\n")
         self._raw(b"")
+
+    def _usage(self, body: dict[str, Any], chat: bool, prompt: int, sent: int) -> None:
+        """vLLM: a usage-only chunk when asked; transformers serve: usage on the finishing chunk."""
+        usage = {"prompt_tokens": prompt, "completion_tokens": sent, "total_tokens": prompt + sent}
+        if self.server_state.dialect == "hf":
+            part: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
+            done = {"index": 0, "finish_reason": "length", **part}
+            model = self.server_state.model
+            self._event({"object": "text_completion", "model": model, "choices": [done], "usage": usage})
+        elif (body.get("stream_options") or {}).get("include_usage"):
+            self._event({"choices": [], "usage": usage})
 
     def _event(self, data: dict[str, Any]) -> None:
         data["server_sent_ns"] = time.monotonic_ns()  # the double's own send time, to check the client
@@ -218,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--cached-prefix-factor", type=float, default=1.0)
     p.add_argument("--drop-tokens", type=int, default=0)
+    p.add_argument("--dialect", choices=("vllm", "hf"), default="vllm", help="whose API quirks to play")
     p.add_argument(
         "--behaviour",
         choices=("good", "broken"),
@@ -236,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             args.drop_tokens,
         ),
         responder=model_responder(args.behaviour == "good"),
+        dialect=args.dialect,
     )
     url = srv.start(port=args.port)
     sys.stdout.write(url + "\n")

@@ -1,8 +1,10 @@
 """A minimal HTTP/1.1 client for timing streamed responses (SSE over chunked encoding).
 
-General clients add milliseconds between a byte's arrival and the caller seeing it; this one
-writes the request in one send with TCP_NODELAY and stamps each `data:` line with
-CLOCK_MONOTONIC as soon as its bytes are read.
+General clients add milliseconds between a byte's arrival and the caller seeing it. This one
+serializes the body before it stamps the send, writes the request in one send with TCP_NODELAY,
+and stamps every block of bytes with CLOCK_MONOTONIC in the protocol's `data_received`, the
+first Python code that runs after the event loop learns of them; parsing happens afterwards and
+each `data:` line carries the stamp of the block that completed it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import asyncio
 import json
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,81 +23,163 @@ class HttpError(Exception):
     pass
 
 
-#: Idle keep-alive connections per event loop and host: (reader, writer).
-_POOL: dict[tuple[int, str, int], list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = {}
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection; received blocks are queued with their arrival stamps."""
+
+    def __init__(self) -> None:
+        self.blocks: deque[tuple[int, bytes]] = deque()
+        self.buf = b""
+        self.buf_ns = 0
+        self.waiter: asyncio.Future[None] | None = None
+        self.closed: Exception | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.blocks.append((time.monotonic_ns(), data))
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = exc or ConnectionResetError("connection closed by the server")
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    @property
+    def usable(self) -> bool:
+        return self.closed is None and self.transport is not None and not self.transport.is_closing()
+
+    async def _fill(self, deadline: float) -> None:
+        """Move the next received block into the buffer (waiting for one until the deadline)."""
+        while not self.blocks:
+            if self.closed is not None:
+                raise asyncio.IncompleteReadError(self.buf, None)
+            self.waiter = asyncio.get_running_loop().create_future()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer within the timeout")
+            try:
+                await asyncio.wait_for(self.waiter, left)
+            finally:
+                self.waiter = None
+        self.buf_ns, data = self.blocks.popleft()
+        self.buf += data
+
+    async def until(self, sep: bytes, deadline: float) -> tuple[int, bytes]:
+        """Bytes up to and including `sep`, with the arrival stamp of the block that completed them."""
+        while (i := self.buf.find(sep)) < 0:
+            await self._fill(deadline)
+        out, self.buf = self.buf[: i + len(sep)], self.buf[i + len(sep) :]
+        return self.buf_ns, out
+
+    async def exactly(self, n: int, deadline: float) -> tuple[int, bytes]:
+        while len(self.buf) < n:
+            await self._fill(deadline)
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return self.buf_ns, out
+
+    async def some(self, deadline: float) -> tuple[int, bytes]:
+        """Whatever is buffered or arrives next; b"" at the end of the stream."""
+        if not self.buf:
+            try:
+                await self._fill(deadline)
+            except asyncio.IncompleteReadError:
+                return self.buf_ns, b""
+        out, self.buf = self.buf, b""
+        return self.buf_ns, out
 
 
-async def _connect(host: str, port: int, timeout_s: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+#: Idle keep-alive connections per event loop and host.
+_POOL: dict[tuple[int, str, int], list[_Conn]] = {}
+
+
+async def _connect(host: str, port: int, timeout_s: float) -> _Conn:
     idle = _POOL.setdefault((id(asyncio.get_running_loop()), host, port), [])
     while idle:
-        reader, writer = idle.pop()
-        if not reader.at_eof() and not writer.is_closing():
-            return reader, writer
-        writer.close()
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return reader, writer
+        conn = idle.pop()
+        if conn.usable and not conn.blocks:
+            return conn
+        if conn.transport is not None:
+            conn.transport.close()
+    loop = asyncio.get_running_loop()
+    _, conn = await asyncio.wait_for(loop.create_connection(_Conn, host, port), timeout_s)
+    return conn
 
 
-async def sse_post(url: str, body: dict[str, Any], timeout_s: float) -> AsyncIterator[tuple[int, str]]:
-    """POST JSON; yield (monotonic ns, payload) for each SSE `data:` line of the response."""
+async def sse_post(
+    url: str, body: dict[str, Any], timeout_s: float, on_send: Callable[[int], None] | None = None
+) -> AsyncIterator[tuple[int, str]]:
+    """POST JSON; yield (arrival ns, payload) for each SSE `data:` line of the response.
+
+    `on_send` receives the monotonic ns of the moment the request was handed to the kernel."""
     u = urlsplit(url)
     host, port = u.hostname or "127.0.0.1", u.port or 80
     payload = json.dumps(body).encode()
-    head = (
+    request = (
         f"POST {u.path or '/'} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Type: application/json\r\n"
         f"Accept: text/event-stream\r\nContent-Length: {len(payload)}\r\n\r\n"
-    ).encode()
-    reader, writer = await _connect(host, port, timeout_s)
-    writer.write(head + payload)
+    ).encode() + payload
+    conn = await _connect(host, port, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    assert conn.transport is not None
+    sent = time.monotonic_ns()
+    conn.transport.write(request)
+    if on_send:
+        on_send(sent)
     reusable = False
     try:
-        status, headers = await _head(reader, timeout_s)
+        status, headers = await _head(conn, deadline)
         if status != 200:
-            raise HttpError(f"HTTP {status}: {(await reader.read(300)).decode(errors='replace')}")
+            _, raw = await conn.some(deadline)
+            raise HttpError(f"HTTP {status}: {raw[:300].decode(errors='replace')}")
         chunked = "chunked" in headers.get("transfer-encoding", "")
-        chunks = _chunked(reader, timeout_s) if chunked else _plain(reader, timeout_s)
-        buf = b""
-        async for part in chunks:
-            now = time.monotonic_ns()
-            buf += part
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
+        parts = _chunked(conn, deadline) if chunked else _plain(conn, deadline)
+        pending = b""
+        async for now, part in parts:
+            pending += part
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
                 text = line.decode("utf-8", errors="replace").rstrip("\r")
                 if text.startswith("data:"):
                     yield now, text[5:].strip()
-        reusable = chunked and headers.get("connection", "").lower() != "close"
+        reusable = chunked and headers.get("connection", "").lower() != "close" and not conn.buf
     finally:
-        if reusable:
-            _POOL[(id(asyncio.get_running_loop()), host, port)].append((reader, writer))
-        else:
-            writer.close()
+        if reusable and conn.usable:
+            _POOL[(id(asyncio.get_running_loop()), host, port)].append(conn)
+        elif conn.transport is not None:
+            conn.transport.close()
 
 
-async def _head(reader: asyncio.StreamReader, timeout_s: float) -> tuple[int, dict[str, str]]:
-    raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout_s)
+async def _head(conn: _Conn, deadline: float) -> tuple[int, dict[str, str]]:
+    _, raw = await conn.until(b"\r\n\r\n", deadline)
     lines = raw.decode("latin-1").split("\r\n")
     status = int(lines[0].split()[1])
     headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)}
     return status, headers
 
 
-async def _chunked(reader: asyncio.StreamReader, timeout_s: float) -> AsyncIterator[bytes]:
+async def _chunked(conn: _Conn, deadline: float) -> AsyncIterator[tuple[int, bytes]]:
     while True:
-        size_line = await asyncio.wait_for(reader.readuntil(b"\r\n"), timeout_s)
+        _, size_line = await conn.until(b"\r\n", deadline)
         size = int(size_line.split(b";")[0], 16)
         if size == 0:
-            await asyncio.wait_for(reader.readuntil(b"\r\n"), timeout_s)  # the empty trailer
+            await conn.until(b"\r\n", deadline)  # the empty trailer
             return
-        data = await asyncio.wait_for(reader.readexactly(size + 2), timeout_s)
-        yield data[:-2]
+        now, data = await conn.exactly(size + 2, deadline)
+        yield now, data[:-2]
 
 
-async def _plain(reader: asyncio.StreamReader, timeout_s: float) -> AsyncIterator[bytes]:
+async def _plain(conn: _Conn, deadline: float) -> AsyncIterator[tuple[int, bytes]]:
     while True:
-        data = await asyncio.wait_for(reader.read(65536), timeout_s)
+        now, data = await conn.some(deadline)
         if not data:
             return
-        yield data
+        yield now, data

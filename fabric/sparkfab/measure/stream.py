@@ -1,9 +1,10 @@
 """One streaming request to an OpenAI-compatible server, timed on the monotonic clock.
 
-TTFT = first chunk with a choice - send; decode speed = (output tokens - 1) / (t_last -
+TTFT = first chunk that carries a token - send; decode speed = (output tokens - 1) / (t_last -
 t_first), from the server's usage (vLLM's TPOT, inverted; robust to chunks that carry several
 tokens). Every chunk is kept with its token count (continuous usage stats when the server
-sends them, else one per chunk until the final usage says otherwise).
+sends them, else one per chunk with text until the final usage says otherwise). The final usage
+may come alone (vLLM) or on the chunk with the finish reason (transformers serve).
 """
 
 from __future__ import annotations
@@ -69,30 +70,46 @@ async def stream_completion(
 ) -> RequestResult:
     body = {**body, "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
     seen = 0
-    result.send_ns = time.monotonic_ns()
+    result.send_ns = time.monotonic_ns()  # replaced by the moment the request is written
+
+    def sent(ns: int) -> None:
+        result.send_ns = ns
+
     try:
-        async for now, payload in sse_post(base_url.rstrip("/") + path, body, timeout_s):
+        async for now, payload in sse_post(base_url.rstrip("/") + path, body, timeout_s, on_send=sent):
             if payload == "[DONE]":
                 continue  # read on to the end of the response so the connection can be reused
-            data = json.loads(payload)
-            usage = data.get("usage") or {}
-            if data.get("choices"):
-                cumulative = usage.get("completion_tokens")
-                tokens = (cumulative - seen) if cumulative is not None else 1
-                seen = cumulative if cumulative is not None else seen + 1
-                result.chunks.append((now, tokens))
-                if result.first_ns is None:
-                    result.server_first_ns = data.get("server_sent_ns")
-                result.first_ns = result.first_ns or now
-                result.last_ns = now
-                choice = data["choices"][0]
-                result.text += choice.get("text") or (choice.get("delta") or {}).get("content") or ""
-            if usage and not data.get("choices"):
-                result.prompt_tokens = usage.get("prompt_tokens")
-                result.completion_tokens = usage.get("completion_tokens")
+            seen = _take(result, now, json.loads(payload), seen)
     except (TimeoutError, OSError, HttpError, asyncio.IncompleteReadError, json.JSONDecodeError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"[:300]
     if result.completion_tokens is None and result.chunks and not result.error:
         result.completion_tokens = seen
     result.validate()
     return result
+
+
+def _take(result: RequestResult, now: int, data: dict[str, Any], seen: int) -> int:
+    """Fold one streamed chunk into the result; return the tokens seen so far."""
+    usage = data.get("usage") or {}
+    choices = data.get("choices") or []
+    if choices:
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        text = choice.get("text") or delta.get("content") or ""
+        cumulative = usage.get("completion_tokens")
+        if cumulative is not None:  # continuous usage stats, or the final count on the last chunk
+            tokens, seen = cumulative - seen, cumulative
+        else:
+            tokens = 1 if (text or delta.get("tool_calls") or delta.get("reasoning_content")) else 0
+            seen += tokens
+        result.chunks.append((now, tokens))
+        if tokens > 0:  # a role-only opening chunk is not a token
+            if result.first_ns is None:
+                result.first_ns = now
+                result.server_first_ns = data.get("server_sent_ns")
+            result.last_ns = now
+        result.text += text
+    if usage and (not choices or any(c.get("finish_reason") for c in choices)):
+        result.prompt_tokens = usage.get("prompt_tokens")
+        result.completion_tokens = usage.get("completion_tokens")
+    return seen

@@ -1,0 +1,68 @@
+"""Write a tiny Llama-architecture model with random weights and a locally trained tokenizer.
+
+Nothing is downloaded: the byte-level BPE tokenizer is trained on a few sentences here, the
+weights come from a fixed seed. The model talks nonsense, but a real server loads it, tokenizes
+with it, streams its tokens and counts them, which is what `bench` and `battery` are tested
+against. The generation config has no end-of-sequence token, so the model always writes
+max_tokens tokens (transformers serve does not take vLLM's ignore_eos).
+
+    python tests/tinymodel.py DIR && HF_HUB_OFFLINE=1 transformers serve DIR --host 127.0.0.1
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+CORPUS = [
+    "The ring all-reduce sums partial results around a circle of machines.",
+    "Each machine sends one segment to the next and adds what it receives.",
+    "Prefill moves large blocks in bursts; decode moves small ones.",
+    " ".join(str(i) for i in range(1, 101)),
+]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def make(out: Path, seed: int = 0) -> Path:
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=["<|bos|>", "<|eos|>", "<|pad|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS * 3, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|bos|>", eos_token="<|eos|>", pad_token="<|pad|>")
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(out)
+    GenerationConfig(bos_token_id=fast.bos_token_id, pad_token_id=fast.pad_token_id, do_sample=False).save_pretrained(
+        out
+    )
+    return out
+
+
+if __name__ == "__main__":
+    print(make(Path(sys.argv[1])))
