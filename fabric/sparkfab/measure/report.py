@@ -74,32 +74,48 @@ def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0, digits
     return f"{s['mean'] * scale:.{digits}f} {unit} ({s['min'] * scale:.{digits}f}-{s['max'] * scale:.{digits}f})"
 
 
-def markdown(t: dict[str, list[dict[str, Any]]], la: str, lb: str) -> str:
-    out = [
-        "## TTFT (for several requests: until the last first token)\n",
-        f"| test | {la} | {lb} | increase | estimate bound |",
-        "|---|---|---|---|---|",
+def markdown(t: dict[str, list[dict[str, Any]]], la: str, lb: str | None) -> str:
+    """The tables as Markdown; with one run, the columns that compare are left out."""
+
+    def table(title: str, rows: list[dict[str, str]]) -> list[str]:
+        if not rows:
+            return [title, "(no tests)"]
+        cols = [c for c in rows[0] if lb is not None or c not in ("b", "increase", "change")]
+        names = {"b": lb or "", "a": la}
+        head = "| " + " | ".join(names.get(c, c) for c in cols) + " |"
+        return [title, head, "|" + "---|" * len(cols), *("| " + " | ".join(r[c] for c in cols) + " |" for r in rows)]
+
+    ttft = [
+        {
+            "test": r["test"],
+            "a": _fmt(r["a"]),
+            "b": _fmt(r["b"]),
+            "increase": f"+{r['increase_s']:.2f} s ({r['increase']:+.1%})" if "increase_s" in r else "-",
+            "estimate bound": f"<= +{r['bound_s']:.2f} s" if "bound_s" in r else "-",
+        }
+        for r in t["ttft"]
     ]
-    for r in t["ttft"]:
-        inc = f"+{r['increase_s']:.2f} s ({r['increase']:+.1%})" if "increase_s" in r else "-"
-        bound = f"<= +{r['bound_s']:.2f} s" if "bound_s" in r else "-"
-        out.append(f"| {r['test']} | {_fmt(r['a'])} | {_fmt(r['b'])} | {inc} | {bound} |")
-    out += [
-        "\n## Decode speed (tokens/s after the first token, per request)\n",
-        f"| test | {la} | {lb} | change |",
-        "|---|---|---|---|",
+    decode = [
+        {
+            "test": r["test"],
+            "a": _fmt(r["a"], "tok/s", digits=1),
+            "b": _fmt(r["b"], "tok/s", digits=1),
+            "change": f"{r['change']:+.1%}" if "change" in r else "-",
+        }
+        for r in t["decode"]
     ]
-    for r in t["decode"]:
-        ch = f"{r['change']:+.1%}" if "change" in r else "-"
-        out.append(f"| {r['test']} | {_fmt(r['a'], 'tok/s', digits=1)} | {_fmt(r['b'], 'tok/s', digits=1)} | {ch} |")
-    out += [
-        "\n## Prefill traffic per prompt token (one host, sent)\n",
-        f"| test | {la} | {lb} | estimate |",
-        "|---|---|---|---|",
+    traffic = [
+        {
+            "test": r["test"],
+            "a": _fmt(r["a"], "MB", 1e-6),
+            "b": _fmt(r["b"], "MB", 1e-6),
+            "estimate": f"{r['estimate'] / 1e6:.2f} MB" if r["estimate"] else "-",
+        }
+        for r in t["bytes_per_token"]
     ]
-    for r in t["bytes_per_token"]:
-        est = f"{r['estimate'] / 1e6:.2f} MB" if r["estimate"] else "-"
-        out.append(f"| {r['test']} | {_fmt(r['a'], 'MB', 1e-6)} | {_fmt(r['b'], 'MB', 1e-6)} | {est} |")
+    out = table("## TTFT (for several requests: until the last first token)\n", ttft)
+    out += table("\n## Decode speed (tokens/s after the first token, per request)\n", decode)
+    out += table("\n## Prefill traffic per prompt token (one host, sent)\n", traffic)
     return "\n".join(out) + "\n"
 
 
@@ -140,11 +156,12 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
         plt.close(fig)
     names = [r["test"] for r in t["ttft"]]
     fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
-    width = 0.38
-    for k, (lab, key) in enumerate(((a["label"], "a"), ((b or {}).get("label", ""), "b"))):
+    runs = [(a["label"], "a")] + ([(b["label"], "b")] if b else [])
+    width = 0.76 / len(runs)
+    for k, (lab, key) in enumerate(runs):
         vals = [r[key]["mean"] if r[key] else 0 for r in t["ttft"]]
-        if any(vals):
-            ax.bar([i + (k - 0.5) * width for i in range(len(names))], vals, width, label=lab)
+        shift = (k - (len(runs) - 1) / 2) * width
+        ax.bar([i + shift for i in range(len(names))], vals, width, label=lab)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("TTFT, mean over rounds (s)")
     ax.set_title("Time to first token (several requests: the last first token)")
@@ -175,7 +192,7 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
 def write(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None, out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     t = tables(a, b, setup)
-    md = markdown(t, a["label"], b["label"] if b else "-")
+    md = markdown(t, a["label"], b["label"] if b else None)
     pngs = plots(a, b, t, out)
     (out / "report.md").write_text(md)
     (out / "tables.json").write_text(json.dumps(t, indent=2))
@@ -188,7 +205,7 @@ def write(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None, out:
         f"<!doctype html><html><head><meta charset='utf-8'><title>sparkfab report</title><style>"
         "body{font-family:sans-serif;max-width:1000px;margin:auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:3px 8px}img{max-width:100%}</style></head><body>"
-        f"<h1>{html.escape(a['label'])} vs {html.escape(b['label'] if b else '-')}</h1>"
+        f"<h1>{html.escape(a['label'] + (' vs ' + b['label'] if b else ''))}</h1>"
         f"{_md_tables_to_html(md)}{imgs}</body></html>"
     )
     (out / "report.html").write_text(page)
