@@ -156,11 +156,11 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
         plt.close(fig)
     names = [r["test"] for r in t["ttft"]]
     fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
-    runs = [(a["label"], "a")] + ([(b["label"], "b")] if b else [])
-    width = 0.76 / len(runs)
-    for k, (lab, key) in enumerate(runs):
+    bars = [(a["label"], "a")] + ([(b["label"], "b")] if b else [])
+    width = 0.76 / len(bars)
+    for k, (lab, key) in enumerate(bars):
         vals = [r[key]["mean"] if r[key] else 0 for r in t["ttft"]]
-        shift = (k - (len(runs) - 1) / 2) * width
+        shift = (k - (len(bars) - 1) / 2) * width
         ax.bar([i + shift for i in range(len(names))], vals, width, label=lab)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("TTFT, mean over rounds (s)")
