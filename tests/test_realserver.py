@@ -73,7 +73,9 @@ def test_bench_and_report_against_transformers_serve(server, cli, tmp_path):
             {"name": "four", "requests": 4, "prompt_tokens": 200, "output_tokens": 24},
         ],
     )
-    res = bench(cli, url, p, "--rounds", "2", "--label", "tiny", "-o", str(tmp_path / "run"), model=model)
+    # loopback's own netdev counters, sampled at 1 ms alongside (the request and the stream cross lo)
+    counters = ("--counters", "lo", "--source", "netdev", "--idle-seconds", "0.2", "--idle-below", "1e9")
+    res = bench(cli, url, p, "--rounds", "2", "--label", "tiny", *counters, "-o", str(tmp_path / "run"), model=model)
     assert res.code == 0, res.out + res.err
     meta = json.loads((tmp_path / "run/run.json").read_text())
     assert meta["server"]["prompts"] == "text" and meta["server"]["ignore_eos"] is False
@@ -86,6 +88,7 @@ def test_bench_and_report_against_transformers_serve(server, cli, tmp_path):
         stamps = [t for t, _ in r["chunks"]]
         assert r["send_ns"] < r["first_ns"] <= r["last_ns"] and stamps == sorted(stamps)
         assert sum(n for _, n in r["chunks"]) == 24 and r["decode_tps"] > 0 and r["text"]
+        assert r["traffic_file"] and r["prefill_bytes"] > 0 and r["decode_bytes"] > 0
     summary = json.loads((tmp_path / "run/summary.json").read_text())
     four = summary["tests"]["four"]
     assert four["last_first_token_s"]["n"] == 2 and all(sorted(o) == [0, 1, 2, 3] for o in four["first_token_order"])
