@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Install everything sparkfab and its tests need on a fresh Debian machine (idempotent).
-#   Debian packages (as root): openssh, netplan.io, lldpd, nftables, iproute2, systemd-networkd.
+#   Debian packages (as root): openssh, netplan.io, lldpd, nftables, iproute2, systemd-networkd,
+#   gcc and the Python headers (the sampler's C read loop; without them it falls back to Python).
 #   Python: a virtual environment in .venv with sparkfab (editable), its dev tools and
 #   torch 2.13.0 (CPU build) for the gloo collective.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
-              ethtool systemd procps util-linux)
+              ethtool systemd procps util-linux gcc python3-dev)
 
 need_debs() {
   local p
@@ -38,7 +39,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.sparkfab-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+   || [ fabric/sparkfab/_sampleloop.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e '.[dev]' 'torch==2.13.0'
   touch "$stamp"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkfab.measure import sampler, traffic
+
+
+@pytest.fixture(params=["c", "python"])
+def impl(request):
+    """Both read loops; the C one must have been built wherever a compiler was there at install."""
+    if request.param == "c" and sampler._c_run is None and shutil.which("cc") is None:
+        pytest.skip("no C compiler at install time: only the Python read loop exists")
+    return request.param
 
 
 def fake_tree(root: Path, devs: list[str], kind: str = "rdma") -> list[sampler.Counter]:
@@ -46,12 +55,13 @@ class Writer:
         return False
 
 
-def test_recovered_bytes_are_exact_and_rates_correct(tmp_path):
+def test_recovered_bytes_are_exact_and_rates_correct(tmp_path, impl):
     counters = fake_tree(tmp_path, ["rocep1s0f1", "roceP2p1s0f1"])
     # 31,250 counts x 4 bytes per 1 ms on each twin = 125 kB/ms = 1 Gb/s per twin
     w = Writer(counters, 31_250, 400)
     out = tmp_path / "s.smp"
-    stats = sampler.sample(counters, out, 0.001, stop=w)
+    stats = sampler.sample(counters, out, 0.001, stop=w, impl=impl, slice_s=0)
+    assert stats.impl == impl
     sr = traffic.series(sampler.read(out))
     twins = 2
     assert sr.total["tx"] == w.added_bytes * twins and sr.total["rx"] == 0
@@ -71,7 +81,7 @@ def test_wraps_and_resets():
     assert traffic.counter_delta(5_000, 300) == (300, "reset")
 
 
-def test_reset_mid_run_is_counted(tmp_path):
+def test_reset_mid_run_is_counted(tmp_path, impl):
     counters = fake_tree(tmp_path, ["enp1s0f1np1"], "netdev")
     w = Writer(counters, 1000, 50, start=10**9)
 
@@ -80,7 +90,7 @@ def test_reset_mid_run_is_counted(tmp_path):
             w.value = 0  # the driver reloaded: the counter starts again at 0
         return w()
 
-    sampler.sample(counters, tmp_path / "r.smp", 0.001, stop=stop)
+    sampler.sample(counters, tmp_path / "r.smp", 0.001, stop=stop, impl=impl, slice_s=0)
     sr = traffic.series(sampler.read(tmp_path / "r.smp"))
     assert sr.resets == 1
     # every step moved 1000 bytes; across the reset the new value (counted from 0) is the delta
@@ -109,7 +119,7 @@ def test_spreading_conserves_bytes(steps, width, offset):
 def test_peaks_table_shapes(tmp_path):
     counters = fake_tree(tmp_path, ["rocep1s0f0"])
     w = Writer(counters, 10_000, 300)
-    sampler.sample(counters, tmp_path / "p.smp", 0.001, stop=w)
+    sampler.sample(counters, tmp_path / "p.smp", 0.001, stop=w, slice_s=0)
     sr = traffic.series(sampler.read(tmp_path / "p.smp"))
     rows = traffic.peaks(sr, [0.001, 0.005, 0.1, 1.0])
     assert [r["interval_s"] for r in rows[:-1]] == [0.001, 0.005, 0.1]  # 1 s is longer than the run
@@ -117,14 +127,14 @@ def test_peaks_table_shapes(tmp_path):
     assert rows[0]["uncertainty"] > rows[1]["uncertainty"] > 0
 
 
-def test_killed_sampler_loses_nothing_written(tmp_path):
+def test_killed_sampler_loses_nothing_written(tmp_path, impl):
     fake_tree(tmp_path, ["lo"], "netdev")
     out = tmp_path / "k.smp"
     src = str(Path(sampler.__file__).parents[2])
     code = (
         f"import sys; sys.path.insert(0, {src!r}); from sparkfab.measure import sampler; "
         f"sampler.sample(sampler.netdev_counters(['lo'], {str(tmp_path)!r}), "
-        f"__import__('pathlib').Path({str(out)!r}), 0.001)"
+        f"__import__('pathlib').Path({str(out)!r}), 0.001, impl={impl!r})"
     )
     p = subprocess.Popen([sys.executable, "-c", code])
     time.sleep(1.5)
@@ -134,6 +144,30 @@ def test_killed_sampler_loses_nothing_written(tmp_path):
         f.write(b"\x01\x02\x03")  # a torn record, as if killed in the middle of a write
     s = sampler.read(out)
     assert len(s.t0) > 100 and all(b >= a for a, b in zip(s.t0, s.t1, strict=True))
+
+
+def test_sigterm_ends_the_sampler_cleanly(tmp_path, impl):
+    """A signal arriving while the read loop sleeps (in C with the GIL released) ends the run
+    within a slice, with every record whole."""
+    fake_tree(tmp_path, ["lo"], "netdev")
+    out = tmp_path / "t.smp"
+    src = str(Path(sampler.__file__).parents[2])
+    code = (
+        f"import sys; sys.path.insert(0, {src!r}); from sparkfab.measure import sampler; "
+        f"st = sampler.sample(sampler.netdev_counters(['lo'], {str(tmp_path)!r}), "
+        f"__import__('pathlib').Path({str(out)!r}), 0.001, impl={impl!r}); print(st.samples)"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    stdout, _ = p.communicate(timeout=10)
+    assert p.returncode == 0 and time.monotonic() - sent < 1.0
+    s = sampler.read(out)
+    assert int(stdout) == len(s.t0) > 100
+    data = out.read_bytes()
+    head = len(sampler.MAGIC) + 4 + int.from_bytes(data[len(sampler.MAGIC) : len(sampler.MAGIC) + 4], "little")
+    assert len(data) == head + len(s.t0) * sampler.record_struct(2).size  # the header and whole records only
 
 
 def test_wait_idle(tmp_path):
@@ -164,7 +198,7 @@ def test_wait_idle(tmp_path):
 def test_traffic_cli(tmp_path, cli):
     counters = fake_tree(tmp_path, ["rocep1s0f0"])
     w = Writer(counters, 5_000, 200)
-    sampler.sample(counters, tmp_path / "c.smp", 0.001, stop=w)
+    sampler.sample(counters, tmp_path / "c.smp", 0.001, stop=w, slice_s=0)
     res = cli("traffic", str(tmp_path / "c.smp"), "--format", "json", "--plot", str(tmp_path / "t.png"))
     assert res.code == 0
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"

@@ -11,13 +11,16 @@ sampler loses at most the record being written. Missed deadlines are counted in 
 record, never hidden.
 
 Record: int64 t0_ns, int64 t1_ns, uint32 missed_before, uint32 pad, uint64 counter[n].
+
+The read loop runs in C (`sparkfab._sampleloop`, built at install when a compiler is there) in
+slices of 20 ms with the GIL released; between slices Python checks stop() and signals. A pure
+Python loop with the same contract is the fallback (`SampleStats.impl` says which ran).
 """
 
 from __future__ import annotations
 
 import array
 import gc
-import itertools
 import json
 import os
 import signal
@@ -30,6 +33,14 @@ from pathlib import Path
 from typing import Any
 
 MAGIC = b"SPARKFAB-SAMPLES v1\n"
+SLICE_NS = 20_000_000  # how long the loop runs between looks at stop() and signals
+
+try:
+    from sparkfab import _sampleloop
+
+    _c_run: Callable[..., tuple[int, int, int, int, int, int, bytes]] | None = _sampleloop.run
+except ImportError:  # no compiler at install time
+    _c_run = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,7 @@ class SampleStats:
     max_gap_ns: int = 0
     brackets_ns: array.array = field(default_factory=lambda: array.array("q"))  # type: ignore[type-arg]
     realtime: bool = False
+    impl: str = "python"  # which read loop ran: "c" or "python"
 
 
 def _tighten_timing() -> bool:
@@ -91,6 +103,39 @@ def _relax_timing(realtime: bool) -> None:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
+def _py_run(
+    fds: list[int], out_fd: int, step: int, deadline: int, until: int, missed: int, prev_t0: int
+) -> tuple[int, int, int, int, int, int, bytes]:
+    """The read loop in Python, with the C loop's contract (see _sampleloop.c)."""
+    rec = record_struct(len(fds))
+    write, pack, mono, pread, sleep = os.write, rec.pack, time.monotonic_ns, os.pread, time.sleep
+    brackets = array.array("q")
+    samples = missed_total = max_gap = 0
+    while True:
+        now = mono()
+        if deadline > now:
+            sleep((deadline - now) / 1e9)
+        t0 = mono()
+        raw = [pread(f, 32, 0) for f in fds]
+        t1 = mono()
+        write(out_fd, pack(t0, t1, missed, 0, *map(int, raw)))
+        brackets.append(t1 - t0)
+        samples += 1
+        if prev_t0 and t0 - prev_t0 > max_gap:
+            max_gap = t0 - prev_t0
+        prev_t0 = t0
+        deadline += step
+        now = mono()
+        if now > deadline:  # late: skip the ticks we cannot make, and say so
+            missed = (now - deadline) // step + 1
+            missed_total += missed
+            deadline += missed * step
+        else:
+            missed = 0
+        if deadline > until:
+            return deadline, missed, prev_t0, samples, missed_total, max_gap, brackets.tobytes()
+
+
 def sample(
     counters: list[Counter],
     out: Path,
@@ -99,10 +144,17 @@ def sample(
     stop: Callable[[], bool] | None = None,
     meta: dict[str, Any] | None = None,
     realtime: bool = True,
+    impl: str | None = None,
+    slice_s: float = SLICE_NS / 1e9,
 ) -> SampleStats:
-    """Read every counter each interval until duration, stop() or SIGTERM/SIGINT."""
+    """Read every counter each interval until duration, stop() or SIGTERM/SIGINT.
+
+    stop() is consulted every slice_s (0: before every sample); impl: "c" or "python" chooses
+    the read loop, by default the C one when it was built."""
+    if impl == "c" and _c_run is None:
+        raise RuntimeError("the C read loop (sparkfab._sampleloop) was not built")
+    run = _c_run if impl != "python" and _c_run is not None else _py_run
     fds = [os.open(c.path, os.O_RDONLY) for c in counters]
-    rec = record_struct(len(fds))
     header = {
         "version": 1,
         "interval_s": interval_s,
@@ -120,37 +172,22 @@ def sample(
         if main
         else {}
     )
-    stats = SampleStats()
+    stats = SampleStats(impl="c" if run is _c_run else "python")
     step = int(interval_s * 1e9)
     gc_was = gc.isenabled()
     gc.disable()  # a collection pause would show up as a gap
     stats.realtime = _tighten_timing() if realtime else False
-    brackets, write, pack = stats.brackets_ns.append, os.write, rec.pack
-    mono, pread = time.monotonic_ns, os.pread
-    starts = array.array("q")
-    mark, sleep = starts.append, time.sleep
     try:
-        start = mono()
+        start = time.monotonic_ns()
         end = start + int(duration_s * 1e9) if duration_s else 1 << 62
-        deadline, missed = start, 0
+        deadline, missed, prev_t0 = start, 0, 0
         while deadline <= end and not stopping["now"] and not (stop and stop()):
-            t0 = mono()
-            raw = [pread(f, 32, 0) for f in fds]
-            t1 = mono()
-            write(fd, pack(t0, t1, missed, 0, *map(int, raw)))
-            mark(t0)
-            brackets(t1 - t0)
-            deadline += step
-            now = mono()
-            if now > deadline:  # late: skip the ticks we cannot make, and say so
-                missed = (now - deadline) // step + 1
-                stats.missed += missed
-                deadline += missed * step
-            else:
-                missed = 0
-                sleep((deadline - now) / 1e9)
-        stats.samples = len(starts)
-        stats.max_gap_ns = max((b - a for a, b in itertools.pairwise(starts)), default=0)
+            until = min(end, deadline + int(slice_s * 1e9))
+            deadline, missed, prev_t0, n, m, gap, brackets = run(fds, fd, step, deadline, until, missed, prev_t0)
+            stats.samples += n
+            stats.missed += m
+            stats.max_gap_ns = max(stats.max_gap_ns, gap)
+            stats.brackets_ns.frombytes(brackets)
     finally:
         _relax_timing(stats.realtime)
         if gc_was:

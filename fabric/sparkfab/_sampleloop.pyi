@@ -1,0 +1,3 @@
+def run(
+    fds: list[int], out_fd: int, step_ns: int, deadline_ns: int, until_ns: int, missed: int, prev_t0: int, /
+) -> tuple[int, int, int, int, int, int, bytes]: ...
