@@ -127,16 +127,21 @@ def test_peaks_table_shapes(tmp_path):
     assert rows[0]["uncertainty"] > rows[1]["uncertainty"] > 0
 
 
-def test_killed_sampler_loses_nothing_written(tmp_path, impl):
+def _sampler_process(tmp_path: Path, out: Path, impl: str) -> subprocess.Popen[str]:
+    """A sampler of a fake `lo` in its own process; it prints its sample count when it ends."""
     fake_tree(tmp_path, ["lo"], "netdev")
-    out = tmp_path / "k.smp"
     src = str(Path(sampler.__file__).parents[2])
     code = (
         f"import sys; sys.path.insert(0, {src!r}); from sparkfab.measure import sampler; "
-        f"sampler.sample(sampler.netdev_counters(['lo'], {str(tmp_path)!r}), "
-        f"__import__('pathlib').Path({str(out)!r}), 0.001, impl={impl!r})"
+        f"st = sampler.sample(sampler.netdev_counters(['lo'], {str(tmp_path)!r}), "
+        f"__import__('pathlib').Path({str(out)!r}), 0.001, impl={impl!r}); print(st.samples)"
     )
-    p = subprocess.Popen([sys.executable, "-c", code])
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def test_killed_sampler_loses_nothing_written(tmp_path, impl):
+    out = tmp_path / "k.smp"
+    p = _sampler_process(tmp_path, out, impl)
     time.sleep(1.5)
     p.send_signal(signal.SIGKILL)
     p.wait()
@@ -149,15 +154,8 @@ def test_killed_sampler_loses_nothing_written(tmp_path, impl):
 def test_sigterm_ends_the_sampler_cleanly(tmp_path, impl):
     """A signal arriving while the read loop sleeps (in C with the GIL released) ends the run
     within a slice, with every record whole."""
-    fake_tree(tmp_path, ["lo"], "netdev")
     out = tmp_path / "t.smp"
-    src = str(Path(sampler.__file__).parents[2])
-    code = (
-        f"import sys; sys.path.insert(0, {src!r}); from sparkfab.measure import sampler; "
-        f"st = sampler.sample(sampler.netdev_counters(['lo'], {str(tmp_path)!r}), "
-        f"__import__('pathlib').Path({str(out)!r}), 0.001, impl={impl!r}); print(st.samples)"
-    )
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    p = _sampler_process(tmp_path, out, impl)
     time.sleep(1.0)
     sent = time.monotonic()
     p.send_signal(signal.SIGTERM)
