@@ -6,9 +6,13 @@ apply of 8 < 60 s on a 2-core machine). Run as root:
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
-from tests.labutil import sparkfab
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ helpers
+
+from tests.labutil import sparkfab  # noqa: E402
 
 CASES = [("inventory/ring4.yml", "ring4"), ("inventory/switch8-crs804-200.yml", "sw8")]
 

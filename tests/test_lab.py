@@ -94,7 +94,7 @@ def test_check_diff_on_a_fresh_lab_changes_nothing():
     with lab("inventory/ring4.yml", "ring4"):
         res = sparkfab("apply", "inventory/ring4.yml", "--lab", "--check", "--diff", "-q")
         assert res.code == 0, res.err
-        assert "+++ /etc/sparkfab/nccl.env (planned)" in res.out
+        assert "+++ spark-329f:/etc/sparkfab/nccl.env (planned)" in res.out
         assert "+network:" in res.out  # the netplan file's diff
         probe = ssh(
             "ring4", "spark-329f", "ls -A /etc/netplan /etc/sparkfab; ip -4 -o addr show | grep -c 192.168 || true"

@@ -7,7 +7,7 @@ an apply into a silent check run), and `stats` is None when the run never starte
 
 from __future__ import annotations
 
-import json
+import difflib
 import os
 import sys
 import uuid
@@ -104,12 +104,6 @@ class _Collector:
             h.skipped += 1
 
     def _diff(self, host: str, task: str, res: dict[str, Any]) -> None:
-        stdout = res.get("stdout")
-        if isinstance(stdout, str) and stdout.startswith("{"):
-            try:
-                self.diffs += [d for d in json.loads(stdout).get("diff", []) if d]
-            except ValueError:
-                pass
         diffs = res.get("diff") or []
         diffs = list(diffs) if isinstance(diffs, list) else [diffs]
         for item in res.get("results", []) or []:
@@ -118,23 +112,31 @@ class _Collector:
         for d in diffs:
             if isinstance(d, dict) and (d.get("before") != d.get("after")):
                 head = d.get("after_header") or d.get("before_header") or task
-                import difflib
-
                 lines = difflib.unified_diff(
                     str(d.get("before", "")).splitlines(True),
                     str(d.get("after", "")).splitlines(True),
-                    f"{host}:{head} (now)",
+                    f"{host}:{d.get('before_header') or head} (now)",
                     f"{host}:{head} (planned)",
                 )
                 self.diffs.append("".join(lines))
 
 
 def _failure_text(res: dict[str, Any]) -> str:
-    """The first useful message of a failed task (for loops: the failed item's)."""
+    """The first useful message of a failed task (for loops: the failed item's).
+
+    Ansible leaves `msg` out when a changed_when/failed_when expression itself failed, and
+    its own text is then "Unknown error"; the expression's error and the output say more.
+    """
     for item in res.get("results", []) or []:
         if isinstance(item, dict) and item.get("failed"):
-            return str(item.get("msg") or item.get("stderr") or "")[:400]
-    return str(res.get("msg") or res.get("stderr") or "")[:400]
+            res = item
+            break
+    parts = [str(res[k]) for k in ("msg", "changed_when_result", "failed_when_result") if isinstance(res.get(k), str)]
+    for stream in ("stderr", "stdout"):
+        text = str(res.get(stream) or "").strip()
+        if text and (stream == "stderr" or not parts):
+            parts.append(f"{stream}: {text[-300:]}")
+    return "; ".join(parts)[:600]
 
 
 def run_playbook(

@@ -1,0 +1,56 @@
+"""The deploy seam's reading of ansible-runner events: counts, failure messages, diffs."""
+
+from sparkfab.deploy import _Collector
+
+
+def _ev(kind, host, task="T", **res):
+    return {"event": kind, "event_data": {"host": host, "task": task, "res": res}}
+
+
+def test_failure_when_changed_when_itself_failed_names_the_expression_error():
+    # What Ansible returns when changed_when raised: failed, no msg ("Unknown error" on screen).
+    c = _Collector(["a"], None)
+    c(_ev("runner_on_failed", "a", "Files | Install", failed=True, stdout="",
+          changed_when_result="Error while resolving value for 'changed_when': Expecting value"))
+    h = c.hosts["a"]
+    assert h.state == "failed" and h.failed_task == "Files | Install"
+    assert h.message == "Error while resolving value for 'changed_when': Expecting value"
+
+
+def test_failure_keeps_msg_and_the_tail_of_stderr():
+    c = _Collector(["a"], None)
+    c(_ev("runner_on_failed", "a", msg="non-zero return code", rc=1, stderr="x" * 1000 + "\nBOOM"))
+    msg = c.hosts["a"].message
+    assert msg.startswith("non-zero return code; stderr: ") and msg.endswith("BOOM") and len(msg) <= 600
+
+
+def test_failure_without_msg_shows_stdout():
+    c = _Collector(["a"], None)
+    c(_ev("runner_on_failed", "a", failed=True, stdout="half a line"))
+    assert c.hosts["a"].message == "stdout: half a line"
+
+
+def test_loop_failure_reports_the_failed_item():
+    c = _Collector(["a"], None)
+    c(_ev("runner_on_failed", "a", results=[{"failed": False, "msg": "fine"}, {"failed": True, "msg": "item 2 broke"}]))
+    assert c.hosts["a"].message == "item 2 broke"
+
+
+def test_ignored_failures_and_unreachable_hosts():
+    c = _Collector(["a", "b"], None)
+    ev = _ev("runner_on_failed", "a", msg="nope")
+    ev["event_data"]["ignore_errors"] = True
+    c(ev)
+    c(_ev("runner_on_unreachable", "b", msg="ssh: connect to host 198.18.0.2 port 22: Connection refused"))
+    assert c.hosts["a"].state == "ok"
+    assert c.hosts["b"].state == "unreachable" and "Connection refused" in c.hosts["b"].message
+
+
+def test_module_diffs_become_host_qualified_unified_diffs():
+    c = _Collector(["a"], None)
+    c(_ev("runner_on_ok", "a", "Files | Install", changed=True,
+          diff=[{"before_header": "/etc/x", "after_header": "/etc/x", "before": "1\n", "after": "2\n"},
+                {"before": "same\n", "after": "same\n"}]))
+    assert c.hosts["a"].changed_tasks == ["Files | Install"]
+    assert len(c.diffs) == 1
+    assert "--- a:/etc/x (now)\n+++ a:/etc/x (planned)\n" in c.diffs[0] and "-1\n+2\n" in c.diffs[0]
