@@ -10,8 +10,16 @@ def _ev(kind, host, task="T", **res):
 def test_failure_when_changed_when_itself_failed_names_the_expression_error():
     # What Ansible returns when changed_when raised: failed, no msg ("Unknown error" on screen).
     c = _Collector(["a"], None)
-    c(_ev("runner_on_failed", "a", "Files | Install", failed=True, stdout="",
-          changed_when_result="Error while resolving value for 'changed_when': Expecting value"))
+    c(
+        _ev(
+            "runner_on_failed",
+            "a",
+            "Files | Install",
+            failed=True,
+            stdout="",
+            changed_when_result="Error while resolving value for 'changed_when': Expecting value",
+        )
+    )
     h = c.hosts["a"]
     assert h.state == "failed" and h.failed_task == "Files | Install"
     assert h.message == "Error while resolving value for 'changed_when': Expecting value"
@@ -48,9 +56,18 @@ def test_ignored_failures_and_unreachable_hosts():
 
 def test_module_diffs_become_host_qualified_unified_diffs():
     c = _Collector(["a"], None)
-    c(_ev("runner_on_ok", "a", "Files | Install", changed=True,
-          diff=[{"before_header": "/etc/x", "after_header": "/etc/x", "before": "1\n", "after": "2\n"},
-                {"before": "same\n", "after": "same\n"}]))
+    c(
+        _ev(
+            "runner_on_ok",
+            "a",
+            "Files | Install",
+            changed=True,
+            diff=[
+                {"before_header": "/etc/x", "after_header": "/etc/x", "before": "1\n", "after": "2\n"},
+                {"before": "same\n", "after": "same\n"},
+            ],
+        )
+    )
     assert c.hosts["a"].changed_tasks == ["Files | Install"]
     assert len(c.diffs) == 1
     assert "--- a:/etc/x (now)\n+++ a:/etc/x (planned)\n" in c.diffs[0] and "-1\n+2\n" in c.diffs[0]

@@ -22,8 +22,13 @@ def _bundle(tmp_path, **files):
 
 
 def test_check_diff_then_install_then_nothing_to_do(tmp_path):
-    b = _bundle(tmp_path, **{"nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"},
-                             "run.sh": {"content": "echo\n", "mode": "0755", "kind": "launch"}})
+    b = _bundle(
+        tmp_path,
+        **{
+            "nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"},
+            "run.sh": {"content": "echo\n", "mode": "0755", "kind": "launch"},
+        },
+    )
     check = _run(tmp_path, b, _ansible_check_mode=True, _ansible_diff=True)
     assert check["changed"] and check["kinds"] == ["nccl", "launch"]
     assert [d["after"] for d in check["diff"]] == ["A=1\n", "echo\n"]
@@ -48,8 +53,13 @@ def test_a_mode_change_alone_is_a_change_with_its_own_diff(tmp_path):
 
 
 def test_kinds_limit_what_is_installed(tmp_path):
-    b = _bundle(tmp_path, **{"nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"},
-                             "fw.nft": {"content": "table\n", "mode": "0644", "kind": "control"}})
+    b = _bundle(
+        tmp_path,
+        **{
+            "nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"},
+            "fw.nft": {"content": "table\n", "mode": "0644", "kind": "control"},
+        },
+    )
     res = _run(tmp_path, b, kinds=["control"])
     assert res["files"] == [str(tmp_path / "etc/fw.nft")] and not (tmp_path / "etc/nccl.env").exists()
 
