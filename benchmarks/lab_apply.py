@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ helpers
 
-from tests.labutil import sparkfab  # noqa: E402
+from tests.labutil import sparkfab
 
 CASES = [("inventory/ring4.yml", "ring4"), ("inventory/switch8-crs804-200.yml", "sw8")]
 

@@ -27,7 +27,7 @@ def _tool(name: str) -> str:
 
 
 def test_ruff():
-    res = _run(_tool("ruff"), "check", "fabric", "tests", "benchmarks")
+    res = _run(_tool("ruff"), "check", "fabric", "tests", "benchmarks", "roles")
     assert res.returncode == 0, res.stdout + res.stderr
 
 

@@ -66,6 +66,26 @@ def install(path, content, mode):
         raise
 
 
+def changes(bundle, kinds, with_diff):
+    """[(path, spec, diff or None)] for the files whose content or mode differ from the bundle."""
+    out = []
+    for path, spec in sorted(bundle["files"].items()):
+        if kinds and spec["kind"] not in kinds:
+            continue
+        mode = int(spec["mode"], 8)
+        old, old_mode = current(path)
+        if old == spec["content"] and old_mode == mode:
+            continue
+        diff = None
+        if with_diff:
+            before, after = old or "", spec["content"]
+            if old == spec["content"]:
+                before, after = f"mode {old_mode:04o}\n", f"mode {mode:04o}\n"
+            diff = {"before_header": path, "after_header": path, "before": before, "after": after}
+        out.append((path, spec, diff))
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -80,33 +100,20 @@ def main():
             bundle = json.load(f)
     except (OSError, ValueError) as e:
         module.fail_json(msg=f"cannot read bundle {bundle_path}: {e}")
-    kinds = set(module.params["kinds"])
-    written, written_kinds, diffs = [], [], []
-    for path, spec in sorted(bundle["files"].items()):
-        if kinds and spec["kind"] not in kinds:
-            continue
-        mode = int(spec["mode"], 8)
-        old, old_mode = current(path)
-        if old == spec["content"] and old_mode == mode:
-            continue
-        written.append(path)
-        if spec["kind"] not in written_kinds:
-            written_kinds.append(spec["kind"])
-        if module._diff:
-            before = old if old is not None else ""
-            if old is not None and old_mode != mode and old == spec["content"]:
-                before, after = f"mode {old_mode:04o}\n", f"mode {mode:04o}\n"
-            else:
-                after = spec["content"]
-            diffs.append({"before_header": path, "after_header": path, "before": before, "after": after})
+    todo = changes(bundle, set(module.params["kinds"]), module._diff)
+    written, kinds = [], []
+    for path, spec, _ in todo:
         if not module.check_mode:
             try:
-                install(path, spec["content"], mode)
+                install(path, spec["content"], int(spec["mode"], 8))
             except OSError as e:
-                module.fail_json(msg=f"cannot write {path}: {e}", files=written[:-1], kinds=written_kinds)
-    result = {"changed": bool(written), "files": written, "kinds": written_kinds}
+                module.fail_json(msg=f"cannot write {path}: {e}", files=written, kinds=kinds)
+        written.append(path)
+        if spec["kind"] not in kinds:
+            kinds.append(spec["kind"])
+    result = {"changed": bool(written), "files": written, "kinds": kinds}
     if module._diff:
-        result["diff"] = diffs
+        result["diff"] = [d for _, _, d in todo]
     module.exit_json(**result)
 
 
