@@ -127,6 +127,14 @@ async def _post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> h
     return await client.post(path, json=body, timeout=120)
 
 
+def _one_token(model: str, prompt: list[int] | str, ignore_eos: bool) -> dict[str, Any]:
+    """A greedy one-token completion: the cheapest request that shows the server's prompt count."""
+    body: dict[str, Any] = {"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0}
+    if ignore_eos:
+        body["ignore_eos"] = True
+    return body
+
+
 async def probe(client: httpx.AsyncClient, model: str, seed: int) -> tuple[ServerInfo, PromptMaker]:
     """Find how to make exact prompts on this server and whether it takes ignore_eos."""
     vocab = await _vocab(client, model)
@@ -179,11 +187,8 @@ async def _vocab(client: httpx.AsyncClient, model: str) -> list[int] | None:
 async def _accepts(
     client: httpx.AsyncClient, model: str, prompt: list[int] | str, ignore_eos: bool
 ) -> tuple[bool, str]:
-    body: dict[str, Any] = {"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0}
-    if ignore_eos:
-        body["ignore_eos"] = True
     try:
-        r = await _post(client, "/v1/completions", body)
+        r = await _post(client, "/v1/completions", _one_token(model, prompt, ignore_eos))
     except httpx.HTTPError as exc:
         raise BenchError(f"cannot reach {client.base_url}: {type(exc).__name__}: {exc}") from exc
     return r.status_code == 200, f"HTTP {r.status_code}: {r.text[:200]}"
@@ -196,10 +201,7 @@ class _Counter:
         self.client, self.model, self.ignore_eos = client, model, ignore_eos
 
     async def count(self, text: str) -> int:
-        body: dict[str, Any] = {"model": self.model, "prompt": text, "max_tokens": 1, "temperature": 0.0}
-        if self.ignore_eos:
-            body["ignore_eos"] = True
-        r = await _post(self.client, "/v1/completions", body)
+        r = await _post(self.client, "/v1/completions", _one_token(self.model, text, self.ignore_eos))
         try:
             r.raise_for_status()
             return int(r.json()["usage"]["prompt_tokens"])
