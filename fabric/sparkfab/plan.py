@@ -43,6 +43,7 @@ class Route:
     via: str
     dev: str
     hops: int  # Sparks on the way, the destination included
+    source: str | None = None  # preferred source (netplan `from:`): this host's control address
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,12 @@ def ring_routes(hosts: dict[str, Host], ranks: list[Rank]) -> dict[str, tuple[Ro
     Each goes to the neighbour in the shorter direction; a tie (opposite Spark on an even
     ring) goes forward, so the two directions of that pair differ and rp_filter must be
     loose. Transit Sparks keep going in the same direction, never back.
+
+    Every route carries this host's control address as its preferred source. Without it an
+    unbound connection leaves with the address of the egress netdev; on a backward route
+    that address sits on a cable the far end has no route to, and the reply is lost
+    (rings of five and more). With it, every packet's source is a control address, and
+    every Spark has a way to every control address.
     """
     n = len(ranks)
     out: dict[str, tuple[Route, ...]] = {}
@@ -186,6 +192,7 @@ def ring_routes(hosts: dict[str, Host], ranks: list[Rank]) -> dict[str, tuple[Ro
             port = me.next_port if forward else me.prev_port
             iface = next(i for i in h.ifaces if i.port == port and i.root == 0)
             assert iface.peer_address is not None
-            routes.append(Route(f"{target}/32", iface.peer_address, iface.netdev, d if forward else n - d))
+            hops = d if forward else n - d
+            routes.append(Route(f"{target}/32", iface.peer_address, iface.netdev, hops, h.control_address))
         out[me.host] = tuple(routes)
     return out

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from sparkfab.plan import Host, Plan
+from sparkfab.plan import Host, Plan, Route
 from sparkfab.render import File
 
 PATH = "/etc/netplan/60-sparkfab.yaml"
@@ -29,7 +29,7 @@ def netplan(plan: Plan, host: Host, renderer: str = "networkd") -> File:
             "addresses": [iface.address],
             "optional": True,
         }
-        routes = [{"to": r.to, "via": r.via} for r in host.routes if r.dev == iface.netdev]
+        routes = [_route(r) for r in host.routes if r.dev == iface.netdev]
         if routes:
             eth["routes"] = routes
         ethernets[iface.netdev] = eth
@@ -37,3 +37,11 @@ def netplan(plan: Plan, host: Host, renderer: str = "networkd") -> File:
     head = f"# sparkfab: fabric of {plan.cluster}/{host.name} (generated; edit the inventory instead)\n"
     body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
     return File(PATH, head + body, 0o600)
+
+
+def _route(r: Route) -> dict[str, str]:
+    """`from` is the preferred source (networkd `PreferredSource=`, NetworkManager `src`)."""
+    out = {"to": r.to, "via": r.via}
+    if r.source:
+        out["from"] = r.source
+    return out
