@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
-              ethtool systemd procps util-linux gcc python3-dev)
+              ethtool systemd procps util-linux gcc python3-dev iptables)
 
 need_debs() {
   local p

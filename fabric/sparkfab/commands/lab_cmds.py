@@ -23,6 +23,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--swap", nargs=2, metavar=("CABLE", "CABLE"), help="wire: swap two cables (cables[N])")
     p.add_argument("--cut", metavar="CABLE", help="wire: cut a cable or one rail (cables[N] or cables[N].r1)")
     p.add_argument("--rate", nargs=2, metavar=("CABLE", "RATE"), help="wire: shape a cable, e.g. cables[0] 1gbit")
+    p.add_argument(
+        "--docker", metavar="HOST", help="wire: Docker's FORWARD policy (DROP) and DOCKER-USER chain on a Spark"
+    )
 
 
 @command("lab", "Rehearse a cluster on this machine: namespaces, veths, bridges, sshd, networkd, lldpd.", _args)
@@ -82,7 +85,9 @@ def _wire(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
         lines = wire.cut(sp, args.cut)
     elif args.rate:
         lines = wire.rate(sp, *args.rate)
+    elif args.docker:
+        lines = wire.docker(sp, args.docker)
     else:
-        raise UsageError("lab wire needs --swap, --cut or --rate")
+        raise UsageError("lab wire needs --swap, --cut, --rate or --docker")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

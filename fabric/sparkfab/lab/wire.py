@@ -1,4 +1,5 @@
-"""Fault drills on a running lab: swap two cables, cut one, shape a link (tc tbf).
+"""Fault drills on a running lab: swap two cables, cut one, shape a link (tc tbf), start
+Docker's firewall on a Spark.
 
 A cable is named `cables[i]` (both rails) or `cables[i].r0` / `.r1` (one rail). The
 current wiring is kept in the lab directory so that several drills can be stacked.
@@ -109,6 +110,38 @@ def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
                 ns.tc("add", "tbf", index=idx, handle="1:", rate=rate_text, burst=131072, latency="50ms")
         done.append(f"shaped {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if} to {rate_text}")
     return done
+
+
+#: What dockerd (28) does to the filter table when it starts: its chains, FORWARD jumping to
+#: DOCKER-USER first, and the FORWARD policy set to DROP. DOCKER-USER is created only when
+#: missing, so rules already in it stay.
+DOCKER_FIREWALL = (
+    "iptables -w -N DOCKER-USER 2>/dev/null || true",
+    "iptables -w -N DOCKER-FORWARD 2>/dev/null || true",
+    "iptables -w -C DOCKER-FORWARD -i docker0 -j ACCEPT 2>/dev/null"
+    " || iptables -w -A DOCKER-FORWARD -i docker0 -j ACCEPT",
+    "iptables -w -C FORWARD -j DOCKER-FORWARD 2>/dev/null || iptables -w -I FORWARD -j DOCKER-FORWARD",
+    "iptables -w -C FORWARD -j DOCKER-USER 2>/dev/null || iptables -w -I FORWARD -j DOCKER-USER",
+    "iptables -w -P FORWARD DROP",
+)
+
+
+def docker(spec: LabSpec, host: str) -> list[str]:
+    """Give a Spark Docker's FORWARD policy and chains, as if dockerd had just started there."""
+    import subprocess
+
+    node = next((n for n in spec.nodes if n.name == host and n.kind == "spark"), None)
+    if node is None:
+        raise UsageError(f"{host}: no such Spark in this lab")
+    res = subprocess.run(
+        ["ip", "netns", "exec", node.ns, "sh", "-ec", "; ".join(DOCKER_FIREWALL)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if res.returncode != 0:
+        raise UsageError(f"{host}: Docker's firewall could not be set: {res.stderr.strip()[-300:]}")
+    return [f"{host}: table ip filter, chain FORWARD policy drop, jump to DOCKER-USER first (as dockerd sets it)"]
 
 
 def describe(spec: LabSpec) -> list[dict[str, Any]]:

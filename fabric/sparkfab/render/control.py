@@ -1,7 +1,12 @@
 """Control plane over the fabric (control_plane: fabric, for rings without a management LAN):
 forwarding and loose reverse-path filtering (sysctl.d), and a firewall that forwards only
 between fabric interfaces and admits the control ports from fabric subnets (nftables; ufw
-rules for hosts where ufw is active, as on a stock Spark)."""
+rules for hosts where ufw is active, as on a stock Spark).
+
+Docker sets the iptables FORWARD policy to DROP. In nftables a drop in any base chain is
+final, so the accept in `inet sparkfab` cannot save forwarded traffic from it: relays also
+get accept rules in `DOCKER-USER`, the chain Docker jumps to first and never rewrites
+(a script, run at apply and by a unit ordered after docker.service)."""
 
 from __future__ import annotations
 
@@ -11,6 +16,11 @@ from sparkfab.render import File
 SYSCTL_PATH = "/etc/sysctl.d/60-sparkfab.conf"
 NFT_PATH = "/etc/sparkfab/firewall.nft"
 UFW_PATH = "/etc/sparkfab/ufw.rules"
+DOCKER_USER_PATH = "/etc/sparkfab/docker-user.sh"
+#: kept beside the other files; the role installs it into /etc/systemd/system on real hosts
+DOCKER_UNIT_PATH = "/etc/sparkfab/sparkfab-docker-user.service"
+#: the comment that marks sparkfab's own rules in DOCKER-USER (verify looks for it)
+DOCKER_RULE_COMMENT = "sparkfab"
 #: NCCL bootstrap and Gloo listen on ephemeral ports (bind to port 0).
 EPHEMERAL = "32768-60999"
 RAY_PORTS = ("6379", "8265", "10002-19999")
@@ -86,3 +96,47 @@ def ufw_rules(plan: Plan, host: Host) -> File:
             if a != b and host.forwarding:
                 lines.append(f"route allow in on {a} out on {b}")
     return File(UFW_PATH, "\n".join(lines) + "\n")
+
+
+def forward_pairs(host: Host) -> list[tuple[str, str]]:
+    return [(a, b) for a in host.fabric_ifs for b in host.fabric_ifs if a != b]
+
+
+def docker_user(plan: Plan, host: Host) -> File:
+    """Idempotent: inserts only the rules that are missing; prints how many it added."""
+    pairs = " ".join(f'"{a} {b}"' for a, b in forward_pairs(host))
+    rule = f'-i "$1" -o "$2" -m comment --comment {DOCKER_RULE_COMMENT} -j ACCEPT'
+    text = f"""#!/bin/sh
+# sparkfab: let forwarded fabric traffic of {plan.cluster}/{host.name} pass Docker's FORWARD policy (generated)
+# Docker jumps from FORWARD to DOCKER-USER before its own rules and keeps what is there.
+set -eu
+command -v iptables >/dev/null 2>&1 || {{ echo "sparkfab-docker-user: no iptables, added=0"; exit 0; }}
+iptables -w -N DOCKER-USER 2>/dev/null || true
+added=0
+for pair in {pairs}; do
+	set -- $pair
+	if ! iptables -w -C DOCKER-USER {rule} 2>/dev/null; then
+		iptables -w -I DOCKER-USER {rule}
+		added=$((added + 1))
+	fi
+done
+echo "sparkfab-docker-user: added=$added"
+"""
+    return File(DOCKER_USER_PATH, text, 0o755)
+
+
+def docker_unit(plan: Plan, host: Host) -> File:
+    """Runs the script at boot and whenever Docker (re)starts (WantedBy=docker.service)."""
+    text = f"""# sparkfab: DOCKER-USER rules for fabric forwarding on {plan.cluster}/{host.name} (generated)
+[Unit]
+Description=sparkfab: let fabric forwarding pass Docker's FORWARD policy
+After=docker.service nftables.service network-pre.target
+
+[Service]
+Type=oneshot
+ExecStart={DOCKER_USER_PATH}
+
+[Install]
+WantedBy=multi-user.target docker.service
+"""
+    return File(DOCKER_UNIT_PATH, text, 0o644)

@@ -39,6 +39,8 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
         files.append(File(LLDP_PATH, LLDP_CONF))
     if plan.control_plane == "fabric" and host.ifaces:
         files += [control.sysctl(plan, host), control.nftables(plan, host), control.ufw_rules(plan, host)]
+        if host.forwarding:
+            files += [control.docker_user(plan, host), control.docker_unit(plan, host)]
     inst = plan.instance_of(host.name)
     if inst is not None and inst.launcher is not None:
         rec = recipe(inst.launcher)
@@ -80,6 +82,8 @@ _KINDS = (
     ("/etc/sysctl.d/", "control"),
     ("/etc/sparkfab/firewall", "control"),
     ("/etc/sparkfab/ufw", "control"),
+    ("/etc/sparkfab/docker-user", "control"),
+    ("/etc/sparkfab/sparkfab-docker-user", "control"),
     ("/etc/lldpd.d/", "lldp"),
 )
 

@@ -98,15 +98,36 @@ def verify(
     report.timing["hosts_s"] = round(time.perf_counter() - t0, 2)
     report.results += _cabling(plan, hosts, reachable)
     report.results += _consistency(plan, hosts, reachable)
+    blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == "fail"}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:
-            report.results += checks.mesh(plan, inst, hosts)
+            report.results += checks.mesh(plan, inst, hosts, blocked)
     report.timing["checks_s"] = round(time.perf_counter() - t0, 2)
     if perf:
         report.results += _perf(plan, lab, hosts)
     if collective:
         report.collective = {}
         for inst in plan.instances:
+            broken = [
+                r
+                for r in report.results
+                if r.check in ("reach", "tcp", "ssh") and r.status == "fail" and r.host in inst.hosts
+            ]
+            if broken:
+                # it would only wait for its timeout: name the pair that cannot connect instead
+                first = broken[0]
+                report.results.append(
+                    Result(
+                        "collective",
+                        inst.hosts[0],
+                        inst.name,
+                        "correct sums on every rank",
+                        "not run",
+                        "fail",
+                        f"the control plane does not connect: {first.host} {first.subject} {first.actual}",
+                    )
+                )
+                continue
             res = checks.collective(plan, inst, hosts, lab, sizes, log)
             report.collective[inst.name] = res
             report.results.append(
