@@ -97,7 +97,7 @@ class Sparkfab(Strict):
     rail_prefix: Annotated[int, Field(ge=8, le=30)] = 24
     control_plane: Literal["management", "fabric"] = "management"
     nccl_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "2.30.7"
-    nccl_graph: bool = False
+    nccl_graph: bool | None = None  # default: on for switchless rings (the 4-ring write-up's recipe)
     nccl_channels: Annotated[int, Field(ge=1, le=64)] = 8
     master_port: Annotated[int, Field(ge=1, le=65535)] = 29501
     netplan_renderer: Literal["networkd", "NetworkManager"] = "networkd"
@@ -172,6 +172,16 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
         raise InventoryError(problems, source)
     hosts, ansible = _split_host_vars(hosts_raw)
     others = {k: v for k, v in (group.get("vars") or {}).items() if k != "sparkfab"}
+    for key in [k for k in others if str(k).startswith("sparkfab_")]:
+        problems.append(
+            Problem(
+                f"all.vars.{key}",
+                "reserved: sparkfab writes the sparkfab_* variables of its rendered inventory itself",
+                "remove it; lab behaviour comes only from `--lab` or the inventory `sparkfab lab up` wrote",
+                _line(raw, ("all", "vars", key)),
+            )
+        )
+        del others[key]
     data = _plain({"hosts": hosts, "sparkfab": block, "group_vars": others, "source": source})
     inv = None
     for attempt in range(4):

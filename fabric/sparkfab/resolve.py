@@ -585,7 +585,7 @@ def _assemble(
         rail_prefix=sf.rail_prefix,
         control_plane=sf.control_plane,
         nccl_version=sf.nccl_version,
-        nccl_graph=sf.nccl_graph,
+        nccl_graph=sf.nccl_graph if sf.nccl_graph is not None else any(t == "ring" for _, t, _, _ in instances),
         nccl_channels=sf.nccl_channels,
         master_port=sf.master_port,
         hosts=tuple(hosts.values()),

@@ -18,6 +18,7 @@ from sparkfab.lab.spec import lab_dir
 from sparkfab.plan import Plan
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
+from sparkfab.target import load as load_target
 from sparkfab.writer import assets, write_tree
 
 _err = Console(stderr=True, width=140)
@@ -119,7 +120,15 @@ def run_with_progress(
     return result
 
 
+#: a failure that is the user's to fix on the host, not a deploy error (exit 2)
+REFUSALS = ("foreign netplan file:",)
+
+
 def _fail_if(result: RunResult) -> None:
+    refused = [h for h in result.failures if any(m in h.message for m in REFUSALS)]
+    if refused:
+        lines = [f"{h.host}: {h.message}" for h in refused]
+        raise UsageError("\n  ".join(["apply refused on:", *lines]))
     if result.failures:
         lines = [f"{h.host}: {h.state} at task '{h.failed_task}': {h.message}" for h in result.failures]
         raise DeployError("\n  ".join(["deploy failed on:", *lines]) + f"\n  (artifacts: {result.artifacts})")
@@ -132,15 +141,21 @@ def _apply_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", help="only these hosts (Ansible pattern)")
     p.add_argument("--lab", action="store_true", help="use the lab inventory of this cluster")
     p.add_argument("-y", "--yes", action="store_true", help="do not ask before changing real hosts")
+    p.add_argument(
+        "--take-over-netplan",
+        action="store_true",
+        help="move other netplan files that configure a fabric netdev to /etc/sparkfab/backup/netplan",
+    )
 
 
 @command("apply", "Render, then push to the hosts with Ansible (idempotent; --check --diff to preview).", _apply_args)
 def apply_cmd(args: argparse.Namespace) -> int:
-    plan = load_plan(inventory_path(args))
+    plan = load_target(inventory_path(args))
     plan = plan.with_link_speed(current_link_speed(plan))
     _confirm(plan, args, "apply")
     tree = render_tree(plan)
-    result = run_with_progress("site.yml", plan, tree, args)
+    extra: dict[str, object] | None = {"sparkfab_netplan_take_over": True} if args.take_over_netplan else None
+    result = run_with_progress("site.yml", plan, tree, args, extra)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
     changed = sum(h.changed for h in result.hosts.values())
@@ -161,7 +176,7 @@ def _linkspeed_args(p: argparse.ArgumentParser) -> None:
 
 @command("linkspeed", "Flip a running cluster between 200 Gb/s and emulated 100 Gb/s.", _linkspeed_args)
 def linkspeed_cmd(args: argparse.Namespace) -> int:
-    base = load_plan(inventory_path(args))
+    base = load_target(inventory_path(args))
     before = base.with_link_speed(current_link_speed(base))
     plan = base.with_link_speed(args.mode)
     _confirm(plan, args, f"linkspeed {args.mode}")
@@ -194,7 +209,7 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
 
 @command("serve", "Start or stop serving: workers first, rank 0 last, then a health wait.", _serve_args)
 def serve_cmd(args: argparse.Namespace) -> int:
-    plan = load_plan(inventory_path(args))
+    plan = load_target(inventory_path(args))
     plan = plan.with_link_speed(current_link_speed(plan))
     _confirm(plan, args, f"serve {args.action}")
     tree = render_tree(plan)  # what serving starts is what the inventory says now

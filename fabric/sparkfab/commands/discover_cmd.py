@@ -31,11 +31,11 @@ def discover_cmd(args: argparse.Namespace) -> int:
     raw_text = None
     if args.inventory:
         from sparkfab.commands.deploy_cmds import inventory_path
-        from sparkfab.resolve import load_plan
+        from sparkfab.target import load as load_target
         from sparkfab.verify.run import ssh_config_for
 
         raw_text = Path(args.inventory).read_text()
-        plan = load_plan(inventory_path(args))
+        plan = load_target(inventory_path(args))
         from sparkfab.commands.deploy_cmds import plan_state_dir
 
         cfg, alias = ssh_config_for(plan, plan_state_dir(plan) / "discover")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sparkfab.cli import command
 from sparkfab.render.tree import render
-from sparkfab.resolve import load_plan
+from sparkfab.target import load as load_target
 from sparkfab.writer import assets, write_tree
 
 
@@ -21,7 +21,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def render_plan(inventory: str, link_speed: str | None = None, graph: bool = False):  # type: ignore[no-untyped-def]
-    plan = load_plan(inventory)
+    plan = load_target(inventory)
     if link_speed:
         plan = plan.with_link_speed(link_speed)
     if graph:

@@ -40,9 +40,9 @@ def _devices(args: argparse.Namespace) -> list[str]:
     if not (args.inventory and args.host):
         raise UsageError("name the counters: --devices LIST, or --inventory FILE --host H")
     from sparkfab.commands.deploy_cmds import current_link_speed
-    from sparkfab.resolve import load_plan
+    from sparkfab.target import load
 
-    plan = load_plan(args.inventory)
+    plan = load(args.inventory)
     host = plan.host(args.host) if args.host in {h.name for h in plan.hosts} else None
     if host is None:
         raise UsageError(f"{args.host} is not a host of {args.inventory}")

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from sparkfab.cli import command
 from sparkfab.commands.deploy_cmds import current_link_speed, inventory_path, plan_state_dir
-from sparkfab.resolve import load_plan
+from sparkfab.target import load as load_target
 from sparkfab.verify.result import Report
 from sparkfab.verify.run import verify
 
@@ -28,7 +28,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command("verify", "Check the fabric before serving: links, addresses, cabling, reachability, collectives.", _args)
 def verify_cmd(args: argparse.Namespace) -> int:
-    plan = load_plan(inventory_path(args))
+    plan = load_target(inventory_path(args))
     plan = plan.with_link_speed(current_link_speed(plan))
     report = verify(
         plan,

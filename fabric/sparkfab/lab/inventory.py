@@ -1,7 +1,8 @@
 """The lab's Ansible inventory: the user's inventory with the lab's connection settings.
 
 Cables, ranks and the sparkfab block stay as written; hosts point at the lab's management
-addresses over the lab's ssh_config; instances run the collective workload (the lab's
+addresses over the lab's ssh_config (lab-ness is not written here: it comes from where this
+file lives, see `sparkfab.target`); instances run the collective workload (the lab's
 stand-in for vLLM) with the `process` runtime.
 """
 
@@ -28,8 +29,6 @@ def lab_inventory(raw: Any, spec: LabSpec, python: str = sys.executable) -> str:
         hv["ansible_python_interpreter"] = "/usr/bin/python3"
         group["hosts"][name] = hv
     group_vars = group.setdefault("vars", {})
-    group_vars["sparkfab_lab"] = True
-    group_vars["sparkfab_lab_dir"] = str(spec.dir)
     for inst in (group_vars["sparkfab"].get("instances") or {}).values():
         inst["launcher"] = "lab-collective"
         inst["runtime"] = "process"

@@ -222,6 +222,8 @@ def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, 
         "  --device /dev/infiniband --cap-add IPC_LOCK \\\n"
         f"  --ulimit memlock=-1 --ulimit stack=67108864 --shm-size {recipe.shm_size} \\\n"
         f"  --env-file /etc/sparkfab/nccl.env --env-file {LAUNCH_DIR}/{inst.name}.env \\\n"
+        # NCCL_GRAPH_FILE and the env files name paths under /etc/sparkfab: the same path inside
+        "  -v /etc/sparkfab:/etc/sparkfab:ro \\\n"
         f"  {vols} \\\n"
         f"  {shlex.quote(recipe.image)} \\\n"
         f"  {shlex.join(command)}\n"

@@ -186,7 +186,9 @@ def rdma(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
         f = th.file(path)
         return f.content_string if f.exists else None
 
-    return hardware.rdma_checks(host, read, plan.link_speed)
+    inst = plan.instance_of(host.name)
+    graph = plan.nccl_graph and inst is not None and inst.direct
+    return hardware.rdma_checks(host, read, plan.link_speed, graph)
 
 
 #: Run on each source rank: for every destination a ping and TCP connects the way applications

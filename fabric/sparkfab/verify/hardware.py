@@ -31,14 +31,17 @@ def roce_v2_gid_index(read: Reader, device: str, address: str, limit: int = 16) 
     return None
 
 
-def rdma_checks(host: Host, read: Reader, mode: str) -> list[Result]:
+def rdma_checks(host: Host, read: Reader, mode: str, graph: bool = False) -> list[Result]:
+    """Every device of the mode's HCA list; with an NCCL graph they must all be ACTIVE, since
+    the graph's net ids are positions in NCCL's list of active devices (a down port shifts them)."""
+    why_active = "the NCCL graph numbers active devices: one down shifts every id after it" if graph else ""
     out = []
     for iface in host.ifaces:
         if iface.rdma not in host.hca[mode]:
             continue
         base = f"/sys/class/infiniband/{iface.rdma}/ports/1"
         state = (read(f"{base}/state") or "absent").strip()
-        out.append(Result.compare("rdma-state", host.name, iface.rdma, "4: ACTIVE", state))
+        out.append(Result.compare("rdma-state", host.name, iface.rdma, "4: ACTIVE", state, why_active))
         rate = (read(f"{base}/rate") or "absent").strip()
         out.append(
             Result("rdma-rate", host.name, iface.rdma, "200 Gb/sec", rate, PASS if rate.startswith("200 ") else FAIL)

@@ -7,6 +7,7 @@ exec docker run -d --name sparkfab-llama --restart no \
   --device /dev/infiniband --cap-add IPC_LOCK \
   --ulimit memlock=-1 --ulimit stack=67108864 --shm-size 64g \
   --env-file /etc/sparkfab/nccl.env --env-file /etc/sparkfab/launch/llama.env \
+  -v /etc/sparkfab:/etc/sparkfab:ro \
   -v /root/.cache/huggingface:/root/.cache/huggingface \
   nvcr.io/nvidia/vllm:26.05-py3 \
   vllm serve meta-llama/Llama-3.3-70B-Instruct --served-model-name llama-3.3-70b --max-model-len 32768 --gpu-memory-utilization 0.8 --tensor-parallel-size 2 --distributed-executor-backend mp --nnodes 2 --node-rank 1 --master-addr 10.0.0.21 --master-port 29501 --headless --host 0.0.0.0 --port 8000

@@ -7,6 +7,7 @@ exec docker run -d --name sparkfab-glm --restart no \
   --device /dev/infiniband --cap-add IPC_LOCK \
   --ulimit memlock=-1 --ulimit stack=67108864 --shm-size 64g \
   --env-file /etc/sparkfab/nccl.env --env-file /etc/sparkfab/launch/glm.env \
+  -v /etc/sparkfab:/etc/sparkfab:ro \
   -v /root/.cache/huggingface:/root/.cache/huggingface \
   vllm-node-b12x \
   bash -c 'ray start --head --port 29501 --node-ip-address 10.0.1.11 --disable-usage-stats && exec vllm serve Inferact/GLM-5.3-NVFP4 --served-model-name glm-5.3 --max-num-batched-tokens 4096 --long-prefill-token-threshold 2048 --max-num-seqs 8 --max-model-len 262144 --kv-cache-dtype fp8 --gpu-memory-utilization 0.726 --enable-chunked-prefill --enable-prefix-caching --speculative-config '"'"'{"method": "mtp", "num_speculative_tokens": 4}'"'"' --tensor-parallel-size 8 --distributed-executor-backend ray --host 0.0.0.0 --port 8000'

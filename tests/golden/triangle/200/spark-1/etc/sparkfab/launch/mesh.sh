@@ -7,6 +7,7 @@ exec docker run -d --name sparkfab-mesh --restart no \
   --device /dev/infiniband --cap-add IPC_LOCK \
   --ulimit memlock=-1 --ulimit stack=67108864 --shm-size 64g \
   --env-file /etc/sparkfab/nccl.env --env-file /etc/sparkfab/launch/mesh.env \
+  -v /etc/sparkfab:/etc/sparkfab:ro \
   -v /root/.cache/huggingface:/root/.cache/huggingface \
   vllm/vllm-openai:latest \
   vllm serve GLM-5.3-Flash-NVFP4 --served-model-name glm-5.3-flash --max-model-len 524288 --kv-cache-dtype fp8 --enable-prefix-caching --trust-remote-code --tensor-parallel-size 3 --distributed-executor-backend mp --nnodes 3 --node-rank 0 --master-addr 10.0.0.31 --master-port 29501 --host 0.0.0.0 --port 8000
