@@ -19,7 +19,8 @@ UFW_PATH = "/etc/sparkfab/ufw.rules"
 DOCKER_USER_PATH = "/etc/sparkfab/docker-user.sh"
 #: kept beside the other files; the role installs it into /etc/systemd/system on real hosts
 DOCKER_UNIT_PATH = "/etc/sparkfab/sparkfab-docker-user.service"
-#: the comment that marks sparkfab's own rules in DOCKER-USER (verify looks for it)
+#: marks sparkfab's rules for people reading `iptables -S DOCKER-USER`; verify checks the netdev
+#: pairs instead, since nft's JSON does not carry iptables comments
 DOCKER_RULE_COMMENT = "sparkfab"
 #: NCCL bootstrap and Gloo listen on ephemeral ports (bind to port 0).
 EPHEMERAL = "32768-60999"
