@@ -346,7 +346,10 @@ def down(cluster: str) -> dict[str, int]:
     pids = _lab_pids(cluster, namespaces)
     _kill(pids)
     for ns in namespaces:
-        netns.remove(ns)
+        try:
+            netns.remove(ns)
+        except FileNotFoundError:  # gone meanwhile (another `lab down` of the same lab)
+            pass
     links = _remove_root_links(cluster)
     dirs = 0
     for d in NETNS_ETC.glob(f"{ns_prefix(cluster)}*") if NETNS_ETC.exists() else []:
