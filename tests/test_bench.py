@@ -103,14 +103,14 @@ def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
         "-o",
         str(tmp_path / "run"),
     )
-    assert res.code == 1 and "1 error(s)" in res.out
+    assert res.code == 5 and "1 error(s)" in res.out
     assert _rows(tmp_path / "run")[0]["error"] == "rejected: output 47 tokens, planned 50"
 
 
 def test_server_down_at_the_start_is_named(cli, tmp_path):
     p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 10, "output_tokens": 5}])
     res = bench(cli, "http://127.0.0.1:9", p, "--rounds", "2", "--warmup", "0", "-o", str(tmp_path / "run"), model="m")
-    assert res.code == 1 and "cannot reach http://127.0.0.1:9: ConnectError" in res.err, res.err
+    assert res.code == 5 and "cannot reach http://127.0.0.1:9: ConnectError" in res.err, res.err
     assert "Traceback" not in res.err
 
 

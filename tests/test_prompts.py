@@ -109,5 +109,5 @@ def test_transformers_like_server_stopping_early_is_rejected(double, cli, tmp_pa
     url = double("--dialect", "hf", "--drop-tokens", "2", "--token-interval-s", "0.001")
     p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 100, "output_tokens": 20}])
     res = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "-o", str(tmp_path / "run"))
-    assert res.code == 1
+    assert res.code == 5
     assert _rows(tmp_path / "run")[0]["error"] == "rejected: output 18 tokens, planned 20"

@@ -1,7 +1,8 @@
 """The `sparkfab` command line: one verb per subcommand, the same flags everywhere.
 
-Data goes to stdout, logs and errors to stderr. Exit codes: 0 ok, 1 internal error,
-2 usage error or invalid inventory, 3 deploy error, 4 verification failed.
+Data goes to stdout, logs and errors to stderr. Exit codes: 0 ok, 1 internal error (a bug),
+2 bad input or usage, 3 deploy error, 4 verification failed, 5 a file, directory or server
+that is missing, unreadable or misbehaving.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparkfab import __version__
-from sparkfab.errors import InventoryError, SparkfabError
+from sparkfab.errors import InventoryError, SparkfabError, Unavailable
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {}
@@ -30,6 +31,11 @@ def command(
         return fn
 
     return wrap
+
+
+def _short(text: str, width: int = 300) -> str:
+    """Messages stay readable whatever the input held: long lines are cut."""
+    return "\n".join(line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines())
 
 
 def emit_json(data: Any) -> None:
@@ -62,11 +68,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except InventoryError as exc:
-        sys.stderr.write(exc.render() + "\n")
+        sys.stderr.write(_short(exc.render()) + "\n")
         return exc.exit_code
     except SparkfabError as exc:
-        sys.stderr.write(f"sparkfab: {exc}\n")
+        sys.stderr.write(_short(f"sparkfab: {exc}") + "\n")
         return exc.exit_code
+    except OSError as exc:  # a file or socket the user named: missing, unreadable, not writable
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(_short(f"sparkfab: {where}{exc.strerror or exc}") + "\n")
+        return Unavailable.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("sparkfab: interrupted\n")
         return 130

@@ -2,13 +2,18 @@
 
 SparkfabError                exit 1 (internal) unless a subclass says otherwise
 ├── InventoryError           exit 2: the inventory is invalid (carries every Problem)
-├── UsageError               exit 2: a bad flag or argument combination
-├── RenderError              exit 1: a generator could not produce a file
+├── UsageError               exit 2: a bad flag, argument combination or input file
+│   ├── EstimateError        exit 2: the model description is unusable
+│   └── BenchError           exit 2: the benchmark plan or options are unusable
+├── RenderError              exit 2: a launch recipe could not produce a file
 ├── DeployError              exit 3: Ansible failed on a host (names host and task)
-├── LabError                 exit 1: the namespace lab could not be built or removed
+├── LabError                 exit 3: the namespace lab could not be built or removed
 ├── VerifyError              exit 4: a verification failed
-├── EstimateError            exit 2: the model description is unusable
-└── BenchError               exit 1: the benchmark could not run
+└── Unavailable              exit 5: a file, directory or server sparkfab needs is missing,
+    │                                 unreadable, not writable or misbehaving
+    └── ServerError          exit 5: the server did not answer or broke the protocol
+
+Exit 1 is left for sparkfab's own bugs (an exception no one expected).
 """
 
 from __future__ import annotations
@@ -43,9 +48,11 @@ class InventoryError(SparkfabError):
         self.source = source
         super().__init__(self.render())
 
-    def render(self) -> str:
+    def render(self, limit: int = 40) -> str:
         head = f"{self.source}: {len(self.problems)} problem(s) in the inventory"
-        return "\n".join([head, *(p.render(self.source) for p in self.problems)])
+        shown = [p.render(self.source) for p in self.problems[:limit]]
+        more = [f"... and {len(self.problems) - limit} more"] if len(self.problems) > limit else []
+        return "\n".join([head, *shown, *more])
 
 
 class UsageError(SparkfabError):
@@ -53,7 +60,7 @@ class UsageError(SparkfabError):
 
 
 class RenderError(SparkfabError):
-    exit_code = 1
+    exit_code = 2
 
 
 class DeployError(SparkfabError):
@@ -61,16 +68,28 @@ class DeployError(SparkfabError):
 
 
 class LabError(SparkfabError):
-    exit_code = 1
+    exit_code = 3
 
 
 class VerifyError(SparkfabError):
     exit_code = 4
 
 
-class EstimateError(SparkfabError):
-    exit_code = 2
+class EstimateError(UsageError):
+    pass
 
 
-class BenchError(SparkfabError):
-    exit_code = 1
+class BenchError(UsageError):
+    pass
+
+
+class Unavailable(SparkfabError):
+    exit_code = 5
+
+
+class ServerError(Unavailable):
+    pass
+
+
+#: The exit codes the README promises.
+OK, INTERNAL, BAD_INPUT, DEPLOY_FAILED, VERIFY_FAILED, UNAVAILABLE = 0, 1, 2, 3, 4, 5

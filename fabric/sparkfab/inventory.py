@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -23,11 +25,9 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
-from sparkfab import spark
-from sparkfab.errors import InventoryError, Problem
+from sparkfab import spark, yamlload
+from sparkfab.errors import InventoryError, Problem, Unavailable
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)]
 ClusterName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,19}$")]
@@ -41,6 +41,43 @@ def _as_str(v: Any) -> Any:
     return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
+_PRIVATE = tuple(
+    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+)
+
+
+def _private(net: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
+    if not any(net.subnet_of(p) for p in _PRIVATE):
+        raise ValueError(
+            f"{net} is not a private range: fabric subnets live inside 10.0.0.0/8, 172.16.0.0/12, "
+            "192.168.0.0/16 or 100.64.0.0/10"
+        )
+    return net
+
+
+def _hostname(v: str) -> str:
+    try:
+        ipaddress.ip_address(v)
+        return v
+    except ValueError:
+        pass
+    if not _HOSTNAME.match(v):
+        raise ValueError(f"{v!r} is neither an IP address nor a host name")
+    return v
+
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+Subnet = Annotated[ipaddress.IPv4Network, AfterValidator(_private)]
+#: A Unix port an engine may listen on: unprivileged (not sshd's 22), below the top one
+Port = Annotated[int, Field(ge=1024, le=65535)]
+#: Environment names and values as both `docker --env-file` and a shell take them literally.
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+EnvValue = Annotated[str, StringConstraints(pattern=r"^[^\n\r\x00]*$", max_length=4096), BeforeValidator(_as_str)]
+FlagName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+FlagValue = str | int | float | bool | None
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -48,7 +85,7 @@ class Strict(BaseModel):
 class HostVars(Strict):
     """Per-host keys sparkfab reads; `ansible_*` keys pass through to Ansible untouched."""
 
-    ansible_host: str | None = None
+    ansible_host: Annotated[str, AfterValidator(_hostname)] | None = None
     rank: Annotated[int, Field(ge=0)] | None = None
     mgmt_if: IfName = spark.DEFAULT_MGMT_IF
     ansible: dict[str, Any] = Field(default_factory=dict, exclude=True)
@@ -58,12 +95,12 @@ class Switch(Strict):
     model: Literal["CRS804", "CRS812", "generic"]
     ports: Annotated[int, Field(ge=1, le=512)] | None = None
     speed: Literal[100, 200, 400, 800] | None = None
-    subnets: list[ipaddress.IPv4Network] | None = None
+    subnets: list[Subnet] | None = None
 
 
 class Cable(Strict):
     ends: list[EndRef]
-    subnets: list[ipaddress.IPv4Network] | None = None
+    subnets: list[Subnet] | None = None
 
     @field_validator("ends")
     @classmethod
@@ -84,22 +121,32 @@ class Instance(Strict):
     head: Name | None = None
     backend: Literal["mp", "ray"] | None = None
     runtime: Literal["docker", "process"] | None = None
-    port: Annotated[int, Field(ge=1, le=65535)] = 8000
-    flags: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict)
+    port: Port = 8000
+    flags: dict[FlagName, FlagValue] = Field(default_factory=dict)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
+
+    @field_validator("flags")
+    @classmethod
+    def _one_line(cls, v: dict[str, FlagValue]) -> dict[str, FlagValue]:
+        for key, value in v.items():
+            if isinstance(value, str) and any(c in value for c in "\n\r\x00"):
+                raise ValueError(f"flag '{key}' has a line break or NUL in its value")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"flag '{key}' is {value}")
+        return v
 
 
 class Sparkfab(Strict):
     cluster: ClusterName
     link_speed: Annotated[LinkSpeed, BeforeValidator(_as_str)] = "200"
     mtu: Mtu = 9000
-    subnet_pool: ipaddress.IPv4Network = ipaddress.IPv4Network("192.168.96.0/20")
+    subnet_pool: Subnet = ipaddress.IPv4Network("192.168.96.0/20")
     rail_prefix: Annotated[int, Field(ge=8, le=30)] = 24
     control_plane: Literal["management", "fabric"] = "management"
     nccl_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "2.30.7"
     nccl_graph: bool | None = None  # default: on for switchless rings (the 4-ring write-up's recipe)
     nccl_channels: Annotated[int, Field(ge=1, le=64)] = 8
-    master_port: Annotated[int, Field(ge=1, le=65535)] = 29501
+    master_port: Annotated[int, Field(ge=1024, le=65534)] = 29501  # + 1: verify --collective
     netplan_renderer: Literal["networkd", "NetworkManager"] = "networkd"
     switches: dict[Name, Switch] = Field(default_factory=dict)
     cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)
@@ -126,18 +173,24 @@ def load(path: str | Path) -> tuple[Inventory, Any]:
 
 
 def load_raw(path: str | Path) -> Any:
-    """The YAML tree with line information (ruamel round-trip)."""
+    """The YAML tree as Ansible reads it, with line numbers, bounded (`sparkfab.yamlload`)."""
     path = Path(path)
     try:
-        raw = YAML(typ="rt").load(path.read_text(encoding="utf-8"))
+        return yamlload.parse(yamlload.read_text(path, "inventory"))
     except FileNotFoundError:
-        raise InventoryError([Problem("(file)", f"no such file: {path}")], str(path)) from None
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        problem = Problem("(file)", f"not valid YAML: {getattr(exc, 'problem', exc)}", line=line)
-        raise InventoryError([problem], str(path)) from None
-    return raw
+        raise Unavailable(f"{path}: no such file") from None
+    except PermissionError:
+        raise Unavailable(f"{path}: permission denied") from None
+    except yamlload.YamlProblem as exc:
+        raise InventoryError([Problem("(file)", exc.message, line=exc.line)], str(path)) from None
+
+
+def load_roundtrip(path: str | Path) -> Any:
+    """The same file through ruamel's round-trip loader (comments kept), for files sparkfab
+    rewrites; call it only on an inventory `load_raw` accepted."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="rt").load(Path(path).read_text(encoding="utf-8"))
 
 
 def parse(raw: Any, source: str = "") -> Inventory:
@@ -159,7 +212,21 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
     group = raw["all"]
     problems += _unknown(group, ("all",), _ALL_KEYS, raw)
     hosts_raw = group.get("hosts") or {}
-    block = (group.get("vars") or {}).get("sparkfab")
+    group_vars = group.get("vars") or {}
+    for key, value in (("hosts", hosts_raw), ("vars", group_vars)):
+        if not isinstance(value, dict):
+            problems.append(
+                Problem(
+                    f"all.{key}",
+                    f"must be a mapping, not a {type(value).__name__}",
+                    "write 'hosts:' as {name: {ansible_host: ...}} and 'vars:' as {sparkfab: {...}}",
+                    _line(raw, ("all", key)),
+                )
+            )
+    if problems and not (isinstance(hosts_raw, dict) and isinstance(group_vars, dict)):
+        raise InventoryError(problems, source)
+    problems += _tagged(group_vars.get("sparkfab"), ("all", "vars", "sparkfab"), raw)
+    block = group_vars.get("sparkfab")
     if block is None:
         problems.append(
             Problem(
@@ -171,7 +238,7 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
         )
         raise InventoryError(problems, source)
     hosts, ansible = _split_host_vars(hosts_raw)
-    others = {k: v for k, v in (group.get("vars") or {}).items() if k != "sparkfab"}
+    others = {k: v for k, v in group_vars.items() if k != "sparkfab"}
     for key in [k for k in others if str(k).startswith("sparkfab_")]:
         problems.append(
             Problem(
@@ -199,19 +266,45 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
     return inv.model_copy(update={"hosts": merged}), problems
 
 
+#: Stand-ins for required values that are wrong, so that the other checks still run.
+_STAND_INS = {("sparkfab", "cluster"): "invalid-name"}
+
+
 def _repair(data: dict[str, Any], errors: list[Any]) -> bool:
-    """Drop every key an error points at if the model can do without it."""
+    """Drop every key an error points at if the model can do without it (an instance or a host
+    entry that cannot be read goes as a whole; a required value gets a stand-in)."""
     for err in errors:
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
         parent = walk(data, tuple(loc[:-1]))
         key = loc[-1] if loc else None
         model = _model_at(tuple(err["loc"][:-1]))
         optional = model is not None and key in model.model_fields and not model.model_fields[str(key)].is_required()
-        if isinstance(parent, dict) and key in parent and (err["type"] == "extra_forbidden" or optional):
+        if tuple(loc) in _STAND_INS and isinstance(parent, dict):
+            parent[key] = _STAND_INS[tuple(loc)]
+        elif isinstance(parent, dict) and key in parent and (err["type"] == "extra_forbidden" or optional):
             del parent[key]
+        elif len(loc) >= 3 and loc[:2] == ["sparkfab", "instances"] and isinstance(data["sparkfab"], dict):
+            data["sparkfab"]["instances"].pop(loc[2], None)
+        elif len(loc) >= 2 and loc[0] == "hosts" and loc[1] in data["hosts"]:
+            data["hosts"][loc[1]] = {}
         else:
             return False
     return True
+
+
+def _tagged(node: Any, path: tuple[Any, ...], raw: Any) -> list[Problem]:
+    """sparkfab's own keys take plain values: a tagged one (`!vault`, `!unsafe`) is refused."""
+    if isinstance(node, yamlload.Tagged):
+        return [
+            Problem(
+                path_text(path),
+                f"a {node.tag} value: sparkfab reads its own keys as plain text",
+                "encrypted or tagged values belong to Ansible's variables (e.g. ansible_become_password)",
+                _line(raw, path),
+            )
+        ]
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    return [p for k, v in items for p in _tagged(v, (*path, k), raw)]
 
 
 def _split_host_vars(hosts_raw: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:

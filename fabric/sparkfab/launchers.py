@@ -51,7 +51,21 @@ def recipe(name: str) -> Recipe:
         raise RenderError(f"no launch recipe '{name}' in {repo_dir('launchers')}") from None
 
 
+FLAGS_FILE = "vllm-serve-flags.txt"
+
+
 @lru_cache(maxsize=1)
 def vllm_flags() -> frozenset[str]:
-    path = repo_dir("launchers") / "vllm-serve-flags.txt"
+    """Every option string of `vllm serve` (both spellings of boolean flags), as the parser of
+    the vLLM version in the file's header defines them (`scripts/vllm_flags.py` writes it)."""
+    path = repo_dir("launchers") / FLAGS_FILE
     return frozenset(line.strip() for line in path.read_text().splitlines() if line.startswith("--"))
+
+
+@lru_cache(maxsize=1)
+def vllm_version() -> str:
+    path = repo_dir("launchers") / FLAGS_FILE
+    for line in path.read_text().splitlines():
+        if line.startswith("# vllm "):
+            return line.split()[2]
+    return "(unknown version)"

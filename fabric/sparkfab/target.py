@@ -26,9 +26,10 @@ def lab_of(path: str, cluster: str) -> Path | None:
     return d if same and (d / "state.json").exists() else None
 
 
-def load(path: str) -> Plan:
-    """Load and resolve an inventory; a lab's own inventory gets the lab's variables."""
-    plan = load_plan(path)
+def load(path: str, link_speed: str | None = None) -> Plan:
+    """Load and resolve an inventory (at another link speed, validated as such); a lab's own
+    inventory gets the lab's variables."""
+    plan = load_plan(path, link_speed)
     d = lab_of(path, plan.cluster)
     if d is None:
         return plan

@@ -7,31 +7,73 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.progress import Progress
 
 from sparkfab.cli import command
+from sparkfab.commands import argtypes as at
+from sparkfab.errors import ServerError, Unavailable, UsageError
 from sparkfab.measure import bench, sampler
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", required=True, help="the OpenAI-compatible server, e.g. http://10.0.0.11:8000")
+    p.add_argument(
+        "--url", required=True, type=at.http_url, help="the OpenAI-compatible server, e.g. http://10.0.0.11:8000"
+    )
     p.add_argument("--model", required=True)
     p.add_argument(
         "--plan", help="tests P1,...,P6 (default all), or a YAML file of {name, requests, prompt_tokens, output_tokens}"
     )
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output-tokens", type=int, help="override the plan's 1,024 output tokens")
-    p.add_argument("--counters", help="RDMA devices (or netdevs with --source netdev) to sample alongside")
+    p.add_argument("--rounds", type=at.integer(1, 1000), default=3)
+    p.add_argument("--warmup", type=at.integer(0, 100), default=1)
+    p.add_argument("--seed", type=at.integer(0, 2**63 - 1), default=0)
+    p.add_argument(
+        "--output-tokens", type=at.integer(1, bench.MAX_OUTPUT_TOKENS), help="override the plan's 1,024 output tokens"
+    )
+    p.add_argument(
+        "--counters", type=at.device_list, help="RDMA devices (or netdevs with --source netdev) to sample alongside"
+    )
     p.add_argument("--source", choices=("rdma", "netdev"), default="rdma")
     p.add_argument("--root", default="/", help="another sysfs tree (tests)")
-    p.add_argument("--idle-seconds", type=float, default=10.0, help="the link must be idle this long before a test")
-    p.add_argument("--idle-below", type=float, default=1e6, help="idle: fewer bytes per second than this")
+    p.add_argument(
+        "--idle-seconds", type=at.number(0, 3600), default=10.0, help="the link must be idle this long before a test"
+    )
+    p.add_argument(
+        "--idle-below", type=at.number(0, 1e13), default=1e6, help="idle: fewer bytes per second than this"
+    )
     p.add_argument("--label", default="", help="name of this configuration in reports (e.g. 200, 100e)")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds one request may take in all")
-    p.add_argument("-o", "--output", type=Path, required=True, help="run directory")
+    p.add_argument(
+        "--timeout", type=SECONDS, default=3600.0, help="seconds one request may take in all (default 3600)"
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=SECONDS,
+        default=300.0,
+        help="seconds the server may stay silent within a request: before the first byte, between chunks (300)",
+    )
+    p.add_argument("--connect-timeout", type=SECONDS, default=10.0, help="seconds for a TCP connect (10)")
+    p.add_argument("--resume", action="store_true", help="continue the run in RUN_DIR: rounds it finished are kept")
+    p.add_argument("-o", "--output", type=at.path, required=True, help="run directory (new or empty)")
+
+
+SECONDS = at.number(0, 7 * 86400, lo_open=True)
+
+
+def _run_dir(path: Path, resume: bool) -> Path:
+    """A new or empty directory (made once the server answered); with --resume, one that holds a run."""
+    if not str(path).strip():
+        raise UsageError("-o is empty: name a run directory")
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise UsageError(f"-o {path} is not a directory sparkfab may write (a file or a symbolic link)")
+    held = path.is_dir() and any(path.iterdir())
+    if resume and not (path / "run.json").is_file():
+        raise UsageError(f"--resume: {path} holds no run (no run.json)")
+    if held and not resume:
+        raise UsageError(f"-o {path} holds files already (a run?): choose a new directory, or --resume to continue it")
+    if not path.absolute().parent.is_dir():
+        raise Unavailable(f"-o {path}: no directory {path.absolute().parent}")
+    return path
 
 
 @command(
@@ -39,14 +81,12 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 )
 def bench_cmd(args: argparse.Namespace) -> int:
     tests = bench.load_plan(args.plan, args.output_tokens)
-    counters = None
-    if args.counters:
-        make = sampler.rdma_counters if args.source == "rdma" else sampler.netdev_counters
-        counters = make(args.counters.split(","), args.root)
+    counters = sampler.counters_of(args.counters, args.source, args.root) if args.counters else None
+    out = _run_dir(args.output, args.resume)
     opt = bench.Options(
         args.url,
         args.model,
-        args.output,
+        out,
         args.rounds,
         args.warmup,
         args.seed,
@@ -54,7 +94,10 @@ def bench_cmd(args: argparse.Namespace) -> int:
         args.idle_seconds,
         args.idle_below,
         args.timeout,
-        args.label or args.output.name,
+        args.label or out.name,
+        args.idle_timeout,
+        args.connect_timeout,
+        args.resume,
     )
     total = sum(t.requests for t in tests) * (args.rounds + args.warmup)
     with Progress(transient=True, disable=args.quiet) as progress:
@@ -69,28 +112,34 @@ def bench_cmd(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{name}: TTFT {ttft['mean']:.3f} s" if ttft else f"{name}: no result")
         sys.stdout.write(f", decode {dec['mean']:.1f} tok/s" if dec else "")
         sys.stdout.write(f", {len(t['errors'])} error(s)\n" if t["errors"] else "\n")
-    sys.stderr.write(f"results in {args.output}/requests.jsonl and summary.json\n")
-    return 1 if summary["errors"] else 0
+    sys.stderr.write(f"results in {out}/requests.jsonl and summary.json\n")
+    if summary["errors"]:
+        first = next(e for t in summary["tests"].values() for e in t["errors"])
+        raise ServerError(f"{summary['errors']} of {summary['requests']} requests failed (first: {first[:200]})")
+    return 0
 
 
 def _battery_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", required=True)
+    from sparkfab.measure.battery import CHECKS
+
+    p.add_argument("--url", required=True, type=at.http_url)
     p.add_argument("--model", required=True)
-    p.add_argument("--checks", help="count,hangul,tools,needle,prefix (default all)")
+    p.add_argument("--checks", type=at.choices(CHECKS), help=f"{','.join(CHECKS)} (default all)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument(
         "--context-chars",
-        type=int,
+        type=at.integer(1000, 4_000_000),
         default=60_000,
         help="characters of context for the needle check (the prefix check uses two thirds)",
     )
+    p.add_argument("--timeout", type=SECONDS, default=600.0, help="seconds one answer may take (600)")
 
 
 @command("battery", "Quality checks: count to 100, Hangul, tool call, needle, prefix reuse.", _battery_args)
 def battery_cmd(args: argparse.Namespace) -> int:
     from sparkfab.measure.battery import run_sync
 
-    checks = run_sync(args.url, args.model, args.checks.split(",") if args.checks else None, args.context_chars)
+    checks = run_sync(args.url, args.model, args.checks, args.context_chars, args.timeout)
     if args.format == "json":
         sys.stdout.write(json.dumps(checks, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -100,32 +149,42 @@ def battery_cmd(args: argparse.Namespace) -> int:
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="one or two run directories")
+    p.add_argument("runs", nargs="+", type=at.path, metavar="RUN", help="one or two run directories")
     p.add_argument("--estimate", action="store_true", help="compare with the estimate")
     p.add_argument("--model", default="glm-5.3", help="preset for --estimate")
     p.add_argument("--config", help="config.json for --estimate")
-    p.add_argument("--tp", type=int, default=8)
-    p.add_argument("-o", "--output", type=Path, required=True)
+    p.add_argument("--tp", type=at.integer(1, 1024), default=8)
+    p.add_argument("-o", "--output", type=at.path, required=True, help="directory (new, empty or an earlier report)")
 
 
 @command(
     "report", "Two runs side by side: TTFT, decode speed, traffic per token, plots and an HTML page.", _report_args
 )
 def report_cmd(args: argparse.Namespace) -> int:
-    from sparkfab.errors import UsageError
     from sparkfab.measure import model as models
     from sparkfab.measure.estimate import Setup
     from sparkfab.measure.report import load_run, write
+    from sparkfab.outputs import check_dir, replace_dir
 
     if len(args.runs) > 2:
         raise UsageError("report compares one or two runs")
-    a = load_run(args.runs[0])
-    b = load_run(args.runs[1]) if len(args.runs) > 1 else None
+    inputs = [*args.runs, *([args.config] if args.config else [])]
+    check_dir(args.output, "report", inputs)
+    runs = [load_run(r) for r in args.runs]
+    for r in runs:
+        if r["skipped"]:
+            sys.stderr.write(f"warning: {r['dir']}/requests.jsonl: skipped {r['skipped']} unreadable line(s)\n")
     setup = None
     if args.estimate:
         spec = models.from_config(args.config) if args.config else models.preset(args.model)
         setup = Setup(spec, args.tp)
-    result = write(a, b, setup, args.output)
+    result: dict[str, Any] = {}
+
+    def make(d: Path) -> list[Path]:
+        result.update(write(runs[0], runs[1] if len(runs) > 1 else None, setup, d))
+        return [Path(f) for f in result["files"]] + [d / "tables.json"]
+
+    written = replace_dir(args.output, "report", make, inputs)
     sys.stdout.write((args.output / "report.md").read_text())
-    sys.stderr.write("wrote " + ", ".join(result["files"]) + "\n")
+    sys.stderr.write("wrote " + ", ".join(str(p) for p in written if p.name != "tables.json") + "\n")
     return 0

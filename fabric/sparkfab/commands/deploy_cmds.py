@@ -37,7 +37,7 @@ def current_link_speed(plan: Plan) -> str:
 def inventory_path(args: argparse.Namespace) -> str:
     if not getattr(args, "lab", False):
         return str(args.inventory)
-    from sparkfab.inventory import load_raw
+    from sparkfab.inventory import load_roundtrip
     from sparkfab.lab.inventory import lab_inventory
     from sparkfab.lab.spec import spec
 
@@ -46,7 +46,7 @@ def inventory_path(args: argparse.Namespace) -> str:
     if not (lab_dir(plan.cluster) / "state.json").exists():
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {args.inventory}`")
     # always from the inventory as it is now, so edits since `lab up` take effect
-    inv.write_text(lab_inventory(load_raw(args.inventory), spec(plan)))
+    inv.write_text(lab_inventory(load_roundtrip(args.inventory), spec(plan)))
     return str(inv)
 
 

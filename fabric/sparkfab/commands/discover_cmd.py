@@ -8,19 +8,23 @@ import sys
 from pathlib import Path
 
 from sparkfab.cli import command
+from sparkfab.commands import argtypes as at
+from sparkfab.outputs import check_file, write_file
 from sparkfab.discover import discover, merge
-from sparkfab.errors import UsageError
+from sparkfab.errors import Unavailable, UsageError
 from sparkfab.verify.checks import connect
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("hosts", nargs="*", metavar="HOST", help="management addresses (or names) of the Sparks")
+    p.add_argument(
+        "hosts", nargs="*", metavar="HOST", type=at.host_name, help="management addresses (or names) of the Sparks"
+    )
     p.add_argument("--inventory", help="discover the Sparks of this inventory and merge the cables into it")
     p.add_argument("--lab", action="store_true", help="reach the Sparks of --inventory through its lab")
     p.add_argument("--ssh-config", help="ssh_config for HOSTS (user, key, known_hosts)")
     p.add_argument("--cluster", default="discovered", help="cluster name of a new inventory")
-    p.add_argument("--settle", type=float, default=2.5, help="seconds to let LLDP announce after bringing ports up")
-    p.add_argument("-o", "--output", type=Path, help="write the inventory here (default stdout)")
+    p.add_argument("--settle", type=at.number(0, 120), default=2.5, help="seconds to let LLDP announce after bringing ports up")
+    p.add_argument("-o", "--output", type=at.path, help="write the inventory to this new file (default stdout)")
     p.add_argument("--format", choices=("yaml", "json"), default="yaml")
 
 
@@ -28,6 +32,9 @@ def _args(p: argparse.ArgumentParser) -> None:
 def discover_cmd(args: argparse.Namespace) -> int:
     if bool(args.hosts) == bool(args.inventory):
         raise UsageError("give the Sparks' addresses, or --inventory FILE (not both)")
+    out = check_file(args.output, [x for x in (args.inventory,) if x]) if args.output else None
+    if args.ssh_config and not Path(args.ssh_config).is_file():
+        raise Unavailable(f"--ssh-config {args.ssh_config}: no such file")
     raw_text = None
     if args.inventory:
         from sparkfab.commands.deploy_cmds import inventory_path
@@ -54,9 +61,9 @@ def discover_cmd(args: argparse.Namespace) -> int:
         text = json.dumps(result.to_dict(), indent=2) + "\n"
     else:
         text = merge(raw_text, result, cluster)
-    if args.output:
-        args.output.write_text(text)
-        sys.stderr.write(f"wrote {len(result.cables)} cables to {args.output}\n")
+    if out:
+        write_file(out, text)
+        sys.stderr.write(f"wrote {len(result.cables)} cables to {out}\n")
     else:
         sys.stdout.write(text)
     return 4 if result.odd else 0

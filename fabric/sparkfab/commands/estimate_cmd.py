@@ -11,28 +11,35 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkfab.cli import command
+from sparkfab.commands import argtypes as at
 from sparkfab.errors import UsageError
 from sparkfab.measure import model as models
 from sparkfab.measure.estimate import Setup, estimate
+
+GBPS = at.number(0, 1e6, lo_open=True)
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--model", help=f"a preset: {', '.join(sorted(models.PRESETS))} (default glm-5.3)")
     g.add_argument("--config", help="a Hugging Face config.json")
-    p.add_argument("--tp", type=int, help="TP size (default: the inventory's first instance, else 8)")
-    p.add_argument("--chunk", type=int, default=4096, help="prefill chunk, tokens (--max-num-batched-tokens)")
-    p.add_argument("--from", dest="from_gbps", type=float, help="link speed now, Gb/s (default 200)")
-    p.add_argument("--to", dest="to_gbps", type=float, default=100.0, help="the slower link, Gb/s")
-    p.add_argument("--ttft", type=float, help="measured TTFT (s) of an 8K prompt at --from: percentages")
-    p.add_argument("--ttft-prompt", type=int, default=8192, help="prompt tokens of the --ttft measurement")
+    p.add_argument("--tp", type=at.integer(1, 1024), help="TP size (default: the inventory's first instance, else 8)")
+    p.add_argument(
+        "--chunk", type=at.integer(1, 1 << 22), default=4096, help="prefill chunk, tokens (--max-num-batched-tokens)"
+    )
+    p.add_argument("--from", dest="from_gbps", type=GBPS, help="link speed now, Gb/s (default 200)")
+    p.add_argument("--to", dest="to_gbps", type=GBPS, default=100.0, help="the slower link, Gb/s")
+    p.add_argument("--ttft", type=at.number(0, 86400, lo_open=True), help="measured TTFT (s) of an 8K prompt at --from")
+    p.add_argument(
+        "--ttft-prompt", type=at.integer(1, 1 << 24), default=8192, help="prompt tokens of the --ttft measurement"
+    )
     p.add_argument("--mtp-split", action="store_true", help="the MTP draft runs on the split model")
-    p.add_argument("--active-params", type=float, help="parameters read per token (e.g. 40e9)")
-    p.add_argument("--bits-per-weight", type=float, help="e.g. 4.5 for NVFP4 with its scales")
-    p.add_argument("--mtp-tokens", type=int, help="draft tokens per decode pass")
+    p.add_argument("--active-params", type=at.number(0, 1e15, lo_open=True), help="parameters read per token (40e9)")
+    p.add_argument("--bits-per-weight", type=at.number(0, 64, lo_open=True), help="e.g. 4.5 for NVFP4 with its scales")
+    p.add_argument("--mtp-tokens", type=at.integer(0, 64), help="draft tokens per decode pass")
     p.add_argument("--inventory", help="take TP size and link speed from this inventory")
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.add_argument("--plot", type=Path, help="write PNG plots into this directory")
+    p.add_argument("--plot", type=at.path, help="write PNG plots into this directory (new, empty or an earlier one)")
 
 
 def _setup(args: argparse.Namespace) -> Setup:
@@ -49,7 +56,10 @@ def _setup(args: argparse.Namespace) -> Setup:
             raise UsageError(f"{args.inventory} has no instance to take the TP size from")
         tp = tp or plan.instances[0].tp
         from_gbps = from_gbps or (100.0 if plan.link_speed == "100" else 200.0)
-    return Setup(spec, tp or 8, args.chunk, from_gbps or 200.0, args.to_gbps, args.mtp_split)
+    from_gbps = from_gbps or 200.0
+    if args.to_gbps >= from_gbps:
+        raise UsageError(f"--to {args.to_gbps:g} Gb/s is not slower than --from {from_gbps:g} Gb/s")
+    return Setup(spec, tp or 8, args.chunk, from_gbps, args.to_gbps, args.mtp_split)
 
 
 @command("estimate", "Estimate the network cost of tensor parallelism from a model's architecture.", _args)
@@ -58,8 +68,11 @@ def estimate_cmd(args: argparse.Namespace) -> int:
     result = estimate(s, args.ttft, args.ttft_prompt)
     if args.plot:
         from sparkfab.measure.plots import estimate_plots
+        from sparkfab.outputs import replace_dir
 
-        for path in estimate_plots(s, result, args.plot, args.ttft):
+        inputs = [x for x in (args.config, args.inventory) if x]
+        written = replace_dir(args.plot, "estimate", lambda d: estimate_plots(s, result, d, args.ttft), inputs, "--plot")
+        for path in written:
             sys.stderr.write(f"wrote {path}\n")
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from sparkfab.cli import command, emit_json
+from sparkfab.commands import argtypes as at
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
 
@@ -84,17 +87,29 @@ def print_plan(plan: Plan, console: Console) -> None:
 
 
 def _schema_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", help="write here instead of stdout (inventory/schema.json)")
+    p.add_argument(
+        "-o", "--output", type=at.path, help="write here instead of stdout (new, or an earlier schema; inventory/schema.json)"
+    )
+
+
+def _is_schema(path: Path) -> bool:
+    """An earlier `sparkfab schema` output, which may be replaced."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("title") == "sparkfab inventory"
 
 
 @command("schema", "Print the inventory's JSON Schema (generated from the model).", _schema_args)
 def schema_cmd(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from sparkfab.schema import schema_text
 
     if args.output:
-        Path(args.output).write_text(schema_text(), encoding="utf-8")
+        from sparkfab.outputs import check_file, write_file
+
+        out = check_file(args.output, ours=_is_schema)
+        write_file(out, schema_text())
     else:
         sys.stdout.write(schema_text())
     return 0

@@ -8,7 +8,7 @@ import time
 
 from sparkfab.cli import command, emit_json
 from sparkfab.errors import LabError, UsageError
-from sparkfab.inventory import load_raw
+from sparkfab.inventory import load_roundtrip
 from sparkfab.lab import build, wire
 from sparkfab.lab.inventory import lab_inventory
 from sparkfab.lab.spec import spec
@@ -66,7 +66,7 @@ def _up(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
         return 0
     state = build.up(sp)
     inv = sp.dir / "inventory.yml"
-    inv.write_text(lab_inventory(load_raw(args.inventory), sp))
+    inv.write_text(lab_inventory(load_roundtrip(args.inventory), sp))
     t = state["timing"]
     sys.stderr.write(
         f"lab {sp.cluster} up in {t['total_s']:.2f} s ({len(sp.sparks)} Sparks, {len(sp.veths)} "
@@ -78,7 +78,7 @@ def _up(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
 
 def _wire(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
     if not build.existing_namespaces(sp.cluster):
-        raise LabError(f"lab {sp.cluster} is not up")
+        raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
     if args.swap:
         lines = wire.swap(sp, *args.swap)
     elif args.cut:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from sparkfab.cli import command
+from sparkfab.commands import argtypes as at
 from sparkfab.render.tree import render
 from sparkfab.target import load as load_target
 from sparkfab.writer import assets, write_tree
@@ -15,15 +16,13 @@ from sparkfab.writer import assets, write_tree
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inventory", metavar="INVENTORY")
-    p.add_argument("-o", "--output", required=True, type=Path, help="directory for the per-host tree")
+    p.add_argument("-o", "--output", required=True, type=at.path, help="directory for the per-host tree (new, empty or an earlier one)")
     p.add_argument("--link-speed", choices=("200", "100e", "100"), help="override the inventory's link_speed")
     p.add_argument("--nccl-graph", action="store_true", help="also write an NCCL ring graph (NCCL_GRAPH_FILE)")
 
 
 def render_plan(inventory: str, link_speed: str | None = None, graph: bool = False):  # type: ignore[no-untyped-def]
-    plan = load_target(inventory)
-    if link_speed:
-        plan = plan.with_link_speed(link_speed)
+    plan = load_target(inventory, link_speed)
     if graph:
         plan = dataclasses.replace(plan, nccl_graph=True)
     return plan
@@ -35,7 +34,7 @@ def render_cmd(args: argparse.Namespace) -> int:
     tree = render(plan, assets())
     for w in tree.warnings:
         sys.stderr.write(f"warning: {w}\n")
-    written = write_tree(tree, args.output)
+    written = write_tree(tree, args.output, [args.inventory])
     if not args.quiet:
         sys.stderr.write(
             f"rendered {len(written)} files for {len(tree.hosts)} hosts of {plan.cluster} "

@@ -11,32 +11,26 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkfab.cli import command
+from sparkfab.commands import argtypes as at
 from sparkfab.errors import UsageError
 from sparkfab.measure import sampler, traffic
-
-
-def _interval(text: str) -> float:
-    text = text.strip().lower()
-    for unit, scale in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * scale
-    return float(text)
+from sparkfab.outputs import check_file, png_by_sparkfab
 
 
 def _sample_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inventory", help="take the devices of --host from this inventory")
     p.add_argument("--host", help="the Spark this sampler runs on (with --inventory)")
-    p.add_argument("--devices", help="comma-separated RDMA devices or netdevs")
+    p.add_argument("--devices", type=at.device_list, help="comma-separated RDMA devices or netdevs")
     p.add_argument("--source", choices=("rdma", "netdev"), default="rdma")
-    p.add_argument("--interval", default="1ms")
-    p.add_argument("--duration", type=float, help="seconds (default: until stopped)")
+    p.add_argument("--interval", type=at.interval(1e-4, 60.0), default="1ms", help="sample period (default 1ms)")
+    p.add_argument("--duration", type=at.number(0, 30 * 86400, lo_open=True), help="seconds (default: until stopped)")
     p.add_argument("--root", default="/", help="another sysfs tree (tests)")
-    p.add_argument("-o", "--output", type=Path, required=True)
+    p.add_argument("-o", "--output", type=at.path, required=True)
 
 
 def _devices(args: argparse.Namespace) -> list[str]:
     if args.devices:
-        return [d for d in args.devices.split(",") if d]
+        return list(args.devices)
     if not (args.inventory and args.host):
         raise UsageError("name the counters: --devices LIST, or --inventory FILE --host H")
     from sparkfab.commands.deploy_cmds import current_link_speed
@@ -53,15 +47,12 @@ def _devices(args: argparse.Namespace) -> list[str]:
 @command("sample", "Sample RDMA (or netdev) counters at 1 ms into a file, streamed as it goes.", _sample_args)
 def sample_cmd(args: argparse.Namespace) -> int:
     devs = _devices(args)
-    make = sampler.rdma_counters if args.source == "rdma" else sampler.netdev_counters
-    counters = make(devs, args.root)
-    missing = [c.path for c in counters if not Path(c.path).exists()]
-    if missing:
-        raise UsageError("no such counter: " + ", ".join(missing))
+    counters = sampler.counters_of(devs, args.source, args.root)
+    out = check_file(args.output, ours=None)
     stats = sampler.sample(
         counters,
-        args.output,
-        _interval(args.interval),
+        out,
+        args.interval,
         args.duration,
         meta={"source": args.source, "devices": devs, "host": args.host},
     )
@@ -76,32 +67,35 @@ def sample_cmd(args: argparse.Namespace) -> int:
 
 
 def _traffic_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", type=Path)
-    p.add_argument("--intervals", default="1ms,5ms,100ms,1s")
-    p.add_argument("--window", help="START:END in seconds from the first sample")
+    p.add_argument("file", type=at.path)
+    p.add_argument(
+        "--intervals", type=at.interval_list(1e-4, 86400.0), default="1ms,5ms,100ms,1s", help="averaging intervals"
+    )
+    p.add_argument("--window", type=at.window, help="START:END in seconds from the first sample")
     p.add_argument("--direction", choices=("tx", "rx"), default="tx")
-    p.add_argument("--plot", type=Path, help="write a PNG time series (with --window: a zoom panel)")
+    p.add_argument("--plot", type=at.path, help="write a PNG time series (with --window: a zoom panel)")
     p.add_argument("--format", choices=("table", "json"), default="table")
 
 
 @command("traffic", "Rates from a sample file: peaks per averaging interval, window averages, plot.", _traffic_args)
 def traffic_cmd(args: argparse.Namespace) -> int:
-    sr = traffic.series(sampler.read(args.file))
-    window = None
-    if args.window:
-        start, _, end = args.window.partition(":")
-        window = (float(start), float(end))
-    intervals = [_interval(x) for x in args.intervals.split(",")]
+    plot = check_file(args.plot, [args.file], png_by_sparkfab, "--plot", ".png") if args.plot else None
+    samples = sampler.read(args.file)
+    if len(samples.t0) < 2:
+        raise UsageError(f"{args.file}: {len(samples.t0)} sample(s): rates need at least two")
+    sr = traffic.series(samples)
+    window = args.window
+    intervals = args.intervals
     result = {
         "summary": traffic.summary(sr),
         "direction": args.direction,
         "peaks": traffic.peaks(sr, intervals, args.direction, window),
     }
-    if args.plot:
+    if plot:
         from sparkfab.measure.plots import traffic_plot
 
-        traffic_plot(sr, args.plot, args.direction, window)
-        sys.stderr.write(f"wrote {args.plot}\n")
+        traffic_plot(sr, plot, args.direction, window)
+        sys.stderr.write(f"wrote {plot}\n")
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return 0

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from sparkfab.measure.prompts import server_error
 from sparkfab.measure.stream import RequestResult, stream_completion
 
 HANGUL = "안녕하세요, 반갑습니다. 오늘 서울의 날씨가 정말 좋네요. 한국어 문장이 깨지지 않는지 확인합니다."
@@ -148,20 +149,26 @@ CHECKS: dict[str, Callable[..., Awaitable[Check]]] = {
 async def run(
     url: str, model: str, names: list[str] | None = None, timeout_s: float = 600.0, context_chars: int = 60_000
 ) -> list[Check]:
-    """Run the checks one after another; a check that cannot get an answer fails with the reason."""
+    """Run the checks one after another; a check that cannot get an answer fails with the reason.
+    A server that cannot be reached at all (or does not speak HTTP) is a ServerError."""
     sized = {"needle": {"chars": context_chars}, "prefix": {"chars": context_chars * 2 // 3}}
     out = []
-    async with httpx.AsyncClient(base_url=url, timeout=timeout_s) as c:
+    timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+    async with httpx.AsyncClient(base_url=url, timeout=timeout) as c:
         for name in names or list(CHECKS):
             try:
                 out.append(await CHECKS[name](c, model, **sized.get(name, {})))
-            except (httpx.HTTPError, KeyError, ValueError) as exc:
+            except httpx.TransportError as exc:
+                raise server_error(url, exc, timeout_s) from None
+            except (httpx.HTTPError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
                 out.append(Check(name, False, f"{type(exc).__name__}: {exc}"[:200]))
     return out
 
 
-def run_sync(url: str, model: str, names: list[str] | None = None, context_chars: int = 60_000) -> list[dict[str, Any]]:
-    return [asdict(c) for c in asyncio.run(run(url, model, names, context_chars=context_chars))]
+def run_sync(
+    url: str, model: str, names: list[str] | None = None, context_chars: int = 60_000, timeout_s: float = 600.0
+) -> list[dict[str, Any]]:
+    return [asdict(c) for c in asyncio.run(run(url, model, names, timeout_s, context_chars))]
 
 
 def model_responder(good: bool = True) -> Any:

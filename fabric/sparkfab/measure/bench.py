@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import statistics
 import threading
 import time
@@ -22,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
-from sparkfab.errors import BenchError
+from sparkfab.errors import BenchError, ServerError, Unavailable
 from sparkfab.measure import sampler, traffic
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
 from sparkfab.measure.stream import RequestResult, stream_completion
@@ -49,23 +49,62 @@ PLAN = (
 )
 
 
+#: Bounds of a plan: beyond them a request cannot be served by any Spark cluster.
+MAX_PROMPT_TOKENS = 1 << 21
+MAX_OUTPUT_TOKENS = 1 << 20
+MAX_REQUESTS = 256
+_ROW_KEYS = {"name": str, "requests": int, "prompt_tokens": int, "output_tokens": int}
+_ROW_BOUNDS = {"requests": MAX_REQUESTS, "prompt_tokens": MAX_PROMPT_TOKENS, "output_tokens": MAX_OUTPUT_TOKENS}
+
+
 def load_plan(spec: str | None, output_tokens: int | None = None) -> list[Test]:
-    if spec and Path(spec).is_file():
-        rows = yaml.safe_load(Path(spec).read_text()) or []
-        tests = [
-            Test(str(r["name"]), int(r.get("requests", 1)), int(r["prompt_tokens"]), int(r.get("output_tokens", 1024)))
-            for r in rows
-        ]
+    """P1-P6 by name, or a YAML file of {name, requests, prompt_tokens, output_tokens}."""
+    if spec and (Path(spec).exists() or spec.endswith((".yml", ".yaml")) or "/" in spec):
+        tests = _plan_file(Path(spec))
     else:
         names = [n.strip() for n in (spec or ",".join(t.name for t in PLAN)).split(",") if n.strip()]
         known = {t.name: t for t in PLAN}
         unknown = [n for n in names if n not in known]
-        if unknown:
-            raise BenchError(f"unknown test(s) {', '.join(unknown)}: the plan has P1-P6, or pass a YAML file")
+        if unknown or not names:
+            raise BenchError(f"unknown test(s) {', '.join(unknown) or '(none)'}: the plan has P1-P6, or pass a YAML file")
         tests = [known[n] for n in names]
     if output_tokens:
         tests = [Test(t.name, t.requests, t.prompt_tokens, output_tokens) for t in tests]
     return tests
+
+
+def _plan_file(path: Path) -> list[Test]:
+    from sparkfab import yamlload
+
+    try:
+        rows = yamlload.parse(yamlload.read_text(path, "plan file"))
+    except FileNotFoundError:
+        raise Unavailable(f"--plan {path}: no such file") from None
+    except yamlload.YamlProblem as exc:
+        raise BenchError(f"--plan {path}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
+    if not isinstance(rows, list) or not rows:
+        raise BenchError(f"--plan {path}: a plan is a non-empty list of {{name, requests, prompt_tokens, output_tokens}}")
+    return [_plan_row(path, i, r) for i, r in enumerate(rows)]
+
+
+def _plan_row(path: Path, i: int, row: Any) -> Test:
+    where = f"--plan {path}: tests[{i}]"
+    if not isinstance(row, dict):
+        raise BenchError(f"{where} is not a mapping of name, requests, prompt_tokens, output_tokens")
+    unknown = sorted(str(k) for k in row if k not in _ROW_KEYS)
+    if unknown:
+        raise BenchError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_ROW_KEYS)})")
+    for key in ("name", "prompt_tokens"):
+        if key not in row:
+            raise BenchError(f"{where}: {key} is missing")
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$", str(row["name"])):
+        raise BenchError(f"{where}: name {str(row['name'])[:40]!r} is not a short name (letters, digits, _ . -)")
+    values = {"requests": row.get("requests", 1), "output_tokens": row.get("output_tokens", 1024)}
+    values["prompt_tokens"] = row["prompt_tokens"]
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _ROW_BOUNDS[key]:
+            raise BenchError(f"{where}: {key} is {value!r}, not a whole number in 1-{_ROW_BOUNDS[key]:,}")
+    return Test(str(row["name"]), values["requests"], values["prompt_tokens"], values["output_tokens"])
 
 
 @dataclass
@@ -81,6 +120,9 @@ class Options:
     idle_bps: float = 1e6
     timeout_s: float = 3600.0
     label: str = ""
+    silence_s: float = 300.0  # longest silence of the server within a request (first byte, between chunks)
+    connect_s: float = 10.0
+    resume: bool = False
 
 
 class Run:
@@ -88,8 +130,8 @@ class Run:
         self, opt: Options, tests: list[Test], progress: Callable[[RequestResult], None] | None = None
     ) -> None:
         self.opt, self.tests, self.progress = opt, tests, progress
-        opt.out.mkdir(parents=True, exist_ok=True)
         self.jsonl = opt.out / "requests.jsonl"
+        self.done: set[tuple[str, int]] = set()  # (test, round) finished in the run being resumed
 
     def write_meta(self, server: ServerInfo) -> None:
         meta = {
@@ -115,17 +157,55 @@ class Run:
             self.progress(res)
 
     async def run(self, on_server: Callable[[ServerInfo], None] | None = None) -> dict[str, Any]:
-        async with httpx.AsyncClient(base_url=self.opt.url, timeout=self.opt.timeout_s) as client:
-            server, prompts = await probe(client, self.opt.model, self.opt.seed)
+        opt = self.opt
+        timeout = httpx.Timeout(min(opt.silence_s, opt.timeout_s), connect=min(opt.connect_s, opt.timeout_s))
+        async with httpx.AsyncClient(base_url=opt.url, timeout=timeout) as client:
+            try:
+                server, prompts = await asyncio.wait_for(probe(client, opt.model, opt.seed), opt.timeout_s * 4)
+            except TimeoutError:
+                raise ServerError(f"{opt.url} did not finish the probe within {opt.timeout_s * 4:g} s") from None
         if on_server:
             on_server(server)
-        self.write_meta(server)
+        try:
+            opt.out.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise Unavailable(f"-o {opt.out}: {exc.strerror or exc}") from None
+        if opt.resume:
+            self.done = self.resume_state()
+        else:
+            self.write_meta(server)
         for test in self.tests:
-            for rnd in range(-self.opt.warmup, self.opt.rounds):
-                await self._one_round(server, prompts, test, rnd)
+            for rnd in range(-opt.warmup, opt.rounds):
+                if (test.name, rnd) not in self.done:
+                    await self._one_round(server, prompts, test, rnd)
         summary = summarize(read_requests(self.opt.out))
         (self.opt.out / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
+
+    def resume_state(self) -> set[tuple[str, int]]:
+        """Rounds the earlier run finished; requests.jsonl keeps only them (a round cut short
+        runs again whole, so no round mixes two sittings)."""
+        try:
+            meta = json.loads((self.opt.out / "run.json").read_text())
+        except (OSError, ValueError):
+            raise BenchError(f"{self.opt.out}: no readable run.json to resume") from None
+        want = {"url": self.opt.url, "model": self.opt.model, "seed": self.opt.seed, "plan": [t.__dict__ for t in self.tests]}
+        differ = [k for k, v in want.items() if not isinstance(meta, dict) or meta.get(k) != v]
+        if differ:
+            raise BenchError(f"--resume: the run in {self.opt.out} has another {', '.join(differ)}; start a new run")
+        lines, _ = read_lines(self.jsonl)
+        rows = [x for x in lines if x.get("kind") != "traffic"]
+        size = {t.name: t.requests for t in self.tests}
+        done = {
+            (r["test"], r["round"])
+            for r in rows
+            if len({x["index"] for x in rows if (x["test"], x["round"]) == (r["test"], r["round"])}) >= size.get(r["test"], 1)
+        }
+        kept = [x for x in lines if (x["test"], x["round"]) in done]
+        tmp = self.jsonl.with_name(".requests.jsonl.resume")
+        tmp.write_text("".join(json.dumps(x) + "\n" for x in kept))
+        tmp.replace(self.jsonl)
+        return done
 
     async def _one_round(self, server: ServerInfo, prompts: PromptMaker, test: Test, rnd: int) -> None:
         opt = self.opt
@@ -158,7 +238,9 @@ class Run:
         ]
 
         async def one(i: int) -> None:
-            await stream_completion(opt.url, "/v1/completions", bodies[i], results[i], opt.timeout_s)
+            await stream_completion(
+                opt.url, "/v1/completions", bodies[i], results[i], opt.timeout_s, opt.silence_s, opt.connect_s
+            )
             self.record(results[i], {})  # as soon as it finishes: a crash later loses nothing
 
         await asyncio.gather(*(one(i) for i in range(test.requests)))
@@ -215,7 +297,48 @@ def merge(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_requests(run_dir: Path) -> list[dict[str, Any]]:
-    return merge([json.loads(x) for x in (run_dir / "requests.jsonl").read_text().splitlines() if x.strip()])
+    return merge(read_lines(run_dir / "requests.jsonl")[0])
+
+
+def read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The records of a requests.jsonl and how many lines were skipped: torn (a killed bench
+    leaves half a line), not JSON, or not a record of the shape bench writes."""
+    if not path.exists():
+        return [], 0
+    out, skipped = [], 0
+    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            skipped += 1
+            continue
+        if _well_formed(rec):
+            out.append(rec)
+        else:
+            skipped += 1
+    return out, skipped
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _well_formed(rec: Any) -> bool:
+    if not isinstance(rec, dict) or not isinstance(rec.get("test"), str):
+        return False
+    if not (isinstance(rec.get("round"), int) and isinstance(rec.get("index"), int)):
+        return False
+    if rec.get("kind") == "traffic":
+        return all(_num(v) for k, v in rec.items() if k.endswith(("_bytes", "_gbps")))
+    if not isinstance(rec.get("prompt_tokens_planned"), int) or not isinstance(rec.get("error"), str | None):
+        return False
+    if rec.get("error"):
+        return True
+    return _num(rec.get("ttft_s")) and isinstance(rec.get("first_ns"), int) and (
+        rec.get("decode_tps") is None or _num(rec.get("decode_tps"))
+    )
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -23,6 +23,10 @@ class HttpError(Exception):
     pass
 
 
+MAX_LINE = 1 << 20  # a status line, header block or chunk-size line longer than this is not HTTP
+MAX_CHUNK = 64 << 20
+
+
 class _Conn(asyncio.Protocol):
     """One keep-alive connection; received blocks are queued with their arrival stamps."""
 
@@ -33,6 +37,7 @@ class _Conn(asyncio.Protocol):
         self.waiter: asyncio.Future[None] | None = None
         self.closed: Exception | None = None
         self.transport: asyncio.Transport | None = None
+        self.idle_s = float("inf")  # longest wait for the next block of bytes
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -67,7 +72,11 @@ class _Conn(asyncio.Protocol):
             if left <= 0:
                 raise TimeoutError("no answer within the timeout")
             try:
-                await asyncio.wait_for(self.waiter, left)
+                await asyncio.wait_for(self.waiter, min(left, self.idle_s))
+            except TimeoutError:
+                if left > self.idle_s:
+                    raise TimeoutError(f"no bytes from the server for {self.idle_s:g} s (idle timeout)") from None
+                raise TimeoutError("the request ran past its timeout") from None
             finally:
                 self.waiter = None
         self.buf_ns, data = self.blocks.popleft()
@@ -76,6 +85,8 @@ class _Conn(asyncio.Protocol):
     async def until(self, sep: bytes, deadline: float) -> tuple[int, bytes]:
         """Bytes up to and including `sep`, with the arrival stamp of the block that completed them."""
         while (i := self.buf.find(sep)) < 0:
+            if len(self.buf) > MAX_LINE:
+                raise HttpError(f"no {sep!r} in the first {MAX_LINE} bytes: not the protocol expected")
             await self._fill(deadline)
         out, self.buf = self.buf[: i + len(sep)], self.buf[i + len(sep) :]
         return self.buf_ns, out
@@ -115,11 +126,18 @@ async def _connect(host: str, port: int, timeout_s: float) -> _Conn:
 
 
 async def sse_post(
-    url: str, body: dict[str, Any], timeout_s: float, on_send: Callable[[int], None] | None = None
+    url: str,
+    body: dict[str, Any],
+    timeout_s: float,
+    on_send: Callable[[int], None] | None = None,
+    idle_s: float = float("inf"),
+    connect_s: float | None = None,
 ) -> AsyncIterator[tuple[int, str]]:
     """POST JSON; yield (arrival ns, payload) for each SSE `data:` line of the response.
 
-    `on_send` receives the monotonic ns of the moment the request was handed to the kernel."""
+    `timeout_s` bounds the whole request, `idle_s` each wait for bytes (the first byte and the
+    gaps between chunks), `connect_s` the TCP connect. `on_send` receives the monotonic ns of
+    the moment the request was handed to the kernel."""
     u = urlsplit(url)
     host, port = u.hostname or "127.0.0.1", u.port or 80
     payload = json.dumps(body).encode()
@@ -127,7 +145,11 @@ async def sse_post(
         f"POST {u.path or '/'} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Type: application/json\r\n"
         f"Accept: text/event-stream\r\nContent-Length: {len(payload)}\r\n\r\n"
     ).encode() + payload
-    conn = await _connect(host, port, timeout_s)
+    try:
+        conn = await _connect(host, port, min(timeout_s, connect_s or timeout_s))
+    except TimeoutError:
+        raise TimeoutError(f"no TCP connection to {host}:{port} within {connect_s or timeout_s:g} s") from None
+    conn.idle_s = idle_s
     deadline = time.monotonic() + timeout_s
     assert conn.transport is not None
     sent = time.monotonic_ns()
@@ -161,7 +183,10 @@ async def sse_post(
 async def _head(conn: _Conn, deadline: float) -> tuple[int, dict[str, str]]:
     _, raw = await conn.until(b"\r\n\r\n", deadline)
     lines = raw.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
+    first = lines[0].split()
+    if len(first) < 2 or not first[0].startswith("HTTP/") or not first[1].isdigit():
+        raise HttpError(f"not an HTTP response: {lines[0][:80]!r}")
+    status = int(first[1])
     headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)}
     return status, headers
 
@@ -169,7 +194,12 @@ async def _head(conn: _Conn, deadline: float) -> tuple[int, dict[str, str]]:
 async def _chunked(conn: _Conn, deadline: float) -> AsyncIterator[tuple[int, bytes]]:
     while True:
         _, size_line = await conn.until(b"\r\n", deadline)
-        size = int(size_line.split(b";")[0], 16)
+        try:
+            size = int(size_line.split(b";")[0], 16)
+        except ValueError:
+            raise HttpError(f"a malformed chunk size {size_line[:40]!r}") from None
+        if not 0 <= size <= MAX_CHUNK:
+            raise HttpError(f"a chunk of {size} bytes")
         if size == 0:
             await conn.until(b"\r\n", deadline)  # the empty trailer
             return

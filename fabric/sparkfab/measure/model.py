@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab.errors import EstimateError
+from sparkfab.errors import EstimateError, Unavailable
 
 
 @dataclass(frozen=True)
@@ -65,30 +65,58 @@ def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+_BOUNDS = {"hidden_size": 1 << 20, "num_hidden_layers": 10_000, "num_attention_heads": 1 << 16}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _count(cfg: dict[str, Any], key: str, hi: int, lo: int = 1) -> int | None:
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"{key} is {value!r}, not a whole number in {lo}-{hi:,}")
+    return value
+
+
 def from_config(path: str | Path) -> ModelSpec:
+    from sparkfab import yamlload
+
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = json.loads(yamlload.read_text(path, "config.json"), parse_constant=_reject_constant)
     except FileNotFoundError:
-        raise EstimateError(f"{path}: no such file") from None
+        raise Unavailable(f"{path}: no such file") from None
+    except yamlload.YamlProblem as exc:
+        raise EstimateError(f"{path}: {exc.message}") from None
     except json.JSONDecodeError as exc:
         raise EstimateError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError as exc:
+        raise EstimateError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise EstimateError(f"{path}: a config.json is a JSON object, this is a {type(raw).__name__}")
     cfg = _text_config(raw)
-    missing = [
-        k for k in ("hidden_size", "num_hidden_layers", "num_attention_heads") if not isinstance(cfg.get(k), int)
-    ]
+    try:
+        sizes = {k: _count(cfg, k, hi) for k, hi in _BOUNDS.items()}
+        vocab = _count(cfg, "vocab_size", 1 << 24, lo=0) or 0
+        mtp_key = "num_nextn_predict_layers" if "num_nextn_predict_layers" in cfg else "mtp_num_hidden_layers"
+        mtp = _count(cfg, mtp_key, 64, lo=0) or 0
+    except ValueError as exc:
+        raise EstimateError(f"{path}: {exc}") from None
+    missing = [k for k, v in sizes.items() if v is None]
     if missing:
         raise EstimateError(
             f"{path}: missing {', '.join(missing)} (looked at the top level, text_config and "
             "thinker_config.text_config)"
         )
-    mtp = cfg.get("num_nextn_predict_layers", cfg.get("mtp_num_hidden_layers", 0)) or 0
     return ModelSpec(
-        name=str(cfg.get("model_type") or Path(path).stem),
-        hidden=cfg["hidden_size"],
-        layers=cfg["num_hidden_layers"],
-        vocab=int(cfg.get("vocab_size") or 0),
-        heads=cfg["num_attention_heads"],
-        mtp_layers=int(mtp),
+        name=str(cfg.get("model_type") or Path(path).stem)[:64],
+        hidden=int(sizes["hidden_size"] or 0),
+        layers=int(sizes["num_hidden_layers"] or 0),
+        vocab=vocab,
+        heads=int(sizes["num_attention_heads"] or 0),
+        mtp_layers=mtp,
     )
 
 

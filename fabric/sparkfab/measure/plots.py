@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 from sparkfab.measure.estimate import EMULATED_GBPS, Setup, bytes_per_token, extra_time, tp_projection
+from sparkfab.outputs import PNG_METADATA, write_file
 
 
 def _plt() -> Any:
@@ -44,7 +46,7 @@ def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | No
     ax.legend()
     fig.tight_layout()
     paths = [out / "penalty_vs_prompt.png"]
-    fig.savefig(paths[0])
+    fig.savefig(paths[0], metadata=PNG_METADATA)
     plt.close(fig)
     if ttft is not None:
         rows = tp_projection(s, ttft, baseline_tp=s.tp)
@@ -57,7 +59,7 @@ def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | No
         ax.set_title("Projected penalty against TP size")
         fig.tight_layout()
         paths.append(out / "penalty_vs_tp.png")
-        fig.savefig(paths[1])
+        fig.savefig(paths[1], metadata=PNG_METADATA)
         plt.close(fig)
     return paths
 
@@ -89,7 +91,8 @@ def traffic_plot(sr: Any, out: Path, direction: str = "tx", window: tuple[float,
         z.set_title(f"zoom: {window[0]:g}-{window[1]:g} s, 1 ms averages")
         z.grid(True, alpha=0.3)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata=PNG_METADATA)
     plt.close(fig)
+    write_file(out, buf.getvalue(), flag="--plot")
     return out

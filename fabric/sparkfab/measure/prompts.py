@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from sparkfab.errors import BenchError
+from sparkfab.errors import BenchError, ServerError
 
 FIXED_TEXT = (
     "The ring all-reduce sums partial results around a circle of machines. Each machine sends one segment "
@@ -59,7 +59,7 @@ class ServerInfo:
 class TokenPrompts:
     def __init__(self, vocab: list[int], seed: int) -> None:
         if len(vocab) < 16:
-            raise BenchError("the tokenizer gave fewer than 16 distinct tokens for the prompt set")
+            raise ServerError("the tokenizer gave fewer than 16 distinct tokens for the prompt set")
         self.vocab, self.seed = vocab, seed
 
     def make(self, n: int, test: str, round_: int, index: int) -> list[int]:
@@ -99,7 +99,7 @@ class TextPrompts:
                 budget -= self.costs[w]
         end = self._exact(budget, rng)
         if end is None:
-            raise BenchError(f"no combination of the prompt set's words makes exactly {n} tokens")
+            raise ServerError(f"no combination of the prompt set's words makes exactly {n} tokens")
         words += end
         return HEAD + "".join(words)
 
@@ -124,7 +124,7 @@ class TextPrompts:
 
 
 async def _post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> httpx.Response:
-    return await client.post(path, json=body, timeout=120)
+    return await client.post(path, json=body)
 
 
 def _one_token(model: str, prompt: list[int] | str, ignore_eos: bool) -> dict[str, Any]:
@@ -143,13 +143,13 @@ async def probe(client: httpx.AsyncClient, model: str, seed: int) -> tuple[Serve
         if not ok:
             plain, why = await _accepts(client, model, vocab[:8], ignore_eos=False)
             if not plain:
-                raise BenchError(f"/v1/completions refuses a token-id prompt: {why}")
+                raise ServerError(f"/v1/completions refuses a token-id prompt: {why}")
         return ServerInfo("token-ids", ok), TokenPrompts(vocab, seed)
     eos, _ = await _accepts(client, model, HEAD + " ring", ignore_eos=True)
     if not eos:
         plain, why = await _accepts(client, model, HEAD + " ring", ignore_eos=False)
         if not plain:
-            raise BenchError(f"/v1/completions refuses a text prompt: {why}")
+            raise ServerError(f"/v1/completions refuses a text prompt: {why}")
     counter = _Counter(client, model, eos)
     head = await counter.count(HEAD)
     words = list(dict.fromkeys(" " + w for w in FIXED_TEXT.split()))
@@ -167,11 +167,21 @@ async def probe(client: httpx.AsyncClient, model: str, seed: int) -> tuple[Serve
     together = await counter.count(HEAD + "".join(mix))
     want = head + sum(costs[w] for w in mix)
     if together != want:
-        raise BenchError(
+        raise ServerError(
             f"the server's token count does not add up word by word ({together} tokens for words that cost "
             f"{want} one at a time), so exact text prompts cannot be made; give the server a /tokenize endpoint"
         )
     return ServerInfo("text", eos, head), TextPrompts(costs, head, seed)
+
+
+def server_error(url: Any, exc: Exception, timeout_s: float | None = None) -> ServerError:
+    """What went wrong on the way to the server, in words."""
+    if isinstance(exc, httpx.TimeoutException):
+        within = f" within {timeout_s:g} s" if timeout_s else ""
+        return ServerError(f"{url} gave no answer{within} ({type(exc).__name__})")
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.DecodingError):
+        return ServerError(f"{url} does not speak HTTP as expected (protocol error: {str(exc)[:120]})")
+    return ServerError(f"cannot reach {url}: {type(exc).__name__}: {str(exc)[:160]}")
 
 
 async def _vocab(client: httpx.AsyncClient, model: str) -> list[int] | None:
@@ -179,9 +189,16 @@ async def _vocab(client: httpx.AsyncClient, model: str) -> list[int] | None:
         r = await _post(client, "/tokenize", {"model": model, "prompt": FIXED_TEXT})
         if r.status_code != 200:
             return None
-        return sorted(set(r.json()["tokens"]))
+        tokens = r.json()["tokens"]
+        return sorted({t for t in tokens if isinstance(t, int) and not isinstance(t, bool)})
+    except httpx.TransportError as exc:
+        raise server_error(client.base_url, exc, _timeout(client)) from None
     except (httpx.HTTPError, KeyError, ValueError, TypeError):
         return None
+
+
+def _timeout(client: httpx.AsyncClient) -> float | None:
+    return client.timeout.read
 
 
 async def _accepts(
@@ -190,7 +207,7 @@ async def _accepts(
     try:
         r = await _post(client, "/v1/completions", _one_token(model, prompt, ignore_eos))
     except httpx.HTTPError as exc:
-        raise BenchError(f"cannot reach {client.base_url}: {type(exc).__name__}: {exc}") from exc
+        raise server_error(client.base_url, exc, _timeout(client)) from None
     return r.status_code == 200, f"HTTP {r.status_code}: {r.text[:200]}"
 
 
@@ -201,9 +218,12 @@ class _Counter:
         self.client, self.model, self.ignore_eos = client, model, ignore_eos
 
     async def count(self, text: str) -> int:
-        r = await _post(self.client, "/v1/completions", _one_token(self.model, text, self.ignore_eos))
+        try:
+            r = await _post(self.client, "/v1/completions", _one_token(self.model, text, self.ignore_eos))
+        except httpx.HTTPError as exc:
+            raise server_error(self.client.base_url, exc, _timeout(self.client)) from None
         try:
             r.raise_for_status()
             return int(r.json()["usage"]["prompt_tokens"])
         except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
-            raise BenchError(f"cannot count tokens with /v1/completions: HTTP {r.status_code}: {r.text[:200]}") from exc
+            raise ServerError(f"cannot count tokens with /v1/completions: HTTP {r.status_code}: {r.text[:200]}") from exc

@@ -12,24 +12,40 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from sparkfab.errors import Unavailable, UsageError
 from sparkfab.measure import bench, sampler, traffic
 from sparkfab.measure.estimate import EMULATED_GBPS, Setup, bytes_per_token, extra_time
+from sparkfab.outputs import PNG_METADATA
 
 SPEEDS = {"200": 200.0, "100e": EMULATED_GBPS, "100": 100.0}
 
 
 def load_run(path: Path) -> dict[str, Any]:
-    meta = json.loads((path / "run.json").read_text())
-    rows = bench.read_requests(path)
+    """A bench run directory: its run.json and the well-formed records of requests.jsonl."""
+    if not path.exists():
+        raise Unavailable(f"{path}: no such run directory")
+    if not (path / "run.json").is_file():
+        raise UsageError(f"{path}: not a bench run directory (no run.json)")
+    try:
+        meta = json.loads((path / "run.json").read_bytes().decode("utf-8"))
+    except ValueError as exc:
+        raise UsageError(f"{path}/run.json: not JSON ({str(exc)[:80]})") from None
+    if not isinstance(meta, dict):
+        raise UsageError(f"{path}/run.json: not a JSON object")
+    lines, skipped = bench.read_lines(path / "requests.jsonl")
+    rows = bench.merge(lines)
+    label = meta.get("label")
     return {
         "dir": path,
         "meta": meta,
         "rows": rows,
         "summary": bench.summarize(rows),
-        "label": meta.get("label") or path.name,
+        "label": str(label)[:40] if label else path.name,
+        "skipped": skipped,
     }
 
 
@@ -151,8 +167,8 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
         axes[-1][0].set_xlabel("time since the request was sent (s)")
         fig.suptitle(f"{test}: traffic of one host, round 0")
         fig.tight_layout()
-        paths.append(out / f"traffic_{test}.png")
-        fig.savefig(paths[-1])
+        paths.append(out / f"traffic_{re.sub(r'[^A-Za-z0-9_.-]', '_', test)}.png")
+        fig.savefig(paths[-1], metadata=PNG_METADATA)
         plt.close(fig)
     names = [r["test"] for r in t["ttft"]]
     fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
@@ -169,7 +185,7 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     paths.append(out / "ttft.png")
-    fig.savefig(paths[-1])
+    fig.savefig(paths[-1], metadata=PNG_METADATA)
     plt.close(fig)
     if b:
         fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
@@ -184,13 +200,12 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
         ax.grid(True, axis="y", alpha=0.3)
         fig.tight_layout()
         paths.append(out / "extra_prefill.png")
-        fig.savefig(paths[-1])
+        fig.savefig(paths[-1], metadata=PNG_METADATA)
         plt.close(fig)
     return paths
 
 
 def write(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None, out: Path) -> dict[str, Any]:
-    out.mkdir(parents=True, exist_ok=True)
     t = tables(a, b, setup)
     md = markdown(t, a["label"], b["label"] if b else None)
     pngs = plots(a, b, t, out)

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sparkfab.errors import UsageError
+
 MAGIC = b"SPARKFAB-SAMPLES v1\n"
 SLICE_NS = 20_000_000  # how long the loop runs between looks at stop() and signals
 
@@ -67,6 +69,17 @@ def netdev_counters(devices: list[str], root: str = "/") -> list[Counter]:
         s = base / d / "statistics"
         out += [Counter(str(s / "tx_bytes"), d, "tx", 1), Counter(str(s / "rx_bytes"), d, "rx", 1)]
     return out
+
+
+def counters_of(devices: list[str], source: str, root: str = "/") -> list[Counter]:
+    """The counters of these devices; a device without them is a usage error that names it."""
+    make = rdma_counters if source == "rdma" else netdev_counters
+    counters = make(devices, root)
+    missing = sorted({c.device for c in counters if not Path(c.path).is_file()})
+    if missing:
+        where = "/sys/class/infiniband" if source == "rdma" else "/sys/class/net"
+        raise UsageError(f"no {source} counters for {', '.join(missing)} under {Path(root) / where.lstrip('/')}")
+    return counters
 
 
 def record_struct(n: int) -> struct.Struct:
@@ -213,25 +226,51 @@ class Samples:
         return list(self.header["counters"])
 
 
+MAX_HEADER = 1 << 20
+
+
 def read(path: str | Path) -> Samples:
-    """Read a sample file; a torn last record (killed writer) is dropped."""
-    data = Path(path).read_bytes()
-    if not data.startswith(MAGIC):
-        raise ValueError(f"{path}: not a sparkfab sample file")
+    """Read a sample file; a torn last record (killed writer) is dropped. A file that is not
+    one raises UsageError naming it."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{path}: is a directory, not a sample file")
+    data = p.read_bytes()
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
+        raise UsageError(f"{path}: not a sparkfab sample file")
     off = len(MAGIC)
     (n,) = struct.unpack_from("<I", data, off)
-    header = json.loads(data[off + 4 : off + 4 + n])
+    if n > MAX_HEADER or off + 4 + n > len(data):
+        raise UsageError(f"{path}: the header length ({n} bytes) does not fit the file")
+    try:
+        header = json.loads(data[off + 4 : off + 4 + n])
+    except ValueError:
+        raise UsageError(f"{path}: the header is not JSON") from None
+    if not isinstance(header, dict):
+        raise UsageError(f"{path}: the header is not a JSON object")
+    _check_counters(path, header.get("counters"))
     off += 4 + n
     rec = record_struct(len(header["counters"]))
     count = (len(data) - off) // rec.size
     t0, t1, missed, values = [], [], [], []
-    for i in range(count):
-        a, b, m, _, *v = rec.unpack_from(data, off + i * rec.size)
+    for a, b, m, _, *v in rec.iter_unpack(data[off : off + count * rec.size]):
         t0.append(a)
         t1.append(b)
         missed.append(m)
         values.append(v)
     return Samples(header, t0, t1, missed, values)
+
+
+def _check_counters(path: str | Path, counters: Any) -> None:
+    fields = {"path": str, "device": str, "direction": str, "unit": int}
+    ok = (
+        isinstance(counters, list)
+        and 0 < len(counters) <= 4096
+        and all(isinstance(c, dict) and all(isinstance(c.get(k), t) for k, t in fields.items()) for c in counters)
+        and all(c["direction"] in ("tx", "rx") and c["unit"] > 0 for c in counters)
+    )
+    if not ok:
+        raise UsageError(f"{path}: the header's counters are not a list of {{path, device, direction, unit}}")
 
 
 def rate_since(counters: list[Counter], window_s: float) -> float:

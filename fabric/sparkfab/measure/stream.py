@@ -66,8 +66,16 @@ class RequestResult:
 
 
 async def stream_completion(
-    base_url: str, path: str, body: dict[str, Any], result: RequestResult, timeout_s: float = 3600.0
+    base_url: str,
+    path: str,
+    body: dict[str, Any],
+    result: RequestResult,
+    timeout_s: float = 3600.0,
+    idle_s: float = float("inf"),
+    connect_s: float | None = None,
 ) -> RequestResult:
+    """Stream one completion into `result`. Whatever the server sends, the outcome is recorded
+    in the result (a malformed chunk, a stall, a lost connection are its error), never raised."""
     body = {**body, "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
     seen = 0
     result.send_ns = time.monotonic_ns()  # replaced by the moment the request is written
@@ -76,27 +84,32 @@ async def stream_completion(
         result.send_ns = ns
 
     try:
-        async for now, payload in sse_post(base_url.rstrip("/") + path, body, timeout_s, on_send=sent):
+        url = base_url.rstrip("/") + path
+        async for now, payload in sse_post(url, body, timeout_s, sent, idle_s, connect_s):
             if payload == "[DONE]":
                 continue  # read on to the end of the response so the connection can be reused
             seen = _take(result, now, json.loads(payload), seen)
-    except (TimeoutError, OSError, HttpError, asyncio.IncompleteReadError, json.JSONDecodeError) as exc:
+    except (TimeoutError, OSError, HttpError, asyncio.IncompleteReadError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"[:300]
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON that is not a chunk
+        result.error = f"malformed chunk: {type(exc).__name__}: {exc}"[:300]
     if result.completion_tokens is None and result.chunks and not result.error:
         result.completion_tokens = seen
     result.validate()
     return result
 
 
-def _take(result: RequestResult, now: int, data: dict[str, Any], seen: int) -> int:
+def _take(result: RequestResult, now: int, data: Any, seen: int) -> int:
     """Fold one streamed chunk into the result; return the tokens seen so far."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a chunk that is not a JSON object: {str(data)[:60]}")
     usage = data.get("usage") or {}
     choices = data.get("choices") or []
     if choices:
         choice = choices[0]
         delta = choice.get("delta") or {}
         text = choice.get("text") or delta.get("content") or ""
-        cumulative = usage.get("completion_tokens")
+        cumulative = _count(usage.get("completion_tokens"))
         if cumulative is not None:  # continuous usage stats, or the final count on the last chunk
             tokens, seen = cumulative - seen, cumulative
         else:
@@ -110,6 +123,12 @@ def _take(result: RequestResult, now: int, data: dict[str, Any], seen: int) -> i
             result.last_ns = now
         result.text += text
     if usage and (not choices or any(c.get("finish_reason") for c in choices)):
-        result.prompt_tokens = usage.get("prompt_tokens")
-        result.completion_tokens = usage.get("completion_tokens")
+        result.prompt_tokens = _count(usage.get("prompt_tokens"))
+        result.completion_tokens = _count(usage.get("completion_tokens"))
     return seen
+
+
+def _count(value: Any) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ValueError(f"a token count that is not a whole number: {str(value)[:40]}")

@@ -40,6 +40,17 @@ class Launch:
         return hashlib.sha256("\0".join(self.engine_flags).encode()).hexdigest()
 
 
+def export_env(paths: str) -> str:
+    """Shell that exports every KEY=VALUE line of env files literally, as `docker --env-file`
+    reads them: the value is never expanded, so `$(...)`, quotes or `;` in it stay text."""
+    return (
+        f"for f in {paths}; do "
+        'while IFS= read -r line || [ -n "$line" ]; do '
+        'case "$line" in ""|"#"*) continue ;; esac; export "$line"; '
+        'done < "$f"; done'
+    )
+
+
 def flag_argv(flags: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for key, value in flags.items():
@@ -210,7 +221,7 @@ def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, 
     envs = f"/etc/sparkfab/nccl.env {LAUNCH_DIR}/{inst.name}.env"
     if lx.runtime == "process":
         return head + (
-            f'set -a\nfor f in {envs}; do . "$f"; done\nset +a\n'
+            f"{export_env(envs)}\n"
             f"exec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n"
         )
     vols = " ".join(f"-v {shlex.quote(v)}" for v in recipe.volumes)

@@ -335,6 +335,8 @@ def collective(
     """The torch.distributed all-reduce with the generated env: workers first, rank 0 last."""
     import concurrent.futures as cf
 
+    from sparkfab.render.launch import export_env
+
     backend = "gloo" if lab else "nccl"
     port = plan.master_port + 1  # admitted by the fabric firewall next to the engine's port
     n = len(inst.ranks)
@@ -342,7 +344,7 @@ def collective(
     def one(rank: int, host: str) -> dict[str, Any]:
         env = f"/etc/sparkfab/nccl.env /etc/sparkfab/launch/{inst.name}.env"
         cmd = (
-            f'set -a; for f in {env}; do . "$f"; done; set +a; '
+            f"{export_env(env)}; "
             f'exec "${{SPARKFAB_PYTHON:-python3}}" /etc/sparkfab/collective.py run --rank {rank} '
             f"--world-size {n} --master-addr {inst.master_addr} --master-port {port} "
             f"--backend {backend} --sizes {shlex.quote(sizes)} --timeout 90"

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from sparkfab.plan import Host, Iface, Plan
+from sparkfab.render.launch import export_env
 from sparkfab.verify import hardware
 from sparkfab.verify.result import FAIL, PASS, Result
 
@@ -126,7 +127,7 @@ def _all_reduce(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
         hostlist = ",".join(f"{plan.host(h).mgmt_address}:1" for h in inst.hosts)
         env = "-x NCCL_IB_HCA -x NCCL_SOCKET_IFNAME -x NCCL_ALGO -x NCCL_IB_SUBNET_AWARE_ROUTING -x NCCL_IB_MERGE_NICS"
         res = hosts[inst.hosts[0]].run(
-            f"set -a; . /etc/sparkfab/nccl.env; set +a; mpirun -np {len(inst.hosts)} "
+            f"{export_env('/etc/sparkfab/nccl.env')}; mpirun -np {len(inst.hosts)} "
             f"-H {hostlist} {env} all_reduce_perf -b 1M -e 256M -f 4 -d bfloat16"
         )
         rows, avg = hardware.parse_nccl_tests(res.stdout)
