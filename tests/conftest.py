@@ -31,7 +31,10 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
 
     def run(*args: str) -> CliResult:
         capsys.readouterr()
-        code = main(list(args))
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse refused the arguments
+            code = int(exc.code or 0)
         cap = capsys.readouterr()
         return CliResult(code, cap.out, cap.err)
 

@@ -174,7 +174,7 @@ def test_cli_from_inventory(cli):
     "args,message",
     [
         (["--tp", "6"], "TP 6 does not divide the 64 attention heads of glm-5.3"),
-        (["--to", "0"], "link speed --to 0 Gb/s: must be above 0"),
+        (["--to", "0"], "argument --to: 0 is outside (0, 1e+06]"),
         (["--model", "gpt-9"], "unknown model preset 'gpt-9'"),
         (["--ttft", "0.5"], "baseline TTFT 0.5 s is shorter than sending the prefill"),
     ],

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -190,7 +190,9 @@ INVENTORY_CASES = [
     validate("bad-timestamp", "all:\n  x: !!timestamp nope\n", r"timestamp"),
     validate("merge-not-map", "all:\n  <<: 5\n", r"merges mappings only"),
     validate("key-is-a-list", "all:\n  ? [a, b]\n  : 1\n", r"mapping key must be a plain value"),
-    validate("vault-in-sparkfab", inv().replace("cluster: ring4", "cluster: !vault |\n        $ANSIBLE_VAULT;1.1"), r"!vault"),
+    validate(
+        "vault-in-sparkfab", inv().replace("cluster: ring4", "cluster: !vault |\n        $ANSIBLE_VAULT;1.1"), r"!vault"
+    ),
     validate("unsafe-env", inv().replace("HF_HOME: /models", "HF_HOME: !unsafe '{{ x }}'"), r"env.*!unsafe"),
     validate("missing-sparkfab", "all:\n  hosts: {a: {}}\n  vars: {x: 1}\n", r"no 'sparkfab' block"),
     validate("many-unknown-keys", inv(lambda d: sf(d).update({f"k{i}": i for i in range(300)})), r"and \d+ more"),
@@ -198,11 +200,12 @@ INVENTORY_CASES = [
     validate(
         "bad-cluster-and-more",
         inv(
-            lambda d: sf(d).update(
-                cluster="Bad Name!", mtu=99999, master_port=80, link_speed=7, subnet_pool="127.0.0.0/8"
+            lambda d: (
+                sf(d).update(cluster="Bad Name!", mtu=99999, master_port=80, link_speed=7, subnet_pool="127.0.0.0/8"),
+                glm(d).update(head="spark-nope", port=29501),
             )
         ),
-        r"7 problem|6 problem|5 problem",
+        r"7 problem\(s\)(.|\n)*cluster(.|\n)*head 'spark-nope'(.|\n)*API port 29501",
     ),
     validate("cluster-missing", inv(lambda d: sf(d).pop("cluster")), r"cluster.*required"),
     validate("cluster-number", inv(sfset("cluster", 12345678901234567890123)), r"cluster"),
@@ -216,11 +219,27 @@ INVENTORY_CASES = [
     validate("host-dotdot", renamed(".."), r"'\.\.'"),
     validate("host-entry-list", inv(setter("all", "hosts", "spark-329f", value=[1])), r"spark-329f"),
     validate("host-entry-string", inv(setter("all", "hosts", "spark-329f", value="x")), r"spark-329f"),
-    validate("ansible-host-injection", inv(setter("all", "hosts", "spark-329f", "ansible_host", value="10.0.0.1; rm -rf /")), r"ansible_host.*10\.0\.0\.1; rm"),
-    validate("ansible-host-subshell", inv(setter("all", "hosts", "spark-329f", "ansible_host", value="$(id)")), r"ansible_host"),
-    validate("ansible-host-newline", inv(setter("all", "hosts", "spark-329f", "ansible_host", value="a\nMASTER_ADDR=x")), r"ansible_host"),
-    validate("ansible-host-empty", inv(setter("all", "hosts", "spark-329f", "ansible_host", value="")), r"ansible_host"),
-    validate("ansible-host-list", inv(setter("all", "hosts", "spark-329f", "ansible_host", value=[1])), r"ansible_host"),
+    validate(
+        "ansible-host-injection",
+        inv(setter("all", "hosts", "spark-329f", "ansible_host", value="10.0.0.1; rm -rf /")),
+        r"ansible_host.*10\.0\.0\.1; rm",
+    ),
+    validate(
+        "ansible-host-subshell",
+        inv(setter("all", "hosts", "spark-329f", "ansible_host", value="$(id)")),
+        r"ansible_host",
+    ),
+    validate(
+        "ansible-host-newline",
+        inv(setter("all", "hosts", "spark-329f", "ansible_host", value="a\nMASTER_ADDR=x")),
+        r"ansible_host",
+    ),
+    validate(
+        "ansible-host-empty", inv(setter("all", "hosts", "spark-329f", "ansible_host", value="")), r"ansible_host"
+    ),
+    validate(
+        "ansible-host-list", inv(setter("all", "hosts", "spark-329f", "ansible_host", value=[1])), r"ansible_host"
+    ),
     validate("mgmt-if-injection", inv(setter("all", "hosts", "spark-329f", "mgmt_if", value="eth0;id")), r"mgmt_if"),
     validate("rank-negative", inv(setter("all", "hosts", "spark-329f", "rank", value=-1)), r"rank"),
     validate("rank-string", inv(setter("all", "hosts", "spark-329f", "rank", value="zero")), r"rank"),
@@ -231,24 +250,82 @@ INVENTORY_CASES = [
     ),
     validate("rank-beyond", inv(setter("all", "hosts", "spark-329f", "rank", value=9)), r"rank 9 is beyond"),
     # environment and flags that reach shell files and the engine
-    validate("env-key-space", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A B": "1"})), r"env.*A B"),
-    validate("env-key-digit", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"1X": "1"})), r"1X"),
-    validate("env-key-dollar", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"$(id)": "1"})), r"\$\(id\)"),
-    validate("env-key-equals", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A=B": "1"})), r"A=B"),
-    validate("env-value-newline", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A": "1\nB=2"})), r"env\.A"),
-    validate("env-value-cr", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A": "1\rB"})), r"env\.A"),
-    validate("env-value-list", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A": [1]})), r"env\.A"),
-    validate("env-value-huge", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A": "x" * 5000})), r"env\.A"),
+    validate(
+        "env-key-space",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A B": "1"})),
+        r"env.*A B",
+    ),
+    validate(
+        "env-key-digit", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"1X": "1"})), r"1X"
+    ),
+    validate(
+        "env-key-dollar",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"$(id)": "1"})),
+        r"\$\(id\)",
+    ),
+    validate(
+        "env-key-equals", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A=B": "1"})), r"A=B"
+    ),
+    validate(
+        "env-value-newline",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A": "1\nB=2"})),
+        r"env\.A",
+    ),
+    validate(
+        "env-value-cr",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A": "1\rB"})),
+        r"env\.A",
+    ),
+    validate(
+        "env-value-list", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A": [1]})), r"env\.A"
+    ),
+    validate(
+        "env-value-huge",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A": "x" * 5000})),
+        r"env\.A",
+    ),
     validate("env-list", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value=["A=1"])), r"env"),
-    validate("flag-unknown", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"totally-bogus-flag": 7})), r"totally-bogus-flag"),
-    validate("flag-typo", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"max-model-lenn": 7})), r"did you mean 'max-model-len'"),
-    validate("flag-dashes", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"--port": 7})), r"--port"),
-    validate("flag-space", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"a b": 7})), r"a b"),
-    validate("flag-value-newline", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"max-model-len": "1\n2"})), r"max-model-len"),
-    validate("flag-generated", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"tensor-parallel-size": 2})), r"tensor-parallel-size.*generated"),
-    validate("flag-headless", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"headless": True})), r"headless"),
-    validate("flag-nan", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"max-num-seqs": float("nan")})), r"max-num-seqs"),
-    validate("flags-list", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value=["--x"])), r"flags"),
+    validate(
+        "flag-unknown",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"totally-bogus-flag": 7})),
+        r"totally-bogus-flag",
+    ),
+    validate(
+        "flag-typo",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"max-model-lenn": 7})),
+        r"did you mean 'max-model-len'",
+    ),
+    validate(
+        "flag-dashes",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"--port": 7})),
+        r"--port",
+    ),
+    validate(
+        "flag-space", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"a b": 7})), r"a b"
+    ),
+    validate(
+        "flag-value-newline",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"max-model-len": "1\n2"})),
+        r"max-model-len",
+    ),
+    validate(
+        "flag-generated",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"tensor-parallel-size": 2})),
+        r"tensor-parallel-size.*generated",
+    ),
+    validate(
+        "flag-headless",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"headless": True})),
+        r"headless",
+    ),
+    validate(
+        "flag-nan",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value={"max-num-seqs": float("nan")})),
+        r"max-num-seqs",
+    ),
+    validate(
+        "flags-list", inv(setter("all", "vars", "sparkfab", "instances", "glm", "flags", value=["--x"])), r"flags"
+    ),
     # ports and addresses
     validate("master-port-top", inv(sfset("master_port", 65535)), r"master_port"),
     validate("master-port-zero", inv(sfset("master_port", 0)), r"master_port"),
@@ -258,8 +335,16 @@ INVENTORY_CASES = [
     validate("master-port-bool", inv(sfset("master_port", True)), r"master_port"),
     validate("api-port-22", inv(setter("all", "vars", "sparkfab", "instances", "glm", "port", value=22)), r"port"),
     validate("api-port-big", inv(setter("all", "vars", "sparkfab", "instances", "glm", "port", value=70000)), r"port"),
-    validate("api-port-is-master", inv(setter("all", "vars", "sparkfab", "instances", "glm", "port", value=29501)), r"API port 29501 is taken by master_port"),
-    validate("api-port-is-collective", inv(setter("all", "vars", "sparkfab", "instances", "glm", "port", value=29502)), r"taken by master_port \+ 1"),
+    validate(
+        "api-port-is-master",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "port", value=29501)),
+        r"API port 29501 is taken by master_port",
+    ),
+    validate(
+        "api-port-is-collective",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "port", value=29502)),
+        r"taken by master_port \+ 1",
+    ),
     validate("pool-everything", inv(sfset("subnet_pool", "0.0.0.0/0")), r"subnet_pool.*not a private range"),
     validate("pool-loopback", inv(sfset("subnet_pool", "127.0.0.0/8")), r"subnet_pool.*127\.0\.0\.0/8"),
     validate("pool-link-local", inv(sfset("subnet_pool", "169.254.0.0/16")), r"subnet_pool"),
@@ -268,7 +353,11 @@ INVENTORY_CASES = [
     validate("pool-host-bits", inv(sfset("subnet_pool", "192.168.96.1/20")), r"subnet_pool"),
     validate("pool-word", inv(sfset("subnet_pool", "banana")), r"subnet_pool"),
     validate("pool-ipv6", inv(sfset("subnet_pool", "fd00::/64")), r"subnet_pool"),
-    validate("cable-subnet-loopback", inv(lambda d: sf(d)["cables"][0].update(subnets=["127.0.0.0/24", "127.0.1.0/24"])), r"cables\[0\]\.subnets"),
+    validate(
+        "cable-subnet-loopback",
+        inv(lambda d: sf(d)["cables"][0].update(subnets=["127.0.0.0/24", "127.0.1.0/24"])),
+        r"cables\[0\]\.subnets",
+    ),
     validate("rail-prefix-31", inv(sfset("rail_prefix", 31)), r"rail_prefix"),
     validate("mtu-huge", inv(sfset("mtu", 10**12)), r"mtu"),
     validate("mtu-text", inv(sfset("mtu", "jumbo")), r"mtu"),
@@ -281,18 +370,52 @@ INVENTORY_CASES = [
     validate("tp-zero", inv(setter("all", "vars", "sparkfab", "instances", "glm", "tp", value=0)), r"tp"),
     validate("tp-huge", inv(setter("all", "vars", "sparkfab", "instances", "glm", "tp", value=10**6)), r"tp"),
     validate("tp-missing", inv(lambda d: glm(d).pop("tp")), r"tp.*required"),
-    validate("head-not-member", inv(setter("all", "vars", "sparkfab", "instances", "glm", "head", value="spark-nope")), r"head 'spark-nope' is not one of"),
-    validate("launcher-unknown", inv(setter("all", "vars", "sparkfab", "instances", "glm", "launcher", value="no-such-recipe")), r"no-such-recipe"),
-    validate("launcher-path", inv(setter("all", "vars", "sparkfab", "instances", "glm", "launcher", value="../../etc/passwd")), r"\.\./\.\./etc/passwd"),
-    validate("instance-hosts-empty", inv(setter("all", "vars", "sparkfab", "instances", "glm", "hosts", value=[])), r"hosts"),
-    validate("instance-host-twice", inv(setter("all", "vars", "sparkfab", "instances", "glm", "hosts", value=["spark-329f", "spark-329f"])), r"twice"),
+    validate(
+        "head-not-member",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "head", value="spark-nope")),
+        r"head 'spark-nope' is not one of",
+    ),
+    validate(
+        "launcher-unknown",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "launcher", value="no-such-recipe")),
+        r"no-such-recipe",
+    ),
+    validate(
+        "launcher-path",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "launcher", value="../../etc/passwd")),
+        r"\.\./\.\./etc/passwd",
+    ),
+    validate(
+        "instance-hosts-empty", inv(setter("all", "vars", "sparkfab", "instances", "glm", "hosts", value=[])), r"hosts"
+    ),
+    validate(
+        "instance-host-twice",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "hosts", value=["spark-329f", "spark-329f"])),
+        r"twice",
+    ),
     validate("instance-list", inv(sfset("instances", ["glm"])), r"instances"),
     validate("cables-mapping", inv(sfset("cables", {"a": 1})), r"cables"),
-    validate("cable-three-ends", inv(lambda d: sf(d)["cables"][0].update(ends=["spark-329f:p1", "spark-355d:p1", "spark-c049:p1"])), r"two ends"),
+    validate(
+        "cable-three-ends",
+        inv(lambda d: sf(d)["cables"][0].update(ends=["spark-329f:p1", "spark-355d:p1", "spark-c049:p1"])),
+        r"two ends",
+    ),
     validate("cable-string", inv(lambda d: sf(d)["cables"].append("spark-329f:p0")), r"cables\[4\]"),
-    validate("cable-end-space", inv(lambda d: sf(d)["cables"][0].update(ends=["spark-329f :p1", "spark-355d:p1"])), r"spark-329f :p1"),
-    validate("cable-unknown-host", inv(lambda d: sf(d)["cables"][0].update(ends=["spark-zzzz:p1", "spark-355d:p1"])), r"spark-zzzz"),
-    validate("switch-named-like-host", inv(sfset("switches", {"spark-329f": {"model": "CRS804"}})), r"switch 'spark-329f' has the name of a host"),
+    validate(
+        "cable-end-space",
+        inv(lambda d: sf(d)["cables"][0].update(ends=["spark-329f :p1", "spark-355d:p1"])),
+        r"spark-329f :p1",
+    ),
+    validate(
+        "cable-unknown-host",
+        inv(lambda d: sf(d)["cables"][0].update(ends=["spark-zzzz:p1", "spark-355d:p1"])),
+        r"spark-zzzz",
+    ),
+    validate(
+        "switch-named-like-host",
+        inv(sfset("switches", {"spark-329f": {"model": "CRS804"}})),
+        r"switch 'spark-329f' has the name of a host",
+    ),
     validate("switch-model-bogus", inv(sfset("switches", {"sw1": {"model": "CRS999"}})), r"model"),
     validate("switch-ports-huge", inv(sfset("switches", {"sw1": {"model": "generic", "ports": 10**9}})), r"ports"),
     # the same loader behind every verb that reads an inventory
@@ -301,11 +424,27 @@ INVENTORY_CASES = [
     validate("plan-vars-list", "all:\n  vars: [1]\n", r"all\.vars", verb="plan {inv}"),
     validate("lab-up-dry-run-bad", inv(sfset("master_port", 65535)), r"master_port", verb="lab up {inv} --dry-run"),
     validate("verify-bad-inventory", inv(sfset("subnet_pool", "0.0.0.0/0")), r"subnet_pool", verb="verify {inv}"),
-    validate("apply-bad-inventory", inv(setter("all", "hosts", "spark-329f", "ansible_host", value="$(id)")), r"ansible_host", verb="apply {inv} -y"),
-    validate("serve-bad-inventory", inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A B": "1"})), r"A B", verb="serve start {inv} -y"),
+    validate(
+        "apply-bad-inventory",
+        inv(setter("all", "hosts", "spark-329f", "ansible_host", value="$(id)")),
+        r"ansible_host",
+        verb="apply {inv} -y",
+    ),
+    validate(
+        "serve-bad-inventory",
+        inv(setter("all", "vars", "sparkfab", "instances", "glm", "env", value={"A B": "1"})),
+        r"A B",
+        verb="serve start {inv} -y",
+    ),
     validate("linkspeed-bad-inventory", bomb(), r"expands to more than", verb="linkspeed {inv} 100e -y"),
-    validate("render-bad-inventory", inv(setter("all", "hosts", "spark-329f", "ansible_host", value="a b")), r"ansible_host", verb="render {inv} -o {d}/out"),
+    validate(
+        "render-bad-inventory",
+        inv(setter("all", "hosts", "spark-329f", "ansible_host", value="a b")),
+        r"ansible_host",
+        verb="render {inv} -o {d}/out",
+    ),
     validate("estimate-bad-inventory", b"\xfe", r"not UTF-8", verb="estimate --inventory {inv}"),
+    validate("linkspeed-200-on-100-switch", SWITCH100, r"carries", verb="linkspeed {inv} 200 -y"),
     c("validate-missing-file", "validate {d}/nope.yml", 5, r"nope\.yml: no such file"),
     c("validate-directory", "validate {d}", 2, r"is a directory"),
     c("plan-missing-file", "plan {d}/nope.yml", 5, r"nope\.yml"),
@@ -321,19 +460,49 @@ def render(id: str, argv: str, code: int, culprit: str, files: dict[str, str | b
 
 RENDER_CASES = [
     render("render-into-inventory-dir", "render {d}/inv.yml -o {d}", 2, r"holds the input"),
-    render("render-into-parent-of-inventory", "render {d}/cfg/inv.yml -o {d}", 2, r"holds the input", files={"cfg/inv.yml": inv()}),
-    render("render-into-foreign-dir", "render {d}/inv.yml -o {d}/out", 2, r"did not write \(inventory\.yml\)", files={"out/inventory.yml": "mine\n"}),
-    render("render-into-host-vars", "render {d}/inv.yml -o {d}/out", 2, r"host_vars/a\.yml", files={"out/host_vars/a.yml": "x\n"}),
+    render(
+        "render-into-parent-of-inventory",
+        "render {d}/cfg/inv.yml -o {d}",
+        2,
+        r"holds the input",
+        files={"cfg/inv.yml": inv()},
+    ),
+    render(
+        "render-into-foreign-dir",
+        "render {d}/inv.yml -o {d}/out",
+        2,
+        r"did not write \(inventory\.yml\)",
+        files={"out/inventory.yml": "mine\n"},
+    ),
+    render(
+        "render-into-host-vars",
+        "render {d}/inv.yml -o {d}/out",
+        2,
+        r"host_vars/a\.yml",
+        files={"out/host_vars/a.yml": "x\n"},
+    ),
     render("render-tmp-files", "render {d}/inv.yml -o {d}/out", 2, r"x\.tmp", files={"out/x.tmp": "x\n"}),
     render("render-empty-o", ("render", "{d}/inv.yml", "-o", ""), 2, r"-o.*empty"),
     render("render-o-file", "render {d}/inv.yml -o {d}/f", 2, r"exists and is not a directory", files={"f": "x"}),
     render("render-o-under-file", "render {d}/inv.yml -o {d}/f/sub", 5, r"f/sub", files={"f": "x"}),
     render("render-o-proc", "render {d}/inv.yml -o /proc/sparkfab-test", 5, r"/proc/sparkfab-test"),
-    render("render-link-speed-200-on-100-switch", "render {d}/s.yml -o {d}/out --link-speed 200", 2, r"carries", files={"s.yml": SWITCH100}),
+    render(
+        "render-link-speed-200-on-100-switch",
+        "render {d}/s.yml -o {d}/out --link-speed 200",
+        2,
+        r"carries",
+        files={"s.yml": SWITCH100},
+    ),
     render("render-link-speed-bogus", "render {d}/inv.yml -o {d}/out --link-speed 400", 2, r"invalid choice"),
     render("render-new-dir", "render {d}/inv.yml -o {d}/out", 0, r"rendered \d+ files", outputs=("out",)),
     render("render-nested-new", "render {d}/inv.yml -o {d}/a/b/c", 0, r"rendered", outputs=("a",)),
-    c("schema-over-inventory", "schema -o {d}/inv.yml", 2, r"inv\.yml exists and sparkfab did not write it", files={"inv.yml": inv()}),
+    c(
+        "schema-over-inventory",
+        "schema -o {d}/inv.yml",
+        2,
+        r"inv\.yml exists and sparkfab did not write it",
+        files={"inv.yml": inv()},
+    ),
     c("schema-into-dir", "schema -o {d}", 2, r"is a directory"),
     c("schema-empty", ("schema", "-o", ""), 2, r"-o.*empty"),
     c("schema-new", "schema -o {d}/s.json", 0, r"", outputs=("s.json",)),
@@ -362,27 +531,112 @@ ESTIMATE_CASES = [
     c("estimate-config-dir", "estimate --config {d}", 2, r"is a directory"),
     c("estimate-config-not-json", "estimate --config {d}/c.json", 2, r"c\.json: not JSON", files={"c.json": "{nope"}),
     c("estimate-config-list", "estimate --config {d}/c.json", 2, r"c\.json.*object", files={"c.json": "[1, 2]"}),
-    c("estimate-config-binary", "estimate --config {d}/c.json", 2, r"c\.json.*UTF-8", files={"c.json": b"\xff\xd8\xff"}),
-    c("estimate-config-hidden-zero", "estimate --config {d}/c.json", 2, r"hidden_size", files={"c.json": config(hidden_size=0)}),
-    c("estimate-config-hidden-negative", "estimate --config {d}/c.json", 2, r"hidden_size", files={"c.json": config(hidden_size=-4096)}),
-    c("estimate-config-hidden-bool", "estimate --config {d}/c.json", 2, r"hidden_size", files={"c.json": config(hidden_size=True)}),
-    c("estimate-config-hidden-string", "estimate --config {d}/c.json", 2, r"hidden_size", files={"c.json": config(hidden_size="4096")}),
-    c("estimate-config-layers-huge", "estimate --config {d}/c.json", 2, r"num_hidden_layers", files={"c.json": config(num_hidden_layers=10**30)}),
-    c("estimate-config-heads-zero", "estimate --config {d}/c.json", 2, r"num_attention_heads", files={"c.json": config(num_attention_heads=0)}),
-    c("estimate-config-text-config-list", "estimate --config {d}/c.json", 2, r"hidden_size", files={"c.json": json.dumps({"text_config": [1]})}),
-    c("estimate-config-vocab-string", "estimate --config {d}/c.json", 2, r"vocab_size", files={"c.json": config(vocab_size="many")}),
-    c("estimate-config-mtp-string", "estimate --config {d}/c.json", 2, r"num_nextn_predict_layers", files={"c.json": config(num_nextn_predict_layers="x")}),
-    c("estimate-config-nan", "estimate --config {d}/c.json", 2, r"c\.json", files={"c.json": '{"hidden_size": NaN, "num_hidden_layers": 2, "num_attention_heads": 2}'}),
-    c("estimate-config-huge-file", "estimate --config {d}/c.json", 2, r"larger than", files={"c.json": " " * (9 * 1024 * 1024)}),
+    c(
+        "estimate-config-binary",
+        "estimate --config {d}/c.json",
+        2,
+        r"c\.json.*UTF-8",
+        files={"c.json": b"\xff\xd8\xff"},
+    ),
+    c(
+        "estimate-config-hidden-zero",
+        "estimate --config {d}/c.json",
+        2,
+        r"hidden_size",
+        files={"c.json": config(hidden_size=0)},
+    ),
+    c(
+        "estimate-config-hidden-negative",
+        "estimate --config {d}/c.json",
+        2,
+        r"hidden_size",
+        files={"c.json": config(hidden_size=-4096)},
+    ),
+    c(
+        "estimate-config-hidden-bool",
+        "estimate --config {d}/c.json",
+        2,
+        r"hidden_size",
+        files={"c.json": config(hidden_size=True)},
+    ),
+    c(
+        "estimate-config-hidden-string",
+        "estimate --config {d}/c.json",
+        2,
+        r"hidden_size",
+        files={"c.json": config(hidden_size="4096")},
+    ),
+    c(
+        "estimate-config-layers-huge",
+        "estimate --config {d}/c.json",
+        2,
+        r"num_hidden_layers",
+        files={"c.json": config(num_hidden_layers=10**30)},
+    ),
+    c(
+        "estimate-config-heads-zero",
+        "estimate --config {d}/c.json",
+        2,
+        r"num_attention_heads",
+        files={"c.json": config(num_attention_heads=0)},
+    ),
+    c(
+        "estimate-config-text-config-list",
+        "estimate --config {d}/c.json",
+        2,
+        r"hidden_size",
+        files={"c.json": json.dumps({"text_config": [1]})},
+    ),
+    c(
+        "estimate-config-vocab-string",
+        "estimate --config {d}/c.json",
+        2,
+        r"vocab_size",
+        files={"c.json": config(vocab_size="many")},
+    ),
+    c(
+        "estimate-config-mtp-string",
+        "estimate --config {d}/c.json",
+        2,
+        r"num_nextn_predict_layers",
+        files={"c.json": config(num_nextn_predict_layers="x")},
+    ),
+    c(
+        "estimate-config-nan",
+        "estimate --config {d}/c.json",
+        2,
+        r"c\.json",
+        files={"c.json": '{"hidden_size": NaN, "num_hidden_layers": 2, "num_attention_heads": 2}'},
+    ),
+    c(
+        "estimate-config-huge-file",
+        "estimate --config {d}/c.json",
+        2,
+        r"larger than",
+        files={"c.json": " " * (9 * 1024 * 1024)},
+    ),
     c("estimate-plot-into-file", "estimate --plot {d}/f", 2, r"exists and is not a directory", files={"f": "x"}),
-    c("estimate-plot-foreign-dir", "estimate --plot {d}/p", 2, r"did not write \(mine\.png\)", files={"p/mine.png": "x"}),
+    c(
+        "estimate-plot-foreign-dir",
+        "estimate --plot {d}/p",
+        2,
+        r"did not write \(mine\.png\)",
+        files={"p/mine.png": "x"},
+    ),
     c("estimate-inventory-missing", "estimate --inventory {d}/nope.yml", 5, r"nope\.yml"),
     c("estimate-plot-new", "estimate --plot {d}/p", 0, r"wrote", outputs=("p",), seconds=30),
 ]
 
 
 def traffic(id: str, argv: str, code: int, culprit: str, data: bytes | None = None, **kw: Any) -> Case:
-    return c(id, f"traffic {{d}}/s.bin {argv}".strip(), code, culprit, files={"s.bin": data if data is not None else sample_file()}, **kw)
+    return c(
+        id,
+        f"traffic {{d}}/s.bin {argv}".strip(),
+        code,
+        culprit,
+        files={"s.bin": data if data is not None else sample_file()},
+        **kw,
+    )
 
 
 TRAFFIC_CASES = [
@@ -390,13 +644,43 @@ TRAFFIC_CASES = [
     c("traffic-directory", "traffic {d}", 2, r"is a directory"),
     traffic("traffic-garbage", "", 2, r"s\.bin: not a sparkfab sample file", data=os.urandom(4096)),
     traffic("traffic-empty-file", "", 2, r"s\.bin: not a sparkfab sample file", data=b""),
-    traffic("traffic-header-length-huge", "", 2, r"s\.bin: .*header", data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 2**31) + b"{}"),
-    traffic("traffic-header-not-json", "", 2, r"s\.bin: .*header", data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 5) + b"{nope"),
-    traffic("traffic-header-list", "", 2, r"s\.bin: .*header", data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 2) + b"[]"),
-    traffic("traffic-header-no-counters", "", 2, r"s\.bin: .*counters", data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 2) + b"{}"),
-    traffic("traffic-header-counters-bad", "", 2, r"s\.bin: .*counters", data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 17) + b'{"counters": [1]}'),
-    traffic("traffic-no-records", "", 2, r"s\.bin: [01] sample\(s\): rates need at least two", data=sample_file(records=0)),
-    traffic("traffic-one-record", "", 2, r"s\.bin: [01] sample\(s\): rates need at least two", data=sample_file(records=1)),
+    traffic(
+        "traffic-header-length-huge",
+        "",
+        2,
+        r"s\.bin: .*header",
+        data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 2**31) + b"{}",
+    ),
+    traffic(
+        "traffic-header-not-json",
+        "",
+        2,
+        r"s\.bin: .*header",
+        data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 5) + b"{nope",
+    ),
+    traffic(
+        "traffic-header-list", "", 2, r"s\.bin: .*header", data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 2) + b"[]"
+    ),
+    traffic(
+        "traffic-header-no-counters",
+        "",
+        2,
+        r"s\.bin: .*counters",
+        data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 2) + b"{}",
+    ),
+    traffic(
+        "traffic-header-counters-bad",
+        "",
+        2,
+        r"s\.bin: .*counters",
+        data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 17) + b'{"counters": [1]}',
+    ),
+    traffic(
+        "traffic-no-records", "", 2, r"s\.bin: [01] sample\(s\): rates need at least two", data=sample_file(records=0)
+    ),
+    traffic(
+        "traffic-one-record", "", 2, r"s\.bin: [01] sample\(s\): rates need at least two", data=sample_file(records=1)
+    ),
     traffic("traffic-torn-record", "--format json", 0, r"", data=sample_file()[:-7]),
     traffic("traffic-intervals-zero", "--intervals 0", 2, r"--intervals"),
     traffic("traffic-intervals-tiny", "--intervals 1us", 2, r"--intervals"),
@@ -411,7 +695,13 @@ TRAFFIC_CASES = [
     traffic("traffic-window-nan", "--window nan:1", 2, r"--window"),
     traffic("traffic-plot-dir", "--plot {d}", 2, r"(is a directory|\.png)"),
     traffic("traffic-plot-not-png", "--plot {d}/x.txt", 2, r"\.png"),
-    c("traffic-plot-over-file", "traffic {d}/s.bin --plot {d}/x.png", 2, r"x\.png exists and sparkfab did not write it", files={"s.bin": sample_file(), "x.png": "mine"}),
+    c(
+        "traffic-plot-over-file",
+        "traffic {d}/s.bin --plot {d}/x.png",
+        2,
+        r"x\.png exists and sparkfab did not write it",
+        files={"s.bin": sample_file(), "x.png": "mine"},
+    ),
     traffic("traffic-plot-over-input", "--plot {d}/s.bin", 2, r"(\.png|input)"),
     traffic("traffic-ok", "--format json", 0, r""),
 ]
@@ -424,20 +714,68 @@ def report(id: str, argv: str, code: int, culprit: str, files: dict[str, str | b
 REPORT_CASES = [
     report("report-missing-run", "report {d}/nope -o {d}/out", 5, r"nope"),
     report("report-not-a-run", "report {d}/x -o {d}/out", 2, r"x: not a bench run directory", files={"x/file": "x"}),
-    report("report-run-json-garbage", "report {d}/r -o {d}/out", 2, r"r/run\.json", files=run_dir_files("r", meta="{nope")),
+    report(
+        "report-run-json-garbage", "report {d}/r -o {d}/out", 2, r"r/run\.json", files=run_dir_files("r", meta="{nope")
+    ),
     report("report-run-json-list", "report {d}/r -o {d}/out", 2, r"r/run\.json", files=run_dir_files("r", meta="[1]")),
-    report("report-run-json-binary", "report {d}/r -o {d}/out", 2, r"r/run\.json", files={"r/run.json": b"\xff\xfe", "r/requests.jsonl": ""}),
+    report(
+        "report-run-json-binary",
+        "report {d}/r -o {d}/out",
+        2,
+        r"r/run\.json",
+        files={"r/run.json": b"\xff\xfe", "r/requests.jsonl": ""},
+    ),
     report("report-three-runs", "report {d}/a {d}/b {d}/a -o {d}/out", 2, r"one or two runs"),
     report("report-into-run", "report {d}/a -o {d}/a", 2, r"holds the input"),
     report("report-into-parent", "report {d}/a -o {d}", 2, r"holds the input"),
-    report("report-into-foreign", "report {d}/a -o {d}/out", 2, r"did not write \(notes\.txt\)", files={"out/notes.txt": "x"}),
-    report("report-estimate-config-missing", "report {d}/a --estimate --config {d}/nope.json -o {d}/out", 5, r"nope\.json"),
+    report(
+        "report-into-foreign",
+        "report {d}/a -o {d}/out",
+        2,
+        r"did not write \(notes\.txt\)",
+        files={"out/notes.txt": "x"},
+    ),
+    report(
+        "report-estimate-config-missing", "report {d}/a --estimate --config {d}/nope.json -o {d}/out", 5, r"nope\.json"
+    ),
     report("report-tp-zero", "report {d}/a --estimate --tp 0 -o {d}/out", 2, r"--tp"),
     report("report-empty-o", ("report", "{d}/a", "-o", ""), 2, r"-o.*empty"),
-    report("report-torn-last-line", "report {d}/r -o {d}/out", 0, r"skipped 1 unreadable line", files=run_dir_files("r", rows=[row(), row(index=1)[:40]]), outputs=("out",), seconds=30),
-    report("report-garbage-lines", "report {d}/r -o {d}/out", 0, r"skipped 3 unreadable line", files=run_dir_files("r", rows=["nope", row(), "[1]", '{"test": 5}']), outputs=("out",), seconds=30),
-    report("report-row-types", "report {d}/r -o {d}/out", 0, r"skipped 1 unreadable line", files=run_dir_files("r", rows=[row(), row(ttft_s="fast")]), outputs=("out",), seconds=30),
-    report("report-no-rows", "report {d}/r -o {d}/out", 0, r"", files=run_dir_files("r", rows=[]), outputs=("out",), seconds=30),
+    report(
+        "report-torn-last-line",
+        "report {d}/r -o {d}/out",
+        0,
+        r"skipped 1 unreadable line",
+        files=run_dir_files("r", rows=[row(), row(index=1)[:40]]),
+        outputs=("out",),
+        seconds=30,
+    ),
+    report(
+        "report-garbage-lines",
+        "report {d}/r -o {d}/out",
+        0,
+        r"skipped 3 unreadable line",
+        files=run_dir_files("r", rows=["nope", row(), "[1]", '{"test": 5}']),
+        outputs=("out",),
+        seconds=30,
+    ),
+    report(
+        "report-row-types",
+        "report {d}/r -o {d}/out",
+        0,
+        r"skipped 1 unreadable line",
+        files=run_dir_files("r", rows=[row(), row(ttft_s="fast")]),
+        outputs=("out",),
+        seconds=30,
+    ),
+    report(
+        "report-no-rows",
+        "report {d}/r -o {d}/out",
+        0,
+        r"",
+        files=run_dir_files("r", rows=[]),
+        outputs=("out",),
+        seconds=30,
+    ),
 ]
 
 
@@ -461,59 +799,199 @@ BENCH_CASES = [
     bench("bench-plan-file-garbage", "--plan {d}/p.yml", 2, r"p\.yml", files={"p.yml": "{nope"}),
     bench("bench-plan-file-mapping", "--plan {d}/p.yml", 2, r"p\.yml", files={"p.yml": "a: 1\n"}),
     bench("bench-plan-no-name", "--plan {d}/p.yml", 2, r"p\.yml.*name", files={"p.yml": "- {prompt_tokens: 5}\n"}),
-    bench("bench-plan-absurd-prompt", "--plan {d}/p.yml", 2, r"prompt_tokens", files={"p.yml": "- {name: x, prompt_tokens: 1000000000000}\n"}),
-    bench("bench-plan-zero-prompt", "--plan {d}/p.yml", 2, r"prompt_tokens", files={"p.yml": "- {name: x, prompt_tokens: 0}\n"}),
-    bench("bench-plan-requests-huge", "--plan {d}/p.yml", 2, r"requests", files={"p.yml": "- {name: x, prompt_tokens: 5, requests: 100000}\n"}),
-    bench("bench-plan-string-tokens", "--plan {d}/p.yml", 2, r"prompt_tokens", files={"p.yml": "- {name: x, prompt_tokens: many}\n"}),
+    bench(
+        "bench-plan-absurd-prompt",
+        "--plan {d}/p.yml",
+        2,
+        r"prompt_tokens",
+        files={"p.yml": "- {name: x, prompt_tokens: 1000000000000}\n"},
+    ),
+    bench(
+        "bench-plan-zero-prompt",
+        "--plan {d}/p.yml",
+        2,
+        r"prompt_tokens",
+        files={"p.yml": "- {name: x, prompt_tokens: 0}\n"},
+    ),
+    bench(
+        "bench-plan-requests-huge",
+        "--plan {d}/p.yml",
+        2,
+        r"requests",
+        files={"p.yml": "- {name: x, prompt_tokens: 5, requests: 100000}\n"},
+    ),
+    bench(
+        "bench-plan-string-tokens",
+        "--plan {d}/p.yml",
+        2,
+        r"prompt_tokens",
+        files={"p.yml": "- {name: x, prompt_tokens: many}\n"},
+    ),
     bench("bench-plan-empty", "--plan {d}/p.yml", 2, r"p\.yml", files={"p.yml": "[]\n"}),
     bench("bench-plan-bomb", "--plan {d}/p.yml", 2, r"p\.yml", files={"p.yml": bomb()}),
     bench("bench-url-word", "--url nope", 2, r"--url", server=None),
     bench("bench-url-ftp", "--url ftp://127.0.0.1/", 2, r"--url", server=None),
     bench("bench-url-no-host", "--url http://", 2, r"--url", server=None),
     bench("bench-url-bad-port", "--url http://127.0.0.1:99999", 2, r"--url", server=None),
-    bench("bench-existing-run", "--plan {d}/p.yml", 2, r"run.*(already|holds)", files={"p.yml": PLAN, "run/requests.jsonl": "{}\n"}),
+    bench(
+        "bench-existing-run",
+        "--plan {d}/p.yml",
+        2,
+        r"run.*(already|holds)",
+        files={"p.yml": PLAN, "run/requests.jsonl": "{}\n"},
+    ),
     bench("bench-run-is-file", "--plan {d}/p.yml", 2, r"run", files={"p.yml": PLAN, "run": "x"}),
-    bench("bench-counters-missing", "--plan {d}/p.yml --counters nosuchdev --source netdev --root {d}", 2, r"nosuchdev", files={"p.yml": PLAN}),
-    bench("bench-counters-traversal", "--plan {d}/p.yml --counters ../../etc --source netdev", 2, r"\.\./\.\./etc", files={"p.yml": PLAN}),
+    bench(
+        "bench-counters-missing",
+        "--plan {d}/p.yml --counters nosuchdev --source netdev --root {d}",
+        2,
+        r"nosuchdev",
+        files={"p.yml": PLAN},
+    ),
+    bench(
+        "bench-counters-traversal",
+        "--plan {d}/p.yml --counters ../../etc --source netdev",
+        2,
+        r"\.\./\.\./etc",
+        files={"p.yml": PLAN},
+    ),
     bench("bench-closed-port", "--plan {d}/p.yml", 5, r"cannot reach", server="closed", files={"p.yml": PLAN}),
-    bench("bench-silent-server", "--plan {d}/p.yml --timeout 2", 5, r"(no answer|timed out|Timeout)", server="silent", files={"p.yml": PLAN}),
-    bench("bench-garbage-server", "--plan {d}/p.yml --timeout 3", 5, r"(HTTP|protocol|answer)", server="garbage", files={"p.yml": PLAN}),
-    bench("bench-bad-chunk", "--plan {d}/p.yml --rounds 3", 5, r"1 of 3 requests failed", server="bad-chunk", files={"p.yml": PLAN}, outputs=("run",), seconds=20),
-    bench("bench-stalled-stream", "--plan {d}/p.yml --rounds 2 --idle-timeout 1", 5, r"of 2 requests failed", server="stall", files={"p.yml": PLAN}, outputs=("run",), seconds=20),
+    bench(
+        "bench-silent-server",
+        "--plan {d}/p.yml --timeout 2",
+        5,
+        r"(no answer|timed out|Timeout)",
+        server="silent",
+        files={"p.yml": PLAN},
+    ),
+    bench(
+        "bench-garbage-server",
+        "--plan {d}/p.yml --timeout 3",
+        5,
+        r"(HTTP|protocol|answer)",
+        server="garbage",
+        files={"p.yml": PLAN},
+    ),
+    bench(
+        "bench-bad-chunk",
+        "--plan {d}/p.yml --rounds 3",
+        5,
+        r"1 of 3 requests failed",
+        server="bad-chunk",
+        files={"p.yml": PLAN},
+        outputs=("run",),
+        seconds=20,
+    ),
+    bench(
+        "bench-stalled-stream",
+        "--plan {d}/p.yml --rounds 2 --idle-timeout 1",
+        5,
+        r"of 2 requests failed",
+        server="stall",
+        files={"p.yml": PLAN},
+        outputs=("run",),
+        seconds=20,
+    ),
     bench("bench-ok", "--plan {d}/p.yml", 0, r"results in", files={"p.yml": PLAN}, outputs=("run",), seconds=20),
 ]
 
 BATTERY_CASES = [
     c("battery-closed", "battery --url {url} --model m --checks count", 5, r"cannot reach", server="closed"),
-    c("battery-silent", "battery --url {url} --model m --checks count --timeout 2", 5, r"(no answer|timed out|Timeout)", server="silent"),
-    c("battery-garbage", "battery --url {url} --model m --checks count --timeout 3", 5, r"(HTTP|protocol|answer)", server="garbage"),
+    c(
+        "battery-silent",
+        "battery --url {url} --model m --checks count --timeout 2",
+        5,
+        r"(no answer|timed out|Timeout)",
+        server="silent",
+    ),
+    c(
+        "battery-garbage",
+        "battery --url {url} --model m --checks count --timeout 3",
+        5,
+        r"(HTTP|protocol|answer)",
+        server="garbage",
+    ),
     c("battery-checks-bogus", "battery --url http://127.0.0.1:9 --model m --checks count,bogus", 2, r"bogus"),
-    c("battery-context-negative", "battery --url http://127.0.0.1:9 --model m --context-chars=-5", 2, r"--context-chars"),
-    c("battery-context-huge", "battery --url http://127.0.0.1:9 --model m --context-chars 1000000000", 2, r"--context-chars"),
+    c(
+        "battery-context-negative",
+        "battery --url http://127.0.0.1:9 --model m --context-chars=-5",
+        2,
+        r"--context-chars",
+    ),
+    c(
+        "battery-context-huge",
+        "battery --url http://127.0.0.1:9 --model m --context-chars 1000000000",
+        2,
+        r"--context-chars",
+    ),
     c("battery-url-word", "battery --url nope --model m", 2, r"--url"),
     c("battery-timeout-zero", "battery --url http://127.0.0.1:9 --model m --timeout 0", 2, r"--timeout"),
 ]
 
 SAMPLE_CASES = [
-    c("sample-interval-zero", "sample --devices lo --source netdev --interval 0 --duration 0.1 -o {d}/s.bin", 2, r"--interval"),
-    c("sample-interval-tiny", "sample --devices lo --source netdev --interval 1us --duration 0.1 -o {d}/s.bin", 2, r"--interval"),
-    c("sample-interval-word", "sample --devices lo --source netdev --interval fast --duration 0.1 -o {d}/s.bin", 2, r"--interval"),
+    c(
+        "sample-interval-zero",
+        "sample --devices lo --source netdev --interval 0 --duration 0.1 -o {d}/s.bin",
+        2,
+        r"--interval",
+    ),
+    c(
+        "sample-interval-tiny",
+        "sample --devices lo --source netdev --interval 1us --duration 0.1 -o {d}/s.bin",
+        2,
+        r"--interval",
+    ),
+    c(
+        "sample-interval-word",
+        "sample --devices lo --source netdev --interval fast --duration 0.1 -o {d}/s.bin",
+        2,
+        r"--interval",
+    ),
     c("sample-duration-negative", "sample --devices lo --source netdev --duration=-1 -o {d}/s.bin", 2, r"--duration"),
     c("sample-duration-nan", "sample --devices lo --source netdev --duration nan -o {d}/s.bin", 2, r"--duration"),
-    c("sample-device-missing", "sample --devices nosuchdev0 --source netdev --duration 0.1 --root {d} -o {d}/s.bin", 2, r"nosuchdev0"),
+    c(
+        "sample-device-missing",
+        "sample --devices nosuchdev0 --source netdev --duration 0.1 --root {d} -o {d}/s.bin",
+        2,
+        r"nosuchdev0",
+    ),
     c("sample-device-traversal", "sample --devices ../../../etc --duration 0.1 -o {d}/s.bin", 2, r"\.\./\.\./\.\./etc"),
-    c("sample-over-existing", "sample --devices lo --source netdev --duration 0.1 -o {d}/s.bin", 2, r"s\.bin exists", files={"s.bin": "precious"}),
+    c(
+        "sample-over-existing",
+        "sample --devices lo --source netdev --duration 0.1 -o {d}/s.bin",
+        2,
+        r"s\.bin exists",
+        files={"s.bin": "precious"},
+    ),
     c("sample-into-dir", "sample --devices lo --source netdev --duration 0.1 -o {d}", 2, r"is a directory"),
     c("sample-no-devices", "sample -o {d}/s.bin", 2, r"--devices"),
     c("sample-inventory-missing", "sample --inventory {d}/nope.yml --host a -o {d}/s.bin", 5, r"nope\.yml"),
-    c("sample-host-unknown", "sample --inventory {d}/inv.yml --host zz -o {d}/s.bin", 2, r"zz is not a host", files={"inv.yml": inv()}),
+    c(
+        "sample-host-unknown",
+        "sample --inventory {d}/inv.yml --host zz -o {d}/s.bin",
+        2,
+        r"zz is not a host",
+        files={"inv.yml": inv()},
+    ),
     c("discover-ssh-config-missing", "discover a b --ssh-config {d}/nope", 5, r"nope"),
-    c("discover-inventory-bad", "discover --inventory {d}/inv.yml", 2, r"all\.vars", files={"inv.yml": "all:\n  vars: [1]\n"}),
+    c(
+        "discover-inventory-bad",
+        "discover --inventory {d}/inv.yml",
+        2,
+        r"all\.vars",
+        files={"inv.yml": "all:\n  vars: [1]\n"},
+    ),
 ]
 
 CASES = (
-    INVENTORY_CASES + RENDER_CASES + ESTIMATE_CASES + TRAFFIC_CASES + REPORT_CASES + BENCH_CASES
-    + BATTERY_CASES + SAMPLE_CASES
+    INVENTORY_CASES
+    + RENDER_CASES
+    + ESTIMATE_CASES
+    + TRAFFIC_CASES
+    + REPORT_CASES
+    + BENCH_CASES
+    + BATTERY_CASES
+    + SAMPLE_CASES
 )
 
 
@@ -528,7 +1006,7 @@ def test_the_table_is_large_and_its_names_unique():
 class _Raw(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     mode = "good"
-    served = [0]
+    served: ClassVar[list[int]] = [0]
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -583,54 +1061,75 @@ class _Raw(BaseHTTPRequestHandler):
 _LOCK = threading.Lock()
 
 
+def _closed_port() -> tuple[str, Callable[[], None]]:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}", lambda: None
+
+
+def _raw_socket(mode: str) -> tuple[str, Callable[[], None]]:
+    """silent: accepts and never answers; garbage: answers with something that is not HTTP."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    s.settimeout(0.2)
+    done = threading.Event()
+    conns: list[socket.socket] = []
+
+    def loop() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = s.accept()
+            except OSError:
+                continue
+            conns.append(conn)
+            if mode == "garbage":
+                conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n\x00\x01garbage\r\n\r\n")
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+
+    def stop() -> None:
+        done.set()
+        t.join()
+        for x in conns:
+            x.close()
+        s.close()
+
+    return f"http://127.0.0.1:{s.getsockname()[1]}", stop
+
+
+def _http(mode: str) -> tuple[str, Callable[[], None]]:
+    handler = type("H", (_Raw,), {"mode": mode, "served": [0]})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    httpd.handle_error = lambda *_: None  # type: ignore[method-assign]  # a client that gave up is the point
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+
+    def stop() -> None:
+        httpd.shutdown()
+        httpd.server_close()
+
+    return f"http://127.0.0.1:{httpd.server_address[1]}", stop
+
+
 @pytest.fixture
-def server(request) -> Iterator[Callable[[str], str]]:
+def server() -> Iterator[Callable[[str], str]]:
     stops: list[Callable[[], None]] = []
 
     def start(mode: str) -> str:
-        if mode == "closed":
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-            s.close()
-            return f"http://127.0.0.1:{port}"
-        if mode in ("silent", "garbage"):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            s.listen(16)
-            done = threading.Event()
-            conns: list[socket.socket] = []
-
-            def loop() -> None:
-                s.settimeout(0.2)
-                while not done.is_set():
-                    try:
-                        conn, _ = s.accept()
-                    except OSError:
-                        continue
-                    conns.append(conn)
-                    if mode == "garbage":
-                        conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n\x00\x01garbage\r\n\r\n")
-
-            t = threading.Thread(target=loop, daemon=True)
-            t.start()
-
-            def stop() -> None:
-                done.set()
-                t.join()
-                for x in conns:
-                    x.close()
-                s.close()
-
-            stops.append(stop)
-            return f"http://127.0.0.1:{s.getsockname()[1]}"
-        handler = type("H", (_Raw,), {"mode": mode, "served": [0]})
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
-        httpd.handle_error = lambda *_: None  # a client that gave up is what some cases are about
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        stops.append(lambda: (httpd.shutdown(), httpd.server_close()))
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
+        make = (
+            _closed_port
+            if mode == "closed"
+            else (lambda: _raw_socket(mode))
+            if mode in ("silent", "garbage")
+            else (lambda: _http(mode))
+        )
+        url, stop = make()
+        stops.append(stop)
+        return url
 
     yield start
     for stop in stops:
@@ -691,7 +1190,7 @@ def test_hostile_input(case: Case, tmp_path, capsys, monkeypatch, server):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     elapsed = time.monotonic() - t0
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert "internal error" not in err and "Traceback" not in err, err
     assert code == case.code, f"exit {code}, expected {case.code}: {err[-2000:]}"
     assert re.search(case.culprit, err), f"{case.culprit!r} not in: {err[-2000:]}"

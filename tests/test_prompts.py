@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkfab.errors import BenchError
+from sparkfab.errors import BenchError, ServerError
 from sparkfab.measure.prompts import HEAD, TextPrompts, TokenPrompts, probe
 from tests.test_bench import _rows, bench, plan
 
@@ -79,7 +79,7 @@ def test_probe_measures_words_with_the_servers_count():
 
 
 def test_probe_refuses_a_count_that_does_not_add_up():
-    with pytest.raises(BenchError) as err:
+    with pytest.raises(ServerError) as err:
         _probe(lambda text: 1 + len(text.split()) + (5 if len(text) > 200 else 0))  # long texts cost extra
     assert str(err.value).startswith("the server's token count does not add up word by word (")
     assert str(err.value).endswith("so exact text prompts cannot be made; give the server a /tokenize endpoint")

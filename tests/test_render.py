@@ -6,6 +6,8 @@ import dataclasses
 import difflib
 import ipaddress
 import json
+import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -32,7 +34,11 @@ def rendered(path: Path, mode: str, out: Path) -> dict[str, str]:
 
 def golden_view(files: dict[str, str]) -> dict[str, str]:
     """What goldens pin: generated files (not the shipped collective.py, not the derived bundles)."""
-    return {k: v for k, v in files.items() if not k.startswith("bundles/") and not k.endswith("collective.py")}
+    return {
+        k: v
+        for k, v in files.items()
+        if not k.startswith("bundles/") and not k.endswith("collective.py") and k != ".sparkfab-output"
+    }
 
 
 @pytest.mark.golden
@@ -202,6 +208,29 @@ def test_generated_vllm_flags_are_known():
                     flags = [a for a in serve if a.startswith("--")]
                     unknown = [a for a in flags if a not in known and "vllm" in serve]
                     assert not unknown, (path.name, host, unknown)
+
+
+def test_flag_list_is_generated_from_vllms_parser():
+    """The list validate checks flags against is vLLM's own (run where a vLLM environment is:
+    SPARKFAB_VLLM_PYTHON, or .venv-vllm beside the project)."""
+    py = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")
+    if not py.exists():
+        pytest.skip("no vLLM environment to compare with (SPARKFAB_VLLM_PYTHON)")
+    res = subprocess.run(
+        [str(py), str(REPO / "scripts/vllm_flags.py"), "--check"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"},
+        timeout=600,
+    )
+    assert res.returncode == 0, f"stale: run scripts/vllm_flags.py with vLLM's Python\n{res.stderr[-800:]}"
+
+
+def test_flag_list_names_its_vllm_version():
+    from sparkfab.launchers import vllm_version
+
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", vllm_version())
+    assert "--tensor-parallel-size" in vllm_flags() and "--no-enable-prefix-caching" in vllm_flags()
 
 
 def test_recipe_flags_are_known():

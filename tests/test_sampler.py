@@ -210,4 +210,4 @@ def test_sample_cli_refuses_missing_counters(tmp_path, cli):
     res = cli(
         "sample", "--devices", "rocep9s9f9", "--root", str(tmp_path), "--duration", "0.1", "-o", str(tmp_path / "x.smp")
     )
-    assert res.code == 2 and "no such counter" in res.err
+    assert res.code == 2 and "no rdma counters for rocep9s9f9" in res.err

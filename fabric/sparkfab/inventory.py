@@ -41,9 +41,7 @@ def _as_str(v: Any) -> Any:
     return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
-_PRIVATE = tuple(
-    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
-)
+_PRIVATE = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
 
 
 def _private(net: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
@@ -204,27 +202,7 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
     """Structural validation. On errors in keys that have defaults (or unknown keys), the
     model is repaired by dropping them so that the semantic checks can still run and the
     user sees every problem in one go."""
-    problems: list[Problem] = []
-    if not isinstance(raw, dict) or not isinstance(raw.get("all"), dict):
-        hint = "an inventory starts with 'all:' holding 'hosts:' and 'vars: {sparkfab: ...}'"
-        raise InventoryError([Problem("(top)", "no 'all' group", hint)], source)
-    problems += _unknown(raw, (), _TOP_KEYS, raw)
-    group = raw["all"]
-    problems += _unknown(group, ("all",), _ALL_KEYS, raw)
-    hosts_raw = group.get("hosts") or {}
-    group_vars = group.get("vars") or {}
-    for key, value in (("hosts", hosts_raw), ("vars", group_vars)):
-        if not isinstance(value, dict):
-            problems.append(
-                Problem(
-                    f"all.{key}",
-                    f"must be a mapping, not a {type(value).__name__}",
-                    "write 'hosts:' as {name: {ansible_host: ...}} and 'vars:' as {sparkfab: {...}}",
-                    _line(raw, ("all", key)),
-                )
-            )
-    if problems and not (isinstance(hosts_raw, dict) and isinstance(group_vars, dict)):
-        raise InventoryError(problems, source)
+    hosts_raw, group_vars, problems = _top(raw, source)
     problems += _tagged(group_vars.get("sparkfab"), ("all", "vars", "sparkfab"), raw)
     block = group_vars.get("sparkfab")
     if block is None:
@@ -268,6 +246,30 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
 
 #: Stand-ins for required values that are wrong, so that the other checks still run.
 _STAND_INS = {("sparkfab", "cluster"): "invalid-name"}
+
+
+def _top(raw: Any, source: str) -> tuple[dict[str, Any], dict[str, Any], list[Problem]]:
+    """all.hosts and all.vars, each a mapping (or the InventoryError that says why not)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("all"), dict):
+        hint = "an inventory starts with 'all:' holding 'hosts:' and 'vars: {sparkfab: ...}'"
+        raise InventoryError([Problem("(top)", "no 'all' group", hint)], source)
+    problems = _unknown(raw, (), _TOP_KEYS, raw)
+    group = raw["all"]
+    problems += _unknown(group, ("all",), _ALL_KEYS, raw)
+    parts = {key: group.get(key) or {} for key in ("hosts", "vars")}
+    shape = [
+        Problem(
+            f"all.{key}",
+            f"must be a mapping, not a {type(value).__name__}",
+            "write 'hosts:' as {name: {ansible_host: ...}} and 'vars:' as {sparkfab: {...}}",
+            _line(raw, ("all", key)),
+        )
+        for key, value in parts.items()
+        if not isinstance(value, dict)
+    ]
+    if shape:
+        raise InventoryError(problems + shape, source)
+    return parts["hosts"], parts["vars"], problems
 
 
 def _repair(data: dict[str, Any], errors: list[Any]) -> bool:
@@ -402,6 +404,10 @@ _HINTS = {
     "link_speed": "200 (both PCIe roots), 100e (one root: emulated 100 Gb/s) or 100 (100G breakout)",
     "cluster": "lower-case letters, digits and '-', at most 20 characters (it prefixes lab names)",
     "ends": "write a cable as [spark-a:p0, spark-b:p1] or [spark-a:p1, sw1:2/1]",
+    "master_port": "an unprivileged port, 1024-65534: the engine's rendezvous (the next one is verify's)",
+    "port": "the API port, 1024-65535 (not sshd's 22 or another privileged port)",
+    "ansible_host": "the management address: an IP address or a DNS name",
+    "subnet_pool": "a private range such as 192.168.96.0/20",
 }
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkfab import catalog, spark
-from sparkfab.launchers import vllm_version
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory import Inventory, line_of, path_text, split_end, walk
+from sparkfab.launchers import vllm_version
 from sparkfab.plan import Host, Iface, Instance, Plan, Rail, Rank, Switch
 from sparkfab.topology import RingError, order_ring, order_switched, ring_routes
 
@@ -463,9 +463,9 @@ def _topology(ctx: Ctx, name: str, hosts: list[str], cables: list[Cable]) -> tup
     return topo, ranks, None
 
 
-def _given_ranks(ctx: Ctx, name: str, hosts: list[str]) -> dict[str, int] | None:
+def _given_ranks(ctx: Ctx, name: str, hosts: list[str]) -> dict[str, int | None] | None:
     """Ranks written on hosts: each at most once and below the instance's size."""
-    given = {h: r for h in hosts if (r := ctx.inv.hosts[h].rank) is not None}
+    given: dict[str, int | None] = {h: r for h in hosts if (r := ctx.inv.hosts[h].rank) is not None}
     ok = True
     for h, r in given.items():
         others = [o for o, q in given.items() if q == r and o != h]
@@ -476,7 +476,7 @@ def _given_ranks(ctx: Ctx, name: str, hosts: list[str]) -> dict[str, int] | None
                 "each rank belongs to one Spark",
             )
             ok = False
-        elif r >= len(hosts):
+        elif r is not None and r >= len(hosts):
             ctx.add(
                 ("all", "hosts", h, "rank"),
                 f"rank {r} is beyond instance '{name}' of {len(hosts)} Sparks",

@@ -137,8 +137,10 @@ class _Builder:
             return Tagged(str(node.value), node.tag)
         try:
             return self.scalars.construct_object(node, deep=True)
-        except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError) as exc:  # noqa: B014
-            raise YamlProblem(f"bad {node.tag.replace(_STD, '!!')} value {str(node.value)[:40]!r}", node.start_mark.line + 1) from None
+        except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError):
+            raise YamlProblem(
+                f"bad {node.tag.replace(_STD, '!!')} value {str(node.value)[:40]!r}", node.start_mark.line + 1
+            ) from None
 
     def _seq(self, node: yaml.Node) -> LSeq:
         out, lines = LSeq(), _Lines()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from pathlib import Path
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from urllib.parse import urlsplit
 
 

@@ -39,13 +39,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--idle-seconds", type=at.number(0, 3600), default=10.0, help="the link must be idle this long before a test"
     )
-    p.add_argument(
-        "--idle-below", type=at.number(0, 1e13), default=1e6, help="idle: fewer bytes per second than this"
-    )
+    p.add_argument("--idle-below", type=at.number(0, 1e13), default=1e6, help="idle: fewer bytes per second than this")
     p.add_argument("--label", default="", help="name of this configuration in reports (e.g. 200, 100e)")
-    p.add_argument(
-        "--timeout", type=SECONDS, default=3600.0, help="seconds one request may take in all (default 3600)"
-    )
+    p.add_argument("--timeout", type=SECONDS, default=3600.0, help="seconds one request may take in all (default 3600)")
     p.add_argument(
         "--idle-timeout",
         type=SECONDS,

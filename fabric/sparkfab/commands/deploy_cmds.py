@@ -178,7 +178,7 @@ def _linkspeed_args(p: argparse.ArgumentParser) -> None:
 def linkspeed_cmd(args: argparse.Namespace) -> int:
     base = load_target(inventory_path(args))
     before = base.with_link_speed(current_link_speed(base))
-    plan = base.with_link_speed(args.mode)
+    plan = load_target(inventory_path(args), args.mode)  # validated at the new speed
     _confirm(plan, args, f"linkspeed {args.mode}")
     tree = render_tree(plan)
     result = run_with_progress("linkspeed.yml", plan, tree, args)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
-from sparkfab.outputs import check_file, write_file
 from sparkfab.discover import discover, merge
 from sparkfab.errors import Unavailable, UsageError
+from sparkfab.outputs import check_file, write_file
 from sparkfab.verify.checks import connect
 
 
@@ -23,7 +23,9 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lab", action="store_true", help="reach the Sparks of --inventory through its lab")
     p.add_argument("--ssh-config", help="ssh_config for HOSTS (user, key, known_hosts)")
     p.add_argument("--cluster", default="discovered", help="cluster name of a new inventory")
-    p.add_argument("--settle", type=at.number(0, 120), default=2.5, help="seconds to let LLDP announce after bringing ports up")
+    p.add_argument(
+        "--settle", type=at.number(0, 120), default=2.5, help="seconds to let LLDP announce after bringing ports up"
+    )
     p.add_argument("-o", "--output", type=at.path, help="write the inventory to this new file (default stdout)")
     p.add_argument("--format", choices=("yaml", "json"), default="yaml")
 

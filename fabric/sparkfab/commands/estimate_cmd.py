@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -71,7 +70,9 @@ def estimate_cmd(args: argparse.Namespace) -> int:
         from sparkfab.outputs import replace_dir
 
         inputs = [x for x in (args.config, args.inventory) if x]
-        written = replace_dir(args.plot, "estimate", lambda d: estimate_plots(s, result, d, args.ttft), inputs, "--plot")
+        written = replace_dir(
+            args.plot, "estimate", lambda d: estimate_plots(s, result, d, args.ttft), inputs, "--plot"
+        )
         for path in written:
             sys.stderr.write(f"wrote {path}\n")
     if args.format == "json":

@@ -88,7 +88,10 @@ def print_plan(plan: Plan, console: Console) -> None:
 
 def _schema_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "-o", "--output", type=at.path, help="write here instead of stdout (new, or an earlier schema; inventory/schema.json)"
+        "-o",
+        "--output",
+        type=at.path,
+        help="write here instead of stdout (new, or an earlier schema; inventory/schema.json)",
     )
 
 

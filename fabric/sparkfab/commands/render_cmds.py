@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path
 
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
@@ -16,7 +15,13 @@ from sparkfab.writer import assets, write_tree
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inventory", metavar="INVENTORY")
-    p.add_argument("-o", "--output", required=True, type=at.path, help="directory for the per-host tree (new, empty or an earlier one)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=at.path,
+        help="directory for the per-host tree (new, empty or an earlier one)",
+    )
     p.add_argument("--link-speed", choices=("200", "100e", "100"), help="override the inventory's link_speed")
     p.add_argument("--nccl-graph", action="store_true", help="also write an NCCL ring graph (NCCL_GRAPH_FILE)")
 

@@ -66,7 +66,9 @@ def load_plan(spec: str | None, output_tokens: int | None = None) -> list[Test]:
         known = {t.name: t for t in PLAN}
         unknown = [n for n in names if n not in known]
         if unknown or not names:
-            raise BenchError(f"unknown test(s) {', '.join(unknown) or '(none)'}: the plan has P1-P6, or pass a YAML file")
+            raise BenchError(
+                f"unknown test(s) {', '.join(unknown) or '(none)'}: the plan has P1-P6, or pass a YAML file"
+            )
         tests = [known[n] for n in names]
     if output_tokens:
         tests = [Test(t.name, t.requests, t.prompt_tokens, output_tokens) for t in tests]
@@ -83,7 +85,9 @@ def _plan_file(path: Path) -> list[Test]:
     except yamlload.YamlProblem as exc:
         raise BenchError(f"--plan {path}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
     if not isinstance(rows, list) or not rows:
-        raise BenchError(f"--plan {path}: a plan is a non-empty list of {{name, requests, prompt_tokens, output_tokens}}")
+        raise BenchError(
+            f"--plan {path}: a plan is a non-empty list of {{name, requests, prompt_tokens, output_tokens}}"
+        )
     return [_plan_row(path, i, r) for i, r in enumerate(rows)]
 
 
@@ -189,7 +193,12 @@ class Run:
             meta = json.loads((self.opt.out / "run.json").read_text())
         except (OSError, ValueError):
             raise BenchError(f"{self.opt.out}: no readable run.json to resume") from None
-        want = {"url": self.opt.url, "model": self.opt.model, "seed": self.opt.seed, "plan": [t.__dict__ for t in self.tests]}
+        want = {
+            "url": self.opt.url,
+            "model": self.opt.model,
+            "seed": self.opt.seed,
+            "plan": [t.__dict__ for t in self.tests],
+        }
         differ = [k for k, v in want.items() if not isinstance(meta, dict) or meta.get(k) != v]
         if differ:
             raise BenchError(f"--resume: the run in {self.opt.out} has another {', '.join(differ)}; start a new run")
@@ -199,7 +208,8 @@ class Run:
         done = {
             (r["test"], r["round"])
             for r in rows
-            if len({x["index"] for x in rows if (x["test"], x["round"]) == (r["test"], r["round"])}) >= size.get(r["test"], 1)
+            if len({x["index"] for x in rows if (x["test"], x["round"]) == (r["test"], r["round"])})
+            >= size.get(r["test"], 1)
         }
         kept = [x for x in lines if (x["test"], x["round"]) in done]
         tmp = self.jsonl.with_name(".requests.jsonl.resume")
@@ -336,8 +346,10 @@ def _well_formed(rec: Any) -> bool:
         return False
     if rec.get("error"):
         return True
-    return _num(rec.get("ttft_s")) and isinstance(rec.get("first_ns"), int) and (
-        rec.get("decode_tps") is None or _num(rec.get("decode_tps"))
+    return (
+        _num(rec.get("ttft_s"))
+        and isinstance(rec.get("first_ns"), int)
+        and (rec.get("decode_tps") is None or _num(rec.get("decode_tps")))
     )
 
 

@@ -226,4 +226,6 @@ class _Counter:
             r.raise_for_status()
             return int(r.json()["usage"]["prompt_tokens"])
         except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
-            raise ServerError(f"cannot count tokens with /v1/completions: HTTP {r.status_code}: {r.text[:200]}") from exc
+            raise ServerError(
+                f"cannot count tokens with /v1/completions: HTTP {r.status_code}: {r.text[:200]}"
+            ) from exc

@@ -221,8 +221,7 @@ def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, 
     envs = f"/etc/sparkfab/nccl.env {LAUNCH_DIR}/{inst.name}.env"
     if lx.runtime == "process":
         return head + (
-            f"{export_env(envs)}\n"
-            f"exec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n"
+            f"{export_env(envs)}\nexec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n"
         )
     vols = " ".join(f"-v {shlex.quote(v)}" for v in recipe.volumes)
     name = f"sparkfab-{inst.name}"
