@@ -444,6 +444,21 @@ INVENTORY_CASES = [
         verb="render {inv} -o {d}/out",
     ),
     validate("estimate-bad-inventory", b"\xfe", r"not UTF-8", verb="estimate --inventory {inv}"),
+    validate(
+        "ssh-user-injection",
+        inv(setter("all", "hosts", "spark-329f", "ansible_user", value="root\n  ProxyCommand touch /tmp/x")),
+        r"spark-329f\.ansible_user: has a line break",
+    ),
+    validate("ssh-user-space", inv(setter("all", "hosts", "spark-329f", "ansible_user", value="a b")), r"ansible_user"),
+    validate(
+        "ssh-port-text", inv(setter("all", "hosts", "spark-329f", "ansible_port", value="22 -oX")), r"ansible_port"
+    ),
+    validate("ssh-port-big", inv(setter("all", "vars", "ansible_port", value=70000)), r"all\.vars\.ansible_port"),
+    validate(
+        "ssh-key-newline",
+        inv(setter("all", "hosts", "spark-329f", "ansible_ssh_private_key_file", value="/k\nProxyCommand x")),
+        r"ansible_ssh_private_key_file: has a line break",
+    ),
     validate("linkspeed-200-on-100-switch", SWITCH100, r"carries", verb="linkspeed {inv} 200 -y"),
     c("validate-missing-file", "validate {d}/nope.yml", 5, r"nope\.yml: no such file"),
     c("validate-directory", "validate {d}", 2, r"is a directory"),

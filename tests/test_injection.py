@@ -195,3 +195,27 @@ def test_report_replaces_its_own_output_only(tmp_path, cli):
     shutil.copy(out / "report.md", out / "mine.md")
     res = cli("report", str(tmp_path / "a"), "-o", str(out))
     assert res.code == 2 and "mine.md" in res.err
+
+
+def test_vault_and_unsafe_values_reach_ansible_as_written(tmp_path, cli):
+    """Ansible's own tags on Ansible's own variables pass through render untouched."""
+    text = (REPO / "inventory/ring4.yml").read_text()
+    text = text.replace(
+        "spark-329f: {ansible_host: 10.0.0.11}",
+        "spark-329f:\n      ansible_host: 10.0.0.11\n      ansible_become_password: !vault |\n"
+        "        $ANSIBLE_VAULT;1.1;AES256\n        6162636465\n",
+    ).replace("  vars:\n", "  vars:\n    ansible_user: !unsafe 'ops{{x}}'\n", 1)
+    inv = tmp_path / "inv.yml"
+    inv.write_text(text)
+    assert cli("render", str(inv), "-o", str(tmp_path / "out")).code == 0
+    exe = Path(sys.executable).parent / "ansible-inventory"
+    out = subprocess.run(
+        [str(exe), "-i", str(tmp_path / "out/inventory.yml"), "--host", "spark-329f"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    host = json.loads(out)
+    assert host["ansible_become_password"] == {"__ansible_vault": "$ANSIBLE_VAULT;1.1;AES256\n6162636465\n"}
+    assert host["ansible_user"] == "ops{{x}}"

@@ -217,6 +217,7 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
         raise InventoryError(problems, source)
     hosts, ansible = _split_host_vars(hosts_raw)
     others = {k: v for k, v in group_vars.items() if k != "sparkfab"}
+    problems += _ansible_vars(ansible, others, raw)
     for key in [k for k in others if str(k).startswith("sparkfab_")]:
         problems.append(
             Problem(
@@ -246,6 +247,43 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
 
 #: Stand-ins for required values that are wrong, so that the other checks still run.
 _STAND_INS = {("sparkfab", "cluster"): "invalid-name"}
+
+
+#: Ansible variables sparkfab also writes into an ssh_config, with the form each must have.
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
+
+
+def _port_ok(v: Any) -> bool:
+    text = str(v) if isinstance(v, int | str) and not isinstance(v, bool) else ""
+    return text.isdigit() and 1 <= int(text) <= 65535
+
+
+_SSH_VARS: dict[str, Any] = {
+    "ansible_user": lambda v: isinstance(v, str) and bool(_USER.match(v)),
+    "ansible_port": _port_ok,
+}
+
+
+def _ansible_vars(hosts: dict[str, dict[str, Any]], group: dict[str, Any], raw: Any) -> list[Problem]:
+    """Ansible's variables pass through, but none may break a line of the files they land in
+    (the rendered inventory, an ssh_config): no line breaks outside tagged (`!vault`) values,
+    and a user name and port that are one."""
+    problems = []
+    places: list[tuple[tuple[str, ...], Any]] = [(("all", "hosts", h, k), v) for h, hv in hosts.items() for k, v in hv.items()]
+    places += [(("all", "vars", k), v) for k, v in group.items()]
+    for path, value in places:
+        key = str(path[-1])
+        if isinstance(value, str) and not isinstance(value, yamlload.Tagged) and any(c in value for c in "\n\r\x00"):
+            problems.append(
+                Problem(path_text(path), "has a line break or NUL", "write it on one line", _line(raw, path))
+            )
+        elif key in _SSH_VARS and not _SSH_VARS[key](value):
+            problems.append(
+                Problem(
+                    path_text(path), f"{str(value)[:60]!r} is not a valid {key}", _HINTS.get(key, ""), _line(raw, path)
+                )
+            )
+    return problems
 
 
 def _top(raw: Any, source: str) -> tuple[dict[str, Any], dict[str, Any], list[Problem]]:
@@ -407,6 +445,8 @@ _HINTS = {
     "master_port": "an unprivileged port, 1024-65534: the engine's rendezvous (the next one is verify's)",
     "port": "the API port, 1024-65535 (not sshd's 22 or another privileged port)",
     "ansible_host": "the management address: an IP address or a DNS name",
+    "ansible_user": "a login name: letters, digits, _ . - @",
+    "ansible_port": "the SSH port: 1-65535",
     "subnet_pool": "a private range such as 192.168.96.0/20",
 }
 

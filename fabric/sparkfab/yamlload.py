@@ -179,3 +179,19 @@ class _Builder:
         if not all(isinstance(s, LMap) for s in sources):
             raise YamlProblem("'<<' merges mappings only", node.start_mark.line + 1)
         return sources
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _represent_tagged(dumper: yaml.SafeDumper, data: Tagged) -> yaml.Node:
+    return dumper.represent_scalar(data.tag, str(data), style="|" if "\n" in data else None)
+
+
+_Dumper.add_representer(Tagged, _represent_tagged)
+
+
+def dump(doc: Any, width: int = 120) -> str:
+    """YAML for Ansible: like yaml.safe_dump, with tagged values (`!vault`) written back as they came."""
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=width, allow_unicode=True)

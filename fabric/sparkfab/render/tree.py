@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from sparkfab import yamlload
 from sparkfab.launchers import recipe
 from sparkfab.plan import Host, Plan
 from sparkfab.render import File, control, launch, nccl, netplan
@@ -71,7 +72,7 @@ def _inventory(plan: Plan) -> File:
     }
     doc = {"all": {"hosts": hosts, "vars": dict(sorted(group.items()))}}
     head = f"# sparkfab: Ansible inventory for the rendered tree of {plan.cluster} (generated)\n"
-    return File("inventory.yml", head + yaml.safe_dump(doc, sort_keys=False, width=120))
+    return File("inventory.yml", head + yamlload.dump(doc))
 
 
 _KINDS = (
