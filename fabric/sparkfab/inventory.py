@@ -269,7 +269,9 @@ def _ansible_vars(hosts: dict[str, dict[str, Any]], group: dict[str, Any], raw: 
     (the rendered inventory, an ssh_config): no line breaks outside tagged (`!vault`) values,
     and a user name and port that are one."""
     problems = []
-    places: list[tuple[tuple[str, ...], Any]] = [(("all", "hosts", h, k), v) for h, hv in hosts.items() for k, v in hv.items()]
+    places: list[tuple[tuple[str, ...], Any]] = [
+        (("all", "hosts", h, k), v) for h, hv in hosts.items() for k, v in hv.items()
+    ]
     places += [(("all", "vars", k), v) for k, v in group.items()]
     for path, value in places:
         key = str(path[-1])
