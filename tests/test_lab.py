@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 
 import pytest
+import yaml
 
 from tests.conftest import REPO
 from tests.labutil import lab, requires_lab, sparkfab, ssh
@@ -355,3 +357,27 @@ def test_rate_shapes_a_cable():
         assert res.code == 0 and res.out.count("shaped") == 2
         qdisc = ssh("pair2", "spark-a", "tc qdisc show dev enp1s0f1np1").stdout
         assert "tbf" in qdisc and "rate 1Gbit" in qdisc
+
+
+def test_secrets_reach_the_engine_from_a_root_only_file(tmp_path, monkeypatch):
+    """A secret named on the instance travels from apply's environment into a 0600 root file on
+    each Spark and from there into the engine's environment, and into no rendered file."""
+    secret = "s3cr3t-$(touch /tmp/sparkfab-canary) 'q'"
+    monkeypatch.setenv("SPARKFAB_LAB_SECRET", secret)
+    data = yaml.safe_load((REPO / "inventory/pair-1cable.yml").read_text())
+    for inst in data["all"]["vars"]["sparkfab"]["instances"].values():
+        inst["secrets"] = ["SPARKFAB_LAB_SECRET"]
+    inv = tmp_path / "pair.yml"
+    inv.write_text(yaml.safe_dump(data))
+    with lab(str(inv), "pair1"):
+        assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
+        stat = ssh("pair1", "spark-a", "stat -c '%a %U %G' /etc/sparkfab/secrets.env").stdout.split()
+        assert stat == ["600", "root", "root"]
+        assert sparkfab("serve", "start", str(inv), "--lab", "-q").code == 0
+        inst = next(iter(data["all"]["vars"]["sparkfab"]["instances"]))
+        environ = ssh("pair1", "spark-b", f"tr '\\0' '\\n' < /proc/$(cat /etc/sparkfab/launch/{inst}.pid)/environ")
+        assert f"SPARKFAB_LAB_SECRET={secret}" in environ.stdout.splitlines()
+        assert ssh("pair1", "spark-b", "test -e /tmp/sparkfab-canary").returncode != 0
+        readable = ssh("pair1", "spark-b", f"grep -rlF {shlex.quote('s3cr3t')} /etc/sparkfab /etc/netplan || true")
+        assert readable.stdout.split() == ["/etc/sparkfab/secrets.env"]
+        assert sparkfab("serve", "stop", str(inv), "--lab", "-q").code == 0

@@ -217,13 +217,13 @@ def test_flag_list_is_generated_from_vllms_parser():
     if not py.exists():
         pytest.skip("no vLLM environment to compare with (SPARKFAB_VLLM_PYTHON)")
     res = subprocess.run(
-        [str(py), str(REPO / "scripts/vllm_flags.py"), "--check"],
+        [str(py), str(REPO / "scripts/vllm_parser.py"), "flags", "--check"],
         capture_output=True,
         text=True,
         env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"},
         timeout=600,
     )
-    assert res.returncode == 0, f"stale: run scripts/vllm_flags.py with vLLM's Python\n{res.stderr[-800:]}"
+    assert res.returncode == 0, f"stale: run scripts/vllm_parser.py with vLLM's Python\n{res.stderr[-800:]}"
 
 
 def test_flag_list_names_its_vllm_version():

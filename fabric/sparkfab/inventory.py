@@ -28,6 +28,7 @@ from pydantic import (
 
 from sparkfab import spark, yamlload
 from sparkfab.errors import InventoryError, Problem, Unavailable
+from sparkfab.launchers import MODEL
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)]
 ClusterName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,19}$")]
@@ -122,6 +123,12 @@ class Instance(Strict):
     port: Port = 8000
     flags: dict[FlagName, FlagValue] = Field(default_factory=dict)
     env: dict[EnvName, EnvValue] = Field(default_factory=dict)
+    #: the checkpoint: a Hugging Face id (org/name) or an absolute path in the container (default: the recipe's)
+    model: Annotated[str, StringConstraints(pattern=MODEL.pattern)] | None = None
+    #: more env names read from the host's /etc/sparkfab/secrets.env (HF_TOKEN and VLLM_API_KEY always are)
+    secrets: list[EnvName] = Field(default_factory=list)
+    #: the host directory mounted as the container's Hugging Face cache (default /root/.cache/huggingface)
+    hf_cache: Annotated[str, StringConstraints(pattern=r"^/[^\s:,]*$")] | None = None
 
     @field_validator("flags")
     @classmethod
@@ -264,6 +271,11 @@ _SSH_VARS: dict[str, Any] = {
 }
 
 
+def _templated(value: Any) -> bool:
+    """A value Ansible resolves itself (a Jinja expression, or tagged like `!vault`)."""
+    return isinstance(value, yamlload.Tagged) or (isinstance(value, str) and "{{" in value)
+
+
 def _ansible_vars(hosts: dict[str, dict[str, Any]], group: dict[str, Any], raw: Any) -> list[Problem]:
     """Ansible's variables pass through, but none may break a line of the files they land in
     (the rendered inventory, an ssh_config): no line breaks outside tagged (`!vault`) values,
@@ -279,7 +291,7 @@ def _ansible_vars(hosts: dict[str, dict[str, Any]], group: dict[str, Any], raw: 
             problems.append(
                 Problem(path_text(path), "has a line break or NUL", "write it on one line", _line(raw, path))
             )
-        elif key in _SSH_VARS and not _SSH_VARS[key](value):
+        elif key in _SSH_VARS and not _templated(value) and not _SSH_VARS[key](value):
             problems.append(
                 Problem(
                     path_text(path), f"{str(value)[:60]!r} is not a valid {key}", _HINTS.get(key, ""), _line(raw, path)

@@ -5,12 +5,13 @@ tool)."""
 from __future__ import annotations
 
 import os
+import re
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sparkfab.errors import RenderError
 
@@ -20,6 +21,14 @@ def repo_dir(name: str) -> Path:
     return root / name
 
 
+#: A Hugging Face id (org/name) or an absolute path inside the container.
+MODEL = re.compile(r"^(/[^\s]+|[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*)$")
+#: repository[:tag][@sha256:digest], as docker reads an image reference
+IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
+#: Secrets passed into every vLLM container by name (values only from the host's root-only file).
+SECRETS = ("HF_TOKEN", "VLLM_API_KEY")
+
+
 class Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -27,6 +36,10 @@ class Recipe(BaseModel):
     description: str
     engine: Literal["vllm", "collective"] = "vllm"
     image: str = ""
+    #: the image's own ENTRYPOINT (`docker image inspect`): vllm/vllm-openai has [vllm, serve], NGC's none
+    entrypoint: list[str] = Field(default_factory=list)
+    #: how to make the image when no registry has it (a locally built tag)
+    build: str = ""
     model: str = ""
     backend: Literal["mp", "ray"] = "mp"
     flags: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
@@ -34,13 +47,31 @@ class Recipe(BaseModel):
     volumes: list[str] = Field(default_factory=lambda: ["/root/.cache/huggingface:/root/.cache/huggingface"])
     shm_size: str = "64g"
 
+    @model_validator(mode="after")
+    def _servable(self) -> Recipe:
+        if self.engine != "vllm":
+            return self
+        if not IMAGE.match(self.image) or "@" in self.image.split(":")[0]:
+            raise ValueError(f"image {self.image!r} is not an image reference")
+        tagged = "@sha256:" in self.image or ":" in self.image.rsplit("/", 1)[-1]
+        if not self.build and (not tagged or self.image.endswith(":latest")):
+            raise ValueError(f"image {self.image!r}: pin a tag or digest (every rank must run the same image)")
+        if not MODEL.match(self.model):
+            raise ValueError(f"model {self.model!r}: a Hugging Face id (org/name) or an absolute path")
+        return self
+
 
 @cache
 def recipes() -> dict[str, Recipe]:
     out = {}
     for path in sorted(repo_dir("launchers").glob("*.yml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        out[path.stem] = Recipe(name=path.stem, **data)
+        try:
+            out[path.stem] = Recipe(name=path.stem, **data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "(recipe)"
+            raise RenderError(f"{path}: {where}: {str(first['msg']).removeprefix('Value error, ')}") from None
     return out
 
 
@@ -57,7 +88,7 @@ FLAGS_FILE = "vllm-serve-flags.txt"
 @lru_cache(maxsize=1)
 def vllm_flags() -> frozenset[str]:
     """Every option string of `vllm serve` (both spellings of boolean flags), as the parser of
-    the vLLM version in the file's header defines them (`scripts/vllm_flags.py` writes it)."""
+    the vLLM version in the file's header defines them (`scripts/vllm_parser.py` writes it)."""
     path = repo_dir("launchers") / FLAGS_FILE
     return frozenset(line.strip() for line in path.read_text().splitlines() if line.startswith("--"))
 

@@ -93,6 +93,9 @@ class Instance:
     env: dict[str, str]
     master_addr: str
     switch: str | None = None
+    model: str | None = None  # replaces the recipe's model
+    secrets: tuple[str, ...] = ()  # more env names passed into the engine from the host's secrets file
+    hf_cache: str | None = None  # host directory mounted as the container's Hugging Face cache
 
     @property
     def hosts(self) -> tuple[str, ...]:

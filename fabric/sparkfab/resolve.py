@@ -664,6 +664,9 @@ def _assemble(
                 env=dict(spec.env),
                 master_addr=hosts[ranks[0].host].control_address,
                 switch=sw,
+                model=spec.model,
+                secrets=tuple(spec.secrets),
+                hf_cache=spec.hf_cache,
             )
         )
     switches = tuple(

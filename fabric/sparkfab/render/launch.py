@@ -13,12 +13,15 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from sparkfab.launchers import Recipe
+from sparkfab.launchers import SECRETS, Recipe
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render import File
 
 LAUNCH_DIR = "/etc/sparkfab/launch"
 COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
+#: root-only KEY=VALUE file on the host that the engine's secrets come from (never rendered)
+SECRETS_PATH = "/etc/sparkfab/secrets.env"
+HF_CACHE = "/root/.cache/huggingface"
 #: Flags that differ per rank by design; everything else must match across ranks.
 PER_RANK = ("--node-rank", "--headless", "--rank")
 
@@ -34,6 +37,7 @@ class Launch:
     env: tuple[tuple[str, str], ...]
     engine_flags: tuple[str, ...]
     health_url: str | None
+    secrets: tuple[str, ...] = ()
 
     @property
     def engine_hash(self) -> str:
@@ -77,17 +81,27 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
     engine = tuple(a for i, a in enumerate(argv) if a not in PER_RANK and (i == 0 or argv[i - 1] not in PER_RANK))
     env = _env(plan, inst, host, recipe, backend)
     health = f"http://{inst.master_addr}:{inst.port}/health" if rank.rank == 0 else None
+    secrets = tuple(dict.fromkeys((*(SECRETS if recipe.engine == "vllm" else ()), *inst.secrets)))
     return Launch(
         inst.name,
         rank.rank,
         n,
-        n - 1 if rank.rank == 0 else rank.rank - 1,
+        _start_order(rank.rank, n, backend, recipe),
         runtime,
         tuple(argv),
         tuple(env),
         engine,
         health,
+        secrets,
     )
+
+
+def _start_order(rank: int, n: int, backend: str, recipe: Recipe) -> int:
+    """With Ray the head (rank 0) starts first and the workers join it, as vLLM's and NVIDIA's
+    recipes do; with vLLM's own multi-node mode the workers wait for rank 0, which starts last."""
+    if recipe.engine == "vllm" and backend == "ray":
+        return rank
+    return n - 1 if rank == 0 else rank - 1
 
 
 def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: str) -> list[str]:
@@ -95,7 +109,7 @@ def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: s
     argv = [
         "vllm",
         "serve",
-        recipe.model,
+        inst.model or recipe.model,
         *flag_argv(flags),
         "--tensor-parallel-size",
         str(inst.tp),
@@ -200,7 +214,9 @@ def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
         "start_order": lx.start_order,
         "runtime": lx.runtime,
         "engine": recipe.engine,
-        "argv": command,
+        "image": recipe.image if lx.runtime == "docker" else None,
+        "secrets": list(lx.secrets),
+        "argv": command,  # what the engine process executes (in the container: entrypoint + command)
         "engine_flags": list(lx.engine_flags),
         "engine_flag_hash": lx.engine_hash,
         "health_url": lx.health_url,
@@ -213,28 +229,57 @@ def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
     ]
 
 
+def container_command(recipe: Recipe, command: list[str]) -> tuple[list[str], list[str]]:
+    """(docker run options, arguments after the image) so that the container executes exactly
+    `command`: the image's own entrypoint is used when the command starts with it, replaced
+    with `--entrypoint` when it does not."""
+    ep = list(recipe.entrypoint)
+    if ep and command[: len(ep)] == ep:
+        return [], command[len(ep) :]
+    if ep:
+        return ["--entrypoint", command[0]], command[1:]
+    return [], command
+
+
+def volumes(recipe: Recipe, inst: Instance) -> list[str]:
+    vols = list(recipe.volumes)
+    if inst.hf_cache:
+        vols = [v for v in vols if v.split(":")[1:2] != [HF_CACHE]] + [f"{inst.hf_cache}:{HF_CACHE}"]
+    return vols
+
+
 def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, command: list[str]) -> str:
     head = (
         f"#!/bin/sh\n# sparkfab: start {inst.name} rank {lx.rank}/{lx.world} on {host.name} "
         f"(start order {lx.start_order}; generated)\nset -eu\n"
     )
     envs = f"/etc/sparkfab/nccl.env {LAUNCH_DIR}/{inst.name}.env"
+    # secrets: root-only, never rendered; values reach the engine by name, not on a command line
+    secrets = f"if [ -r {SECRETS_PATH} ]; then {export_env(SECRETS_PATH)}; fi\n" if lx.secrets else ""
     if lx.runtime == "process":
-        return head + (
-            f"{export_env(envs)}\nexec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n"
+        return (
+            head
+            + secrets
+            + (f"{export_env(envs)}\nexec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n")
         )
-    vols = " ".join(f"-v {shlex.quote(v)}" for v in recipe.volumes)
+    vols = " ".join(f"-v {shlex.quote(v)}" for v in volumes(recipe, inst))
     name = f"sparkfab-{inst.name}"
-    return head + (
-        f"docker rm -f {name} >/dev/null 2>&1 || true\n"
-        f"exec docker run -d --name {name} --restart no \\\n"
-        "  --network host --ipc host --gpus all \\\n"
-        "  --device /dev/infiniband --cap-add IPC_LOCK \\\n"
-        f"  --ulimit memlock=-1 --ulimit stack=67108864 --shm-size {recipe.shm_size} \\\n"
-        f"  --env-file /etc/sparkfab/nccl.env --env-file {LAUNCH_DIR}/{inst.name}.env \\\n"
-        # NCCL_GRAPH_FILE and the env files name paths under /etc/sparkfab: the same path inside
-        "  -v /etc/sparkfab:/etc/sparkfab:ro \\\n"
-        f"  {vols} \\\n"
-        f"  {shlex.quote(recipe.image)} \\\n"
-        f"  {shlex.join(command)}\n"
+    options, args = container_command(recipe, command)
+    passed = "".join(f" -e {n}" for n in lx.secrets)
+    return (
+        head
+        + secrets
+        + (
+            f"docker rm -f {name} >/dev/null 2>&1 || true\n"
+            f"exec docker run -d --name {name} --restart no \\\n"
+            "  --network host --ipc host --gpus all \\\n"
+            "  --device /dev/infiniband --cap-add IPC_LOCK \\\n"
+            f"  --ulimit memlock=-1 --ulimit stack=67108864 --shm-size {recipe.shm_size} \\\n"
+            f"  --env-file /etc/sparkfab/nccl.env --env-file {LAUNCH_DIR}/{inst.name}.env{passed} \\\n"
+            # NCCL_GRAPH_FILE and the env files name paths under /etc/sparkfab: the same path inside
+            "  -v /etc/sparkfab:/etc/sparkfab:ro \\\n"
+            f"  {vols} \\\n"
+            f"  {shlex.join([*options, recipe.image])} \\\n"
+            f"  {shlex.join(args)}\n"
+        )
     )

@@ -5,10 +5,11 @@ all_reduce_perf when it is installed."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import shlex
 import time
 from typing import Any
 
-from sparkfab.plan import Host, Iface, Plan
+from sparkfab.plan import Host, Iface, Instance, Plan
 from sparkfab.render.launch import export_env
 from sparkfab.verify import hardware
 from sparkfab.verify.result import FAIL, PASS, Result
@@ -118,18 +119,26 @@ def perf(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
     return out
 
 
+def all_reduce_command(plan: Plan, inst: Instance) -> str:
+    """nccl-tests across the instance, ranks in cable order, each rank with its own rendered
+    /etc/sparkfab/nccl.env (read on that rank, literally), MPI's own TCP on the management
+    interface so that it stays off the fabric under test."""
+    hostlist = ",".join(f"{plan.host(h).mgmt_address}:1" for h in inst.hosts)
+    rank_cmd = f"{export_env('/etc/sparkfab/nccl.env')}; exec all_reduce_perf -b 1M -e 256M -f 4 -d bfloat16"
+    mgmt = plan.host(inst.hosts[0]).mgmt_if
+    return (
+        f"mpirun -np {len(inst.hosts)} -H {hostlist} --mca btl_tcp_if_include {mgmt} "
+        f"--mca oob_tcp_if_include {mgmt} sh -c {shlex.quote(rank_cmd)}"
+    )
+
+
 def _all_reduce(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
     first = plan.hosts[0].name
     if hosts[first].run("command -v all_reduce_perf && command -v mpirun").rc != 0:
         return [Result.skip("all_reduce_perf", first, "nccl-tests", "all_reduce_perf or mpirun not installed")]
     out = []
     for inst in plan.instances:
-        hostlist = ",".join(f"{plan.host(h).mgmt_address}:1" for h in inst.hosts)
-        env = "-x NCCL_IB_HCA -x NCCL_SOCKET_IFNAME -x NCCL_ALGO -x NCCL_IB_SUBNET_AWARE_ROUTING -x NCCL_IB_MERGE_NICS"
-        res = hosts[inst.hosts[0]].run(
-            f"{export_env('/etc/sparkfab/nccl.env')}; mpirun -np {len(inst.hosts)} "
-            f"-H {hostlist} {env} all_reduce_perf -b 1M -e 256M -f 4 -d bfloat16"
-        )
+        res = hosts[inst.hosts[0]].run(all_reduce_command(plan, inst))
         rows, avg = hardware.parse_nccl_tests(res.stdout)
         best = max((r.busbw for r in rows), default=0.0) * 8
         want = hardware.PORT_GBPS if plan.link_speed != "100e" else hardware.ROOT_GBPS

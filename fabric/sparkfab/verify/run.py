@@ -11,7 +11,7 @@ from typing import Any
 
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
-from sparkfab.verify import checks
+from sparkfab.verify import checks, images
 from sparkfab.verify.result import Report, Result
 
 LLDP_WAIT_S = 8.0
@@ -98,6 +98,7 @@ def verify(
     report.timing["hosts_s"] = round(time.perf_counter() - t0, 2)
     report.results += _cabling(plan, hosts, reachable)
     report.results += _consistency(plan, hosts, reachable)
+    report.results += images.image_checks(plan, hosts, reachable, lab)
     blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == "fail"}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:

@@ -1,12 +1,13 @@
 #!/bin/sh
 # sparkfab: start llama rank 1/2 on spark-b (start order 0; generated)
 set -eu
+if [ -r /etc/sparkfab/secrets.env ]; then for f in /etc/sparkfab/secrets.env; do while IFS= read -r line || [ -n "$line" ]; do case "$line" in ""|"#"*) continue ;; esac; export "$line"; done < "$f"; done; fi
 docker rm -f sparkfab-llama >/dev/null 2>&1 || true
 exec docker run -d --name sparkfab-llama --restart no \
   --network host --ipc host --gpus all \
   --device /dev/infiniband --cap-add IPC_LOCK \
   --ulimit memlock=-1 --ulimit stack=67108864 --shm-size 64g \
-  --env-file /etc/sparkfab/nccl.env --env-file /etc/sparkfab/launch/llama.env \
+  --env-file /etc/sparkfab/nccl.env --env-file /etc/sparkfab/launch/llama.env -e HF_TOKEN -e VLLM_API_KEY \
   -v /etc/sparkfab:/etc/sparkfab:ro \
   -v /root/.cache/huggingface:/root/.cache/huggingface \
   nvcr.io/nvidia/vllm:26.05-py3 \
