@@ -50,7 +50,7 @@ def start_double(*args: str) -> tuple[subprocess.Popen[str], str]:
         [sys.executable, "-m", "sparkfab.measure.fakeserver", *args], stdout=subprocess.PIPE, text=True, cwd=REPO
     )
     url = p.stdout.readline().strip() if p.stdout else ""
-    assert url.startswith("http://127.0.0.1:"), url
+    assert url.startswith(("http://127.0.0.1:", "https://127.0.0.1:")), url
     return p, url
 
 

@@ -243,8 +243,15 @@ def test_report_two_runs(double, cli, tmp_path):
             ).code
             == 0
         )
-    res = cli("report", str(tmp_path / "200"), str(tmp_path / "100e"), "--estimate", "-o", str(tmp_path / "rep"))
+    implicit = cli("report", str(tmp_path / "200"), str(tmp_path / "100e"), "--estimate", "-o", str(tmp_path / "x"))
+    assert implicit.code == 2 and "--estimate needs the served model" in implicit.err
+    res = cli(
+        "report", str(tmp_path / "200"), str(tmp_path / "100e"), "--estimate", "--model", "glm-5.3",
+        "-o", str(tmp_path / "rep"),
+    )  # fmt: skip
     assert res.code == 0, res.err
+    assert "estimate: glm-5.3 (preset glm-5.3: hidden 6144, 78 layers) at TP8" in res.err
+    assert "Estimate: glm-5.3" in res.out and "| engine | vllm 0.32.0 | vllm 0.32.0 |" in res.out
     tables = json.loads((tmp_path / "rep/tables.json").read_text())
     p2 = next(r for r in tables["ttft"] if r["test"] == "P2")
     assert 0.15 < p2["increase"] < 0.25  # 10 -> 12 us per token, plus a little fixed time

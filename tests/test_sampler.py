@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -211,3 +212,32 @@ def test_sample_cli_refuses_missing_counters(tmp_path, cli):
         "sample", "--devices", "rocep9s9f9", "--root", str(tmp_path), "--duration", "0.1", "-o", str(tmp_path / "x.smp")
     )
     assert res.code == 2 and "no rdma counters for rocep9s9f9" in res.err
+
+
+def test_traffic_exports_csv_and_prometheus(tmp_path, cli):
+    """Rates per bin leave the tool as CSV and as Prometheus text with timestamps; the bytes
+    in them add up to what the counters moved."""
+    counters = fake_tree(tmp_path, ["rocep1s0f0"])
+    w = Writer(counters, 5_000, 200)
+    sampler.sample(counters, tmp_path / "c.smp", 0.001, stop=w, slice_s=0)
+    csv_path, prom = tmp_path / "r.csv", tmp_path / "r.prom"
+    assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(csv_path), "--export-interval", "5ms").code == 0
+    lines = csv_path.read_text().splitlines()
+    assert lines[1] == "t_s,wall_ms,tx_gbps,rx_gbps"
+    rows = [[float(x) for x in line.split(",")] for line in lines[2:]]
+    moved = sum(r[2] for r in rows) * 1e9 / 8 * 0.005
+    assert moved == pytest.approx(w.added_bytes, rel=1e-6)
+    assert all(b[1] > a[1] for a, b in itertools.pairwise(rows)), "wall-clock timestamps increase"
+    assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(prom)).code == 0
+    text = prom.read_text()
+    assert text.startswith("# HELP sparkfab_link_rate_gbps") and "# TYPE sparkfab_link_rate_gbps gauge" in text
+    sample = next(line for line in text.splitlines() if line.startswith("sparkfab_link_rate_gbps{"))
+    labels, value, stamp = sample.rsplit(" ", 2)
+    assert 'direction="tx"' in labels and 'interval_s="0.001"' in labels
+    assert float(value) >= 0 and int(stamp) > 1_600_000_000_000
+    # a second export replaces its own file, never somebody else's
+    assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(prom)).code == 0
+    (tmp_path / "mine.csv").write_text("precious\n")
+    res = cli("traffic", str(tmp_path / "c.smp"), "--export", str(tmp_path / "mine.csv"))
+    assert res.code == 2 and "did not write it" in res.err
+    assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(tmp_path / "x.txt")).code == 2

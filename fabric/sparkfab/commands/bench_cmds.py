@@ -15,6 +15,7 @@ from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
 from sparkfab.errors import ServerError, Unavailable, UsageError
 from sparkfab.measure import bench, sampler
+from sparkfab.measure.access import Access
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
@@ -50,7 +51,33 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--connect-timeout", type=SECONDS, default=10.0, help="seconds for a TCP connect (10)")
     p.add_argument("--resume", action="store_true", help="continue the run in RUN_DIR: rounds it finished are kept")
+    p.add_argument(
+        "--inventory", help="the cluster being measured: its name and current link speed go into the run's metadata"
+    )
     p.add_argument("-o", "--output", type=at.path, required=True, help="run directory (new or empty)")
+    _access_args(p)
+
+
+def _access_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--api-key-env", metavar="NAME", help="send the API key held in this environment variable (e.g. VLLM_API_KEY)"
+    )
+    p.add_argument("--ca-file", help="trust this CA bundle for an https URL")
+    p.add_argument("--insecure", action="store_true", help="https without checking the certificate (not recommended)")
+
+
+def _access(args: argparse.Namespace) -> Access:
+    return Access.from_args(args.api_key_env, args.insecure, args.ca_file)
+
+
+def _context(inventory: str | None) -> dict[str, Any]:
+    if not inventory:
+        return {}
+    from sparkfab.commands.deploy_cmds import current_link_speed
+    from sparkfab.target import load
+
+    plan = load(inventory)
+    return {"inventory": {"path": str(inventory), "cluster": plan.cluster, "link_speed": current_link_speed(plan)}}
 
 
 SECONDS = at.number(0, 7 * 86400, lo_open=True)
@@ -94,6 +121,8 @@ def bench_cmd(args: argparse.Namespace) -> int:
         args.idle_timeout,
         args.connect_timeout,
         args.resume,
+        _access(args),
+        _context(args.inventory),
     )
     total = sum(t.requests for t in tests) * (args.rounds + args.warmup)
     with Progress(transient=True, disable=args.quiet) as progress:
@@ -129,13 +158,14 @@ def _battery_args(p: argparse.ArgumentParser) -> None:
         help="characters of context for the needle check (the prefix check uses two thirds)",
     )
     p.add_argument("--timeout", type=SECONDS, default=600.0, help="seconds one answer may take (600)")
+    _access_args(p)
 
 
 @command("battery", "Quality checks: count to 100, Hangul, tool call, needle, prefix reuse.", _battery_args)
 def battery_cmd(args: argparse.Namespace) -> int:
     from sparkfab.measure.battery import run_sync
 
-    checks = run_sync(args.url, args.model, args.checks, args.context_chars, args.timeout)
+    checks = run_sync(args.url, args.model, args.checks, args.context_chars, args.timeout, _access(args))
     if args.format == "json":
         sys.stdout.write(json.dumps(checks, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -146,10 +176,10 @@ def battery_cmd(args: argparse.Namespace) -> int:
 
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", type=at.path, metavar="RUN", help="one or two run directories")
-    p.add_argument("--estimate", action="store_true", help="compare with the estimate")
-    p.add_argument("--model", default="glm-5.3", help="preset for --estimate")
-    p.add_argument("--config", help="config.json for --estimate")
-    p.add_argument("--tp", type=at.integer(1, 1024), default=8)
+    p.add_argument("--estimate", action="store_true", help="compare with the estimate (name the model)")
+    p.add_argument("--model", help="the served model as an estimate preset (see `sparkfab estimate --help`)")
+    p.add_argument("--config", help="the served model's config.json, for --estimate")
+    p.add_argument("--tp", type=at.integer(1, 1024), default=8, help="TP size the runs served at (default 8)")
     p.add_argument("-o", "--output", type=at.path, required=True, help="directory (new, empty or an earlier report)")
 
 
@@ -170,14 +200,22 @@ def report_cmd(args: argparse.Namespace) -> int:
     for r in runs:
         if r["skipped"]:
             sys.stderr.write(f"warning: {r['dir']}/requests.jsonl: skipped {r['skipped']} unreadable line(s)\n")
-    setup = None
+    setup, assumption = None, ""
     if args.estimate:
+        if not (args.model or args.config):
+            raise UsageError("--estimate needs the served model: --config its config.json, or --model a preset")
         spec = models.from_config(args.config) if args.config else models.preset(args.model)
         setup = Setup(spec, args.tp)
+        source = f"--config {args.config}" if args.config else f"preset {args.model}"
+        assumption = (
+            f"{spec.name} ({source}: hidden {spec.hidden}, {spec.layers} layers) at TP{args.tp}, "
+            f"links {setup.from_gbps:g} -> {setup.to_gbps:g} Gb/s"
+        )
+        sys.stderr.write(f"estimate: {assumption}\n")
     result: dict[str, Any] = {}
 
     def make(d: Path) -> list[Path]:
-        result.update(write(runs[0], runs[1] if len(runs) > 1 else None, setup, d))
+        result.update(write(runs[0], runs[1] if len(runs) > 1 else None, setup, d, assumption))
         return [Path(f) for f in result["files"]] + [d / "tables.json"]
 
     written = replace_dir(args.output, "report", make, inputs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -13,7 +14,7 @@ from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
 from sparkfab.errors import UsageError
 from sparkfab.measure import sampler, traffic
-from sparkfab.outputs import check_file, png_by_sparkfab
+from sparkfab.outputs import check_file, png_by_sparkfab, starts_with, write_file
 
 
 def _sample_args(p: argparse.ArgumentParser) -> None:
@@ -73,12 +74,30 @@ def _traffic_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=at.window, help="START:END in seconds from the first sample")
     p.add_argument("--direction", choices=("tx", "rx"), default="tx")
     p.add_argument("--plot", type=at.path, help="write a PNG time series (with --window: a zoom panel)")
+    p.add_argument(
+        "--export",
+        type=at.path,
+        help="write the rates per bin to FILE.csv, or FILE.prom (Prometheus text format, with timestamps)",
+    )
+    p.add_argument(
+        "--export-interval", type=at.interval(1e-4, 3600.0), default="1ms", help="bin width of --export (1ms)"
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def _export_target(args: argparse.Namespace) -> Path | None:
+    if not args.export:
+        return None
+    if args.export.suffix not in (".csv", ".prom"):
+        raise UsageError(f"--export {args.export}: name a .csv or a .prom file")
+    ours = starts_with(b"# sparkfab traffic") if args.export.suffix == ".csv" else starts_with(b"# HELP sparkfab_")
+    return check_file(args.export, [args.file], ours, "--export")
 
 
 @command("traffic", "Rates from a sample file: peaks per averaging interval, window averages, plot.", _traffic_args)
 def traffic_cmd(args: argparse.Namespace) -> int:
     plot = check_file(args.plot, [args.file], png_by_sparkfab, "--plot", ".png") if args.plot else None
+    export = _export_target(args)
     samples = sampler.read(args.file)
     if len(samples.t0) < 2:
         raise UsageError(f"{args.file}: {len(samples.t0)} sample(s): rates need at least two")
@@ -90,6 +109,15 @@ def traffic_cmd(args: argparse.Namespace) -> int:
         "direction": args.direction,
         "peaks": traffic.peaks(sr, intervals, args.direction, window),
     }
+    if export:
+        rows = traffic.export_rows(sr, args.export_interval, window)
+        if export.suffix == ".csv":
+            text = traffic.to_csv(rows, args.export_interval)
+        else:
+            source = samples.header.get("source") or "rdma"
+            text = traffic.to_prometheus(rows, args.export_interval, {"source": str(source), "file": args.file.name})
+        write_file(export, text, flag="--export")
+        sys.stderr.write(f"wrote {len(rows)} bins to {export}\n")
     if plot:
         from sparkfab.measure.plots import traffic_plot
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from sparkfab.measure.access import Access
 from sparkfab.measure.prompts import server_error
 from sparkfab.measure.stream import RequestResult, stream_completion
 
@@ -147,14 +148,21 @@ CHECKS: dict[str, Callable[..., Awaitable[Check]]] = {
 
 
 async def run(
-    url: str, model: str, names: list[str] | None = None, timeout_s: float = 600.0, context_chars: int = 60_000
+    url: str,
+    model: str,
+    names: list[str] | None = None,
+    timeout_s: float = 600.0,
+    context_chars: int = 60_000,
+    access: Access | None = None,
 ) -> list[Check]:
     """Run the checks one after another; a check that cannot get an answer fails with the reason.
     A server that cannot be reached at all (or does not speak HTTP) is a ServerError."""
     sized = {"needle": {"chars": context_chars}, "prefix": {"chars": context_chars * 2 // 3}}
     out = []
     timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
-    async with httpx.AsyncClient(base_url=url, timeout=timeout) as c:
+    access = access or Access()
+    verify: Any = access.ssl_context() if url.startswith("https") else True
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, headers=access.headers(), verify=verify) as c:
         for name in names or list(CHECKS):
             try:
                 out.append(await CHECKS[name](c, model, **sized.get(name, {})))
@@ -166,9 +174,14 @@ async def run(
 
 
 def run_sync(
-    url: str, model: str, names: list[str] | None = None, context_chars: int = 60_000, timeout_s: float = 600.0
+    url: str,
+    model: str,
+    names: list[str] | None = None,
+    context_chars: int = 60_000,
+    timeout_s: float = 600.0,
+    access: Access | None = None,
 ) -> list[dict[str, Any]]:
-    return [asdict(c) for c in asyncio.run(run(url, model, names, timeout_s, context_chars))]
+    return [asdict(c) for c in asyncio.run(run(url, model, names, timeout_s, context_chars, access))]
 
 
 def model_responder(good: bool = True) -> Any:

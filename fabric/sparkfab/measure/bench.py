@@ -18,14 +18,15 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from sparkfab.errors import BenchError, ServerError, Unavailable
-from sparkfab.measure import sampler, traffic
+from sparkfab.measure import sampler, traffic, vllmstats
+from sparkfab.measure.access import Access
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
 from sparkfab.measure.stream import RequestResult, stream_completion
 
@@ -127,6 +128,8 @@ class Options:
     silence_s: float = 300.0  # longest silence of the server within a request (first byte, between chunks)
     connect_s: float = 10.0
     resume: bool = False
+    access: Access = field(default_factory=Access)
+    context: dict[str, Any] = field(default_factory=dict)  # inventory, cluster, link speed (for reports)
 
 
 class Run:
@@ -137,11 +140,17 @@ class Run:
         self.jsonl = opt.out / "requests.jsonl"
         self.done: set[tuple[str, int]] = set()  # (test, round) finished in the run being resumed
 
-    def write_meta(self, server: ServerInfo) -> None:
+    def write_meta(self, server: ServerInfo, engine: dict[str, Any]) -> None:
+        from sparkfab import __version__
+
         meta = {
             "url": self.opt.url,
             "model": self.opt.model,
             "label": self.opt.label,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "sparkfab_version": __version__,
+            "engine": engine,
+            **self.opt.context,
             "rounds": self.opt.rounds,
             "warmup": self.opt.warmup,
             "seed": self.opt.seed,
@@ -163,11 +172,12 @@ class Run:
     async def run(self, on_server: Callable[[ServerInfo], None] | None = None) -> dict[str, Any]:
         opt = self.opt
         timeout = httpx.Timeout(min(opt.silence_s, opt.timeout_s), connect=min(opt.connect_s, opt.timeout_s))
-        async with httpx.AsyncClient(base_url=opt.url, timeout=timeout) as client:
+        async with self.client(timeout) as client:
             try:
                 server, prompts = await asyncio.wait_for(probe(client, opt.model, opt.seed), opt.timeout_s * 4)
             except TimeoutError:
                 raise ServerError(f"{opt.url} did not finish the probe within {opt.timeout_s * 4:g} s") from None
+            engine = await engine_info(client)
         if on_server:
             on_server(server)
         try:
@@ -177,14 +187,67 @@ class Run:
         if opt.resume:
             self.done = self.resume_state()
         else:
-            self.write_meta(server)
+            self.write_meta(server, engine)
         for test in self.tests:
+            before = None
             for rnd in range(-opt.warmup, opt.rounds):
+                if rnd == 0:
+                    before = await self.scrape()
                 if (test.name, rnd) not in self.done:
                     await self._one_round(server, prompts, test, rnd)
-        summary = summarize(read_requests(self.opt.out))
+            self.save_server_side(test.name, before, await self.scrape())
+        rows = read_requests(self.opt.out)
+        summary = summarize(rows)
+        self.save_results(rows, engine)
         (self.opt.out / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
+
+    def client(self, timeout: httpx.Timeout) -> httpx.AsyncClient:
+        a = self.opt.access
+        verify: Any = a.ssl_context() if self.opt.url.startswith("https") else True
+        return httpx.AsyncClient(base_url=self.opt.url, timeout=timeout, headers=a.headers(), verify=verify)
+
+    async def scrape(self) -> dict[str, float] | None:
+        """vLLM's histogram sums and counts now, or None when the server has no /metrics."""
+        try:
+            async with self.client(httpx.Timeout(10.0)) as c:
+                r = await c.get("/metrics")
+        except httpx.HTTPError:
+            return None
+        return vllmstats.parse_prometheus(r.text) if r.status_code == 200 else None
+
+    def save_server_side(self, test: str, before: dict[str, float] | None, after: dict[str, float] | None) -> None:
+        path = self.opt.out / "server.json"
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data[test] = vllmstats.server_side(before, after) if before is not None and after is not None else {}
+        tmp = path.with_name(".server.json.tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(path)
+
+    def save_results(self, rows: list[dict[str, Any]], engine: dict[str, Any]) -> None:
+        """result_<test>.json: one `vllm bench serve --save-result` document per test."""
+        server = (
+            json.loads((self.opt.out / "server.json").read_text()) if (self.opt.out / "server.json").exists() else {}
+        )
+        for t in self.tests:
+            mine = [r for r in rows if r["test"] == t.name]
+            doc = {
+                "date": time.strftime("%Y%m%d-%H%M%S"),
+                "endpoint_type": "openai",
+                "backend": "openai",
+                "label": self.opt.label,
+                "model_id": self.opt.model,
+                "tokenizer_id": self.opt.model,
+                "num_prompts": t.requests * self.opt.rounds,
+                "request_rate": "inf",
+                "burstiness": 1.0,
+                "max_concurrency": t.requests,
+                **vllmstats.test_result(mine),
+                **server.get(t.name, {}),
+                "engine": engine,
+                "sparkfab_test": t.__dict__,
+            }
+            (self.opt.out / f"result_{t.name}.json").write_text(json.dumps(doc, indent=2))
 
     def resume_state(self) -> set[tuple[str, int]]:
         """Rounds the earlier run finished; requests.jsonl keeps only them (a round cut short
@@ -249,7 +312,14 @@ class Run:
 
         async def one(i: int) -> None:
             await stream_completion(
-                opt.url, "/v1/completions", bodies[i], results[i], opt.timeout_s, opt.silence_s, opt.connect_s
+                opt.url,
+                "/v1/completions",
+                bodies[i],
+                results[i],
+                opt.timeout_s,
+                opt.silence_s,
+                opt.connect_s,
+                opt.access,
             )
             self.record(results[i], {})  # as soon as it finishes: a crash later loses nothing
 
@@ -276,6 +346,16 @@ class Run:
                     )
                 f.flush()
                 os.fsync(f.fileno())
+
+
+async def engine_info(client: httpx.AsyncClient) -> dict[str, Any]:
+    """The engine and its version as the server reports them (vLLM: GET /version)."""
+    try:
+        r = await client.get("/version")
+        version = r.json().get("version") if r.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        version = None
+    return {"name": "vllm" if version else "unknown", "version": str(version) if version else None}
 
 
 def _windows(sr: traffic.Series, r: RequestResult) -> dict[str, Any]:
@@ -381,5 +461,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "prefill_gbps": _stats([r["prefill_gbps"] for r in ok if "prefill_gbps" in r]),
             "decode_gbps": _stats([r["decode_gbps"] for r in ok if "decode_gbps" in r]),
             "errors": [r["error"] for r in mine if r.get("error")],
+            # the same requests in vllm bench serve's terms (ms; lists left to result_<test>.json)
+            "vllm": {k: v for k, v in vllmstats.test_result(mine).items() if not isinstance(v, list)},
         }
     return {"tests": tests, "requests": len(rows), "errors": sum(len(t["errors"]) for t in tests.values())}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; not exported by every Python
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_LOCK = threading.Lock()  # Linux; not exported by every Python
 Responder = Callable[[dict[str, Any]], dict[str, Any]]  # request body -> {"text": ..., "tool_calls": ...}
 
 
@@ -53,13 +55,32 @@ class FakeServer:
     dialect: str = "vllm"
     seen_prefixes: set[tuple[int, ...]] = field(default_factory=set)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    api_key: str | None = None  # like vLLM's --api-key: /v1/* needs `Authorization: Bearer KEY`
+    version: str = "0.32.0"
+    #: the /metrics histograms vLLM exports, as sums and counts (seconds)
+    histograms: dict[str, list[float]] = field(default_factory=dict)
 
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+    def start(self, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None) -> str:
         handler = type("Handler", (_Handler,), {"server_state": self})
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return f"http://{host}:{self.httpd.server_address[1]}"
+        return f"{'https' if tls else 'http'}://{host}:{self.httpd.server_address[1]}"
+
+    def observe(self, name: str, seconds: float) -> None:
+        with _LOCK:
+            h = self.histograms.setdefault(name, [0.0, 0.0])
+            h[0] += seconds
+            h[1] += 1
+
+    def metrics_text(self) -> str:
+        lines = []
+        for name, (total, count) in sorted(self.histograms.items()):
+            lines += [f"# TYPE {name} histogram", f'{name}_sum{{model_name="{self.model}"}} {total}']
+            lines.append(f'{name}_count{{model_name="{self.model}"}} {count}')
+        return "\n".join(lines) + "\n"
 
     def stop(self) -> None:
         self.httpd.shutdown()
@@ -95,6 +116,8 @@ class _Handler(BaseHTTPRequestHandler):
         Prefill is timed from there, not from when this thread got to run: four requests arriving
         together wake four threads that share one GIL. (Clients that pipeline requests would need
         the buffered reader's contents checked first; benchmark clients do not.)"""
+        if isinstance(self.connection, ssl.SSLSocket):  # no kernel stamps through TLS
+            return time.monotonic()
         _, anc, _, _ = self.connection.recvmsg(1, 64, socket.MSG_PEEK)
         for level, kind, data in anc:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
@@ -111,9 +134,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _authorized(self) -> bool:
+        key = self.server_state.api_key
+        if key is None or not self.path.startswith("/v1/") or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._json(401, {"error": "Unauthorized"})
+        return False
+
     def do_GET(self) -> None:
+        if not self._authorized():
+            return
         if self.path == "/health":
             self._json(200, {"ok": True})
+        elif self.path == "/version" and self.server_state.dialect == "vllm":
+            self._json(200, {"version": self.server_state.version})
+        elif self.path == "/metrics" and self.server_state.dialect == "vllm":
+            raw = self.server_state.metrics_text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
         elif self.path == "/v1/models":
             self._json(200, {"data": [{"id": self.server_state.model, "object": "model"}]})
         else:
@@ -121,6 +162,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        if not self._authorized():
+            return
         self.server_state.requests.append(body)
         if self.path == "/tokenize" and self.server_state.dialect == "hf":
             self._json(404, {"detail": "Not Found"})
@@ -171,6 +214,8 @@ class _Handler(BaseHTTPRequestHandler):
         t = st.timing
         _sleep_until(self.arrived + st.prefill_s(prompt))
         first = time.monotonic()
+        st.observe("vllm:time_to_first_token_seconds", first - self.arrived)
+        st.observe("vllm:request_prefill_time_seconds", first - self.arrived)
         continuous = st.dialect == "vllm" and bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
         sent = 0
         for k in range(0, len(pieces), t.tokens_per_chunk):
@@ -191,6 +236,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._usage(body, chat, len(prompt), sent)
         self._raw(b"data: [DONE]\n\n")
         self._raw(b"")
+        chunks = max(1, -(-len(pieces) // t.tokens_per_chunk))
+        for _ in range(chunks - 1):
+            st.observe("vllm:inter_token_latency_seconds", t.token_interval_s * t.tokens_per_chunk)
+        st.observe("vllm:e2e_request_latency_seconds", time.monotonic() - self.arrived)
 
     def _usage(self, body: dict[str, Any], chat: bool, prompt: int, sent: int) -> None:
         """vLLM: a usage-only chunk when asked; transformers serve: usage on the finishing chunk."""
@@ -257,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cached-prefix-factor", type=float, default=1.0)
     p.add_argument("--drop-tokens", type=int, default=0)
     p.add_argument("--dialect", choices=("vllm", "hf"), default="vllm", help="whose API quirks to play")
+    p.add_argument("--api-key", help="require this key on /v1/* (like vLLM's --api-key)")
+    p.add_argument("--tls-cert", help="serve https with this certificate (PEM) ...")
+    p.add_argument("--tls-key", help="... and this key")
     p.add_argument(
         "--behaviour",
         choices=("good", "broken"),
@@ -276,8 +328,13 @@ def main(argv: list[str] | None = None) -> int:
         ),
         responder=model_responder(args.behaviour == "good"),
         dialect=args.dialect,
+        api_key=args.api_key,
     )
-    url = srv.start(port=args.port)
+    tls = None
+    if args.tls_cert:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+    url = srv.start(port=args.port, tls=tls)
     sys.stdout.write(url + "\n")
     sys.stdout.flush()
     threading.Event().wait()

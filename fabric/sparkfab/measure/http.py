@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
+
+from sparkfab.measure.access import Access
 
 
 class HttpError(Exception):
@@ -108,12 +111,12 @@ class _Conn(asyncio.Protocol):
         return self.buf_ns, out
 
 
-#: Idle keep-alive connections per event loop and host.
-_POOL: dict[tuple[int, str, int], list[_Conn]] = {}
+#: Idle keep-alive connections per event loop, scheme and host.
+_POOL: dict[tuple[int, str, str, int], list[_Conn]] = {}
 
 
-async def _connect(host: str, port: int, timeout_s: float) -> _Conn:
-    idle = _POOL.setdefault((id(asyncio.get_running_loop()), host, port), [])
+async def _connect(scheme: str, host: str, port: int, timeout_s: float, tls: ssl.SSLContext | None) -> _Conn:
+    idle = _POOL.setdefault((id(asyncio.get_running_loop()), scheme, host, port), [])
     while idle:
         conn = idle.pop()
         if conn.usable and not conn.blocks:
@@ -121,7 +124,10 @@ async def _connect(host: str, port: int, timeout_s: float) -> _Conn:
         if conn.transport is not None:
             conn.transport.close()
     loop = asyncio.get_running_loop()
-    _, conn = await asyncio.wait_for(loop.create_connection(_Conn, host, port), timeout_s)
+    server_name = host if tls is not None else None
+    _, conn = await asyncio.wait_for(
+        loop.create_connection(_Conn, host, port, ssl=tls, server_hostname=server_name), timeout_s
+    )
     return conn
 
 
@@ -132,6 +138,7 @@ async def sse_post(
     on_send: Callable[[int], None] | None = None,
     idle_s: float = float("inf"),
     connect_s: float | None = None,
+    access: Access | None = None,
 ) -> AsyncIterator[tuple[int, str]]:
     """POST JSON; yield (arrival ns, payload) for each SSE `data:` line of the response.
 
@@ -139,14 +146,17 @@ async def sse_post(
     gaps between chunks), `connect_s` the TCP connect. `on_send` receives the monotonic ns of
     the moment the request was handed to the kernel."""
     u = urlsplit(url)
-    host, port = u.hostname or "127.0.0.1", u.port or 80
+    access = access or Access()
+    tls = access.for_url(url)
+    host, port = u.hostname or "127.0.0.1", u.port or (443 if tls else 80)
     payload = json.dumps(body).encode()
+    extra = "".join(f"{k}: {v}\r\n" for k, v in access.headers().items())
     request = (
         f"POST {u.path or '/'} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Type: application/json\r\n"
-        f"Accept: text/event-stream\r\nContent-Length: {len(payload)}\r\n\r\n"
+        f"Accept: text/event-stream\r\n{extra}Content-Length: {len(payload)}\r\n\r\n"
     ).encode() + payload
     try:
-        conn = await _connect(host, port, min(timeout_s, connect_s or timeout_s))
+        conn = await _connect(u.scheme, host, port, min(timeout_s, connect_s or timeout_s), tls)
     except TimeoutError:
         raise TimeoutError(f"no TCP connection to {host}:{port} within {connect_s or timeout_s:g} s") from None
     conn.idle_s = idle_s
@@ -175,7 +185,7 @@ async def sse_post(
         reusable = chunked and headers.get("connection", "").lower() != "close" and not conn.buf
     finally:
         if reusable and conn.usable:
-            _POOL[(id(asyncio.get_running_loop()), host, port)].append(conn)
+            _POOL[(id(asyncio.get_running_loop()), u.scheme, host, port)].append(conn)
         elif conn.transport is not None:
             conn.transport.close()
 

@@ -54,6 +54,36 @@ def _ttft(t: dict[str, Any]) -> dict[str, float] | None:
     return value
 
 
+def samples(run: dict[str, Any], test: str) -> dict[str, list[float]]:
+    """Per-sample values behind the means: TTFT (seconds; for several requests the last first
+    token of each round) and decode speed (tokens/s per request), measured rounds only."""
+    ok = [r for r in run["rows"] if r["test"] == test and not r.get("warmup") and not r.get("error")]
+    rounds = sorted({r["round"] for r in ok})
+    several = any(r["index"] > 0 for r in ok)
+    if several:
+        ttft = [max(r["ttft_s"] for r in ok if r["round"] == k) for k in rounds]
+    else:
+        ttft = [r["ttft_s"] for r in ok]
+    return {"ttft": ttft, "decode": [r["decode_tps"] for r in ok if r.get("decode_tps")]}
+
+
+def dist(values: list[float]) -> dict[str, float] | None:
+    """mean, the median and the p10..p90 spread, min, max and n of the samples."""
+    if not values:
+        return None
+    from sparkfab.measure.vllmstats import percentile
+
+    return {
+        "mean": sum(values) / len(values),
+        "p10": percentile(values, 10),
+        "median": percentile(values, 50),
+        "p90": percentile(values, 90),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
 def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
     ttft, decode, bytes_rows = [], [], []
     sa = a["summary"]["tests"]
@@ -61,7 +91,8 @@ def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> 
     speed_a, speed_b = SPEEDS.get(a["label"], 200.0), SPEEDS.get(b["label"], 100.0) if b else None
     for name, ta in sa.items():
         tb = sb.get(name)
-        x, y = _ttft(ta), _ttft(tb) if tb else None
+        xa, xb = samples(a, name), samples(b, name) if b and tb else None
+        x, y = dist(xa["ttft"]), dist(xb["ttft"]) if xb else None
         row: dict[str, Any] = {"test": name, "a": x, "b": y}
         if x and y:
             row["increase_s"] = y["mean"] - x["mean"]
@@ -69,7 +100,7 @@ def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> 
         if setup and speed_b:
             row["bound_s"] = extra_time(ta["prompt_tokens"] * ta["requests"] * bytes_per_token(setup), speed_a, speed_b)
         ttft.append(row)
-        da, db = ta["decode_tps"], tb["decode_tps"] if tb else None
+        da, db = dist(xa["decode"]), dist(xb["decode"]) if xb else None
         drow: dict[str, Any] = {"test": name, "a": da, "b": db}
         if da and db:
             drow["change"] = db["mean"] / da["mean"] - 1
@@ -84,13 +115,45 @@ def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> 
     return {"ttft": ttft, "decode": decode, "bytes_per_token": bytes_rows}
 
 
-def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0, digits: int = 2) -> str:
+def _g(x: float) -> str:
+    """Three significant digits, never rounded to nothing (0.0213, 21.3, 2.13e+03)."""
+    return f"{x:.3g}"
+
+
+def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0) -> str:
     if not s:
         return "-"
-    return f"{s['mean'] * scale:.{digits}f} {unit} ({s['min'] * scale:.{digits}f}-{s['max'] * scale:.{digits}f})"
+    if "median" not in s:  # a summary statistic without the samples (traffic per token)
+        return f"{_g(s['mean'] * scale)} {unit} ({_g(s['min'] * scale)}-{_g(s['max'] * scale)}, n={s.get('n', '?')})"
+    return (
+        f"{_g(s['median'] * scale)} {unit} (p10 {_g(s['p10'] * scale)}, p90 {_g(s['p90'] * scale)}, "
+        f"mean {_g(s['mean'] * scale)}, n={s['n']})"
+    )
 
 
-def markdown(t: dict[str, list[dict[str, Any]]], la: str, lb: str | None) -> str:
+def metadata(run: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a reader needs to know about a run: model, engine, URL, cluster, link, tool, date."""
+    m = run["meta"]
+    engine = m.get("engine") or {}
+    inv = m.get("inventory") or {}
+    cluster = f"{inv.get('cluster')} ({inv.get('path')}), link {inv.get('link_speed')}" if inv else "not recorded"
+    return [
+        ("label", str(run["label"])),
+        ("model", str(m.get("model", "?"))),
+        ("engine", f"{engine.get('name') or 'unknown'} {engine.get('version') or ''}".strip()),
+        ("URL", str(m.get("url", "?"))),
+        ("cluster", cluster),
+        ("plan", ", ".join(f"{t['name']} {t['requests']}x{t['prompt_tokens']:,}" for t in m.get("plan", []))),
+        ("rounds", f"{m.get('rounds', '?')} (+{m.get('warmup', 0)} warm-up), seed {m.get('seed', '?')}"),
+        ("date", str(m.get("date", "not recorded"))),
+        ("sparkfab", str(m.get("sparkfab_version", "?"))),
+    ]
+
+
+def markdown(
+    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[dict[str, Any]] | None = None,
+    assumption: str = "",
+) -> str:  # fmt: skip
     """The tables as Markdown; with one run, the columns that compare are left out."""
 
     def table(title: str, rows: list[dict[str, str]]) -> list[str]:
@@ -106,16 +169,16 @@ def markdown(t: dict[str, list[dict[str, Any]]], la: str, lb: str | None) -> str
             "test": r["test"],
             "a": _fmt(r["a"]),
             "b": _fmt(r["b"]),
-            "increase": f"+{r['increase_s']:.2f} s ({r['increase']:+.1%})" if "increase_s" in r else "-",
-            "estimate bound": f"<= +{r['bound_s']:.2f} s" if "bound_s" in r else "-",
+            "increase": f"+{_g(r['increase_s'])} s ({r['increase']:+.1%})" if "increase_s" in r else "-",
+            "estimate bound": f"<= +{_g(r['bound_s'])} s" if "bound_s" in r else "-",
         }
         for r in t["ttft"]
     ]
     decode = [
         {
             "test": r["test"],
-            "a": _fmt(r["a"], "tok/s", digits=1),
-            "b": _fmt(r["b"], "tok/s", digits=1),
+            "a": _fmt(r["a"], "tok/s"),
+            "b": _fmt(r["b"], "tok/s"),
             "change": f"{r['change']:+.1%}" if "change" in r else "-",
         }
         for r in t["decode"]
@@ -125,11 +188,20 @@ def markdown(t: dict[str, list[dict[str, Any]]], la: str, lb: str | None) -> str
             "test": r["test"],
             "a": _fmt(r["a"], "MB", 1e-6),
             "b": _fmt(r["b"], "MB", 1e-6),
-            "estimate": f"{r['estimate'] / 1e6:.2f} MB" if r["estimate"] else "-",
+            "estimate": f"{_g(r['estimate'] / 1e6)} MB" if r["estimate"] else "-",
         }
         for r in t["bytes_per_token"]
     ]
-    out = table("## TTFT (for several requests: until the last first token)\n", ttft)
+    out: list[str] = []
+    if runs:
+        keys = [k for k, _ in metadata(runs[0])]
+        rows = [{"": k, **{f"r{i}": dict(metadata(r))[k] for i, r in enumerate(runs)}} for k in keys]
+        out += ["## Runs\n", "| | " + " | ".join(str(r["label"]) for r in runs) + " |", "|---|" + "---|" * len(runs)]
+        out += ["| " + " | ".join(row.values()) + " |" for row in rows]
+        out.append("")
+    if assumption:
+        out += [f"Estimate: {assumption}", ""]
+    out += table("## TTFT (median, p10-p90 spread, mean; several requests: until the last first token)\n", ttft)
     out += table("\n## Decode speed (tokens/s after the first token, per request)\n", decode)
     out += table("\n## Prefill traffic per prompt token (one host, sent)\n", traffic)
     return "\n".join(out) + "\n"
@@ -171,16 +243,24 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
         fig.savefig(paths[-1], metadata=PNG_METADATA)
         plt.close(fig)
     names = [r["test"] for r in t["ttft"]]
+    if not names:
+        return paths
     fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
-    bars = [(a["label"], "a")] + ([(b["label"], "b")] if b else [])
-    width = 0.76 / len(bars)
-    for k, (lab, key) in enumerate(bars):
-        vals = [r[key]["mean"] if r[key] else 0 for r in t["ttft"]]
-        shift = (k - (len(bars) - 1) / 2) * width
-        ax.bar([i + shift for i in range(len(names))], vals, width, label=lab)
+    width = 0.76 / len(runs)
+    for k, run in enumerate(runs):
+        data = [samples(run, name)["ttft"] or [0.0] for name in names]
+        shift = (k - (len(runs) - 1) / 2) * width
+        box = ax.boxplot(
+            data, positions=[i + shift for i in range(len(names))], widths=width * 0.9, patch_artist=True,
+            showmeans=True, manage_ticks=False,
+        )  # fmt: skip
+        for patch in box["boxes"]:
+            patch.set_facecolor(f"C{k}")
+            patch.set_alpha(0.5)
+        ax.plot([], [], color=f"C{k}", lw=6, alpha=0.5, label=run["label"])
     ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("TTFT, mean over rounds (s)")
-    ax.set_title("Time to first token (several requests: the last first token)")
+    ax.set_ylabel("TTFT (s), each round")
+    ax.set_title("Time to first token: distribution over rounds (box p25-p75, whiskers 1.5 IQR, triangle mean)")
     ax.legend()
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
@@ -205,9 +285,11 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
     return paths
 
 
-def write(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None, out: Path) -> dict[str, Any]:
+def write(
+    a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None, out: Path, assumption: str = ""
+) -> dict[str, Any]:
     t = tables(a, b, setup)
-    md = markdown(t, a["label"], b["label"] if b else None)
+    md = markdown(t, a["label"], b["label"] if b else None, [x for x in (a, b) if x], assumption)
     pngs = plots(a, b, t, out)
     (out / "report.md").write_text(md)
     (out / "tables.json").write_text(json.dumps(t, indent=2))
@@ -219,7 +301,7 @@ def write(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None, out:
     page = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>sparkfab report</title><style>"
         "body{font-family:sans-serif;max-width:1000px;margin:auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:3px 8px}img{max-width:100%}</style></head><body>"
+        "td,th{border:1px solid #ccc;padding:3px 8px}img{max-width:100%}p.note{color:#444}</style></head><body>"
         f"<h1>{html.escape(a['label'] + (' vs ' + b['label'] if b else ''))}</h1>"
         f"{_md_tables_to_html(md)}{imgs}</body></html>"
     )
@@ -232,6 +314,8 @@ def _md_tables_to_html(md: str) -> str:
     for line in md.splitlines():
         if line.startswith("## "):
             parts.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("Estimate: "):
+            parts.append(f"<p class='note'>{html.escape(line)}</p>")
         elif line.startswith("|---"):
             continue
         elif line.startswith("|"):

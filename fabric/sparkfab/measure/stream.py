@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sparkfab.measure.access import Access
 from sparkfab.measure.http import HttpError, sse_post
 
 
@@ -73,6 +74,7 @@ async def stream_completion(
     timeout_s: float = 3600.0,
     idle_s: float = float("inf"),
     connect_s: float | None = None,
+    access: Access | None = None,
 ) -> RequestResult:
     """Stream one completion into `result`. Whatever the server sends, the outcome is recorded
     in the result (a malformed chunk, a stall, a lost connection are its error), never raised."""
@@ -85,7 +87,7 @@ async def stream_completion(
 
     try:
         url = base_url.rstrip("/") + path
-        async for now, payload in sse_post(url, body, timeout_s, sent, idle_s, connect_s):
+        async for now, payload in sse_post(url, body, timeout_s, sent, idle_s, connect_s, access):
             if payload == "[DONE]":
                 continue  # read on to the end of the response so the connection can be reused
             seen = _take(result, now, json.loads(payload), seen)

@@ -168,3 +168,33 @@ def summary(sr: Series) -> dict[str, Any]:
         "bracket_us": {"p50": pct(br, 0.5) / 1e3, "p99": pct(br, 0.99) / 1e3, "max": (br[-1] / 1e3) if br else 0},
         "gap_ms": {"median": statistics.median(gaps) / 1e6 if gaps else 0, "max": max(gaps, default=0) / 1e6},
     }
+
+
+def export_rows(
+    sr: Series, width_s: float, window: tuple[float, float] | None = None
+) -> list[tuple[float, int, float, float]]:
+    """(s from the first sample, wall-clock ms of the bin start, tx Gb/s, rx Gb/s) per bin."""
+    t, tx = rates(sr, width_s, "tx", window)
+    _, rx = rates(sr, width_s, "rx", window)
+    origin = sr.times_ns[0] if sr.times_ns else 0
+    return [(a, sr.wall_ns(origin + int(a * 1e9)) // 1_000_000, b, c) for a, b, c in zip(t, tx, rx, strict=True)]
+
+
+def to_csv(rows: list[tuple[float, int, float, float]], width_s: float) -> str:
+    head = f"# sparkfab traffic: rates averaged over {width_s * 1e3:g} ms bins\nt_s,wall_ms,tx_gbps,rx_gbps\n"
+    return head + "".join(f"{a:.6f},{w},{b:.6f},{c:.6f}\n" for a, w, b, c in rows)
+
+
+def to_prometheus(rows: list[tuple[float, int, float, float]], width_s: float, labels: dict[str, str]) -> str:
+    """Prometheus text exposition format, one sample per bin and direction, with its timestamp."""
+    extra = "".join(f',{k}="{v}"' for k, v in sorted(labels.items()))
+    name = "sparkfab_link_rate_gbps"
+    out = [
+        f"# HELP {name} Bytes moved per bin as Gb/s, from RDMA or netdev counters sampled by sparkfab.",
+        f"# TYPE {name} gauge",
+    ]
+    interval = f"{width_s:g}"
+    for _, wall, tx, rx in rows:
+        out.append(f'{name}{{direction="tx",interval_s="{interval}"{extra}}} {tx:.6f} {wall}')
+        out.append(f'{name}{{direction="rx",interval_s="{interval}"{extra}}} {rx:.6f} {wall}')
+    return "\n".join(out) + "\n"

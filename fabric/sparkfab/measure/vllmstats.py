@@ -1,0 +1,138 @@
+"""sparkfab's measurements in the words of `vllm bench serve` and of vLLM's `/metrics`.
+
+Per test, from the requests of the measured rounds (warm-up excluded), with the meaning
+`vllm bench serve` (vLLM 0.32.0, `vllm/benchmarks/serve.py`) gives each key:
+
+  ttft   send -> first chunk with a token                                 (same)
+  itl    gaps between consecutive chunks after the first one              (same)
+  tpot   (e2el - ttft) / (output tokens - 1), requests with > 1 token     (same)
+  e2el   send -> the last chunk with a token                              (vLLM: the last
+         chunk with `choices`; the usage-only chunk after it counts in neither)
+  duration   first send -> last chunk of the test, over every round: rounds run one after
+         another, so request_throughput is requests per second of this test's wall time
+  *_throughput   completed requests, output tokens and input + output tokens per duration
+
+Each metric has mean, median, std and the p50/p90/p95/p99 percentiles, in milliseconds, with
+numpy's default (linear) percentile interpolation, as vLLM computes them. sparkfab's own
+decode speed, (n - 1) / (t_last - t_first), is 1000 / tpot for one request.
+
+Server-side figures come from two scrapes of `/metrics` around the measured rounds: the
+difference of each histogram's `_sum` over the difference of its `_count`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import statistics
+from typing import Any
+
+PERCENTILES = (50, 90, 95, 99)
+METRICS = ("ttft", "tpot", "itl", "e2el")
+#: vLLM's server-side histograms (seconds) and the names sparkfab records their means under
+SERVER_HISTOGRAMS = {
+    "vllm:time_to_first_token_seconds": "server_mean_ttft_ms",
+    "vllm:inter_token_latency_seconds": "server_mean_itl_ms",
+    "vllm:request_prefill_time_seconds": "server_mean_prefill_ms",
+    "vllm:e2e_request_latency_seconds": "server_mean_e2el_ms",
+}
+
+
+def percentile(values: list[float], p: float) -> float:
+    """numpy.percentile's default (linear interpolation between closest ranks)."""
+    xs = sorted(values)
+    if not xs:
+        return 0.0
+    k = (len(xs) - 1) * p / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def describe(name: str, seconds: list[float]) -> dict[str, float]:
+    ms = [x * 1000 for x in seconds]
+    out = {
+        f"mean_{name}_ms": statistics.fmean(ms) if ms else 0.0,
+        f"median_{name}_ms": statistics.median(ms) if ms else 0.0,
+        f"std_{name}_ms": statistics.pstdev(ms) if ms else 0.0,  # numpy.std: population
+    }
+    out.update({f"p{p}_{name}_ms": percentile(ms, p) for p in PERCENTILES})
+    return out
+
+
+def request_metrics(row: dict[str, Any]) -> dict[str, Any]:
+    """ttft, e2el, tpot (s) and the ITL gaps of one successful request row."""
+    send, first, last = row["send_ns"], row["first_ns"], row.get("last_ns") or row["first_ns"]
+    times = [t for t, _ in row.get("chunks") or [] if t >= first]
+    n = row.get("completion_tokens") or 0
+    ttft, e2el = (first - send) / 1e9, (last - send) / 1e9
+    return {
+        "ttft": ttft,
+        "e2el": e2el,
+        "tpot": (e2el - ttft) / (n - 1) if n > 1 else None,
+        "itl": [(b - a) / 1e9 for a, b in itertools.pairwise(times)],
+    }
+
+
+def test_result(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One test's measured rounds as `vllm bench serve --save-result` names them."""
+    measured = [r for r in rows if not r.get("warmup")]
+    ok = [r for r in measured if not r.get("error") and r.get("first_ns")]
+    per = [request_metrics(r) for r in ok]
+    starts = [r["send_ns"] for r in measured if r.get("send_ns")]
+    ends = [r.get("last_ns") or r.get("first_ns") or r["send_ns"] for r in measured if r.get("send_ns")]
+    duration = (max(ends) - min(starts)) / 1e9 if starts else 0.0
+    inp = sum(r.get("prompt_tokens") or r.get("prompt_tokens_planned") or 0 for r in ok)
+    out = sum(r.get("completion_tokens") or 0 for r in ok)
+    result: dict[str, Any] = {
+        "duration": duration,
+        "completed": len(ok),
+        "failed": len(measured) - len(ok),
+        "total_input_tokens": inp,
+        "total_output_tokens": out,
+        "request_throughput": len(ok) / duration if duration else 0.0,
+        "output_throughput": out / duration if duration else 0.0,
+        "total_token_throughput": (inp + out) / duration if duration else 0.0,
+        "input_lens": [r.get("prompt_tokens") or r.get("prompt_tokens_planned") for r in ok],
+        "output_lens": [r.get("completion_tokens") for r in ok],
+        "ttfts": [p["ttft"] for p in per],
+        "itls": [p["itl"] for p in per],
+        "latencies": [p["e2el"] for p in per],
+        "errors": [r.get("error") or "" for r in measured],
+    }
+    result.update(describe("ttft", [p["ttft"] for p in per]))
+    result.update(describe("tpot", [p["tpot"] for p in per if p["tpot"] is not None]))
+    result.update(describe("itl", [g for p in per for g in p["itl"]]))
+    result.update(describe("e2el", [p["e2el"] for p in per]))
+    return result
+
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Sums of every `<histogram>_sum` and `_count` sample over all label sets."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if not m or not m.group(1).endswith(("_sum", "_count")):
+            continue
+        try:
+            value = float(m.group(3))
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            out[m.group(1)] = out.get(m.group(1), 0.0) + value
+    return out
+
+
+def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Mean of each vLLM histogram over the requests between two scrapes (ms)."""
+    out = {}
+    for name, key in SERVER_HISTOGRAMS.items():
+        n = after.get(f"{name}_count", 0.0) - before.get(f"{name}_count", 0.0)
+        s = after.get(f"{name}_sum", 0.0) - before.get(f"{name}_sum", 0.0)
+        if n > 0:
+            out[key] = s / n * 1000
+            out[key.replace("_mean_", "_count_").removesuffix("_ms")] = n
+    return out
