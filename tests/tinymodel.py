@@ -26,7 +26,8 @@ CHAT_TEMPLATE = (
 )
 
 
-def make(out: Path, seed: int = 0) -> Path:
+def make(out: Path, seed: int = 0, hidden: int = 64, heads: int = 4, kv_heads: int = 2, layers: int = 2) -> Path:
+    """A model in `out`; vLLM's CPU attention needs head_dim >= 32 (hidden / heads), e.g. 128, 2, 1."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -47,11 +48,11 @@ def make(out: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=len(fast),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
         max_position_embeddings=16384,
         bos_token_id=fast.bos_token_id,
         eos_token_id=fast.eos_token_id,
