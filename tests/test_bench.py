@@ -250,7 +250,8 @@ def test_report_two_runs(double, cli, tmp_path):
         "-o", str(tmp_path / "rep"),
     )  # fmt: skip
     assert res.code == 0, res.err
-    assert "estimate: glm-5.3 (preset glm-5.3: hidden 6144, 78 layers) at TP8" in res.err
+    assert "estimate: glm-5.3 (preset glm-5.3: hidden 6144, 78 layers) at TP8; " in res.err
+    assert "200 = 200 Gb/s -> 100e = 109 Gb/s" in res.err
     assert "Estimate: glm-5.3" in res.out and "| engine | vllm 0.32.0 | vllm 0.32.0 |" in res.out
     tables = json.loads((tmp_path / "rep/tables.json").read_text())
     p2 = next(r for r in tables["ttft"] if r["test"] == "P2")

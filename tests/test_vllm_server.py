@@ -142,4 +142,3 @@ def test_same_keys_and_decode_as_vllm_bench_serve(vllm_server, cli, tmp_path):
         f"vllm bench serve {theirs['mean_tpot_ms']:.3f} (server ITL {theirs_server['server_mean_itl_ms']:.3f})"
     )
     assert ours_rel == pytest.approx(theirs_rel, rel=0.02)
-    assert ours["mean_tpot_ms"] == pytest.approx(theirs["mean_tpot_ms"], rel=0.10)

@@ -207,10 +207,11 @@ def report_cmd(args: argparse.Namespace) -> int:
         spec = models.from_config(args.config) if args.config else models.preset(args.model)
         setup = Setup(spec, args.tp)
         source = f"--config {args.config}" if args.config else f"preset {args.model}"
-        assumption = (
-            f"{spec.name} ({source}: hidden {spec.hidden}, {spec.layers} layers) at TP{args.tp}, "
-            f"links {setup.from_gbps:g} -> {setup.to_gbps:g} Gb/s"
-        )
+        from sparkfab.measure.report import SPEEDS
+
+        pairs = zip(runs, (200.0, 100.0), strict=False)
+        links = " -> ".join(f"{r['label']} = {SPEEDS.get(str(r['label']), d):g} Gb/s" for r, d in pairs)
+        assumption = f"{spec.name} ({source}: hidden {spec.hidden}, {spec.layers} layers) at TP{args.tp}; {links}"
         sys.stderr.write(f"estimate: {assumption}\n")
     result: dict[str, Any] = {}
 
