@@ -174,3 +174,21 @@ def test_prometheus_histograms_are_summed_over_labels():
         'vllm:time_to_first_token_seconds_bucket{le="0.1"} 2\n'
     )
     assert server_side(before, after) == {"server_mean_ttft_ms": 250.0, "server_count_ttft": 4}
+
+
+def test_report_estimate_reads_the_served_models_config(cli, tmp_path):
+    """A run whose model is a local checkpoint is estimated from that checkpoint's config.json."""
+    from tests.test_hostile import run_dir_files
+
+    model = tmp_path / "ckpt"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps({"model_type": "tiny", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 16})
+    )
+    files = run_dir_files("a", meta={"url": "http://x", "model": str(model), "label": "200", "plan": []})
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    res = cli("report", str(tmp_path / "a"), "--estimate", "--tp", "2", "-o", str(tmp_path / "rep"))
+    assert res.code == 0, res.err
+    assert f"estimate: tiny (--config {model}/config.json: hidden 1024, 2 layers) at TP2" in res.err

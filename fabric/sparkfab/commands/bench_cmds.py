@@ -202,6 +202,9 @@ def report_cmd(args: argparse.Namespace) -> int:
             sys.stderr.write(f"warning: {r['dir']}/requests.jsonl: skipped {r['skipped']} unreadable line(s)\n")
     setup, assumption = None, ""
     if args.estimate:
+        served = Path(str(runs[0]["meta"].get("model", ""))) / "config.json"
+        if not (args.model or args.config) and served.is_file():
+            args.config = str(served)  # the served model is a local checkpoint: its own config
         if not (args.model or args.config):
             raise UsageError("--estimate needs the served model: --config its config.json, or --model a preset")
         spec = models.from_config(args.config) if args.config else models.preset(args.model)
