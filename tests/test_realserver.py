@@ -9,25 +9,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.serverutil import free_port, serving
 from tests.test_bench import _rows, bench, plan
 from tests.tinymodel import make
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -35,33 +26,13 @@ def server(tmp_path_factory):
     """(url, model name) of transformers serve on loopback, serving the tiny model."""
     root = tmp_path_factory.mktemp("realserver")
     model = make(root / "tiny")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(root / "hf"), "TRANSFORMERS_VERBOSITY": "error"}
-    log = (root / "serve.log").open("w")
     exe = Path(sys.executable).parent / "transformers"
     cmd = [str(exe), "serve", str(model), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"transformers serve did not come up:\n{(root / 'serve.log').read_text()[-2000:]}")
-        time.sleep(0.3)
-    yield url, str(model)
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    log.close()
+    with serving(cmd, env, root / "serve.log", url, 180, "transformers serve"):
+        yield url, str(model)
 
 
 def test_bench_and_report_against_transformers_serve(server, cli, tmp_path):

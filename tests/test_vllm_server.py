@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 
 from sparkfab.measure.vllmstats import parse_prometheus, server_side
 from tests.conftest import REPO
+from tests.serverutil import free_port, serving
 from tests.test_bench_access import VLLM_KEYS
 from tests.tinymodel import make
 
@@ -35,12 +34,6 @@ def _pin(cpus: set[int]) -> None:
     os.sched_setaffinity(0, cpus)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env(root: Path) -> dict[str, str]:
     return {
         **os.environ,
@@ -58,36 +51,15 @@ def vllm_server(tmp_path_factory):
         pytest.skip("no vLLM environment (.venv-vllm, made by scripts/setup.sh)")
     root = tmp_path_factory.mktemp("vllm")
     model = make(root / "tiny", hidden=128, heads=2, kv_heads=1)
-    port = _free_port()
-    log = (root / "serve.log").open("w")
+    port = free_port()
     cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.cli.main", "serve", str(model), "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--max-model-len", "4096", "--enforce-eager"]
     # the server on the first CPU, the clients on the others: on a small machine a benchmark
     # client that shares the server's cores slows the very decode it measures
     env = {**_env(root), "VLLM_CPU_OMP_THREADS_BIND": str(SERVER_CPU)}
-    proc = subprocess.Popen(
-        cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root, preexec_fn=lambda: _pin({SERVER_CPU})
-    )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 420
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"vLLM did not come up:\n{(root / 'serve.log').read_text()[-3000:]}")
-        time.sleep(1)
-    yield url, str(model), root
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    with serving(cmd, env, root / "serve.log", url, 420, "vLLM", cwd=root, preexec_fn=lambda: _pin({SERVER_CPU})):
+        yield url, str(model), root
 
 
 def _scrape(url: str) -> dict[str, float]:
