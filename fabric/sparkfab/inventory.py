@@ -54,7 +54,8 @@ def _private(net: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
     return net
 
 
-def _hostname(v: str) -> str:
+def hostname(v: str) -> str:
+    """An IP address or a DNS name (RFC 1123 labels), nothing a shell or ssh would read as more."""
     try:
         ipaddress.ip_address(v)
         return v
@@ -84,7 +85,7 @@ class Strict(BaseModel):
 class HostVars(Strict):
     """Per-host keys sparkfab reads; `ansible_*` keys pass through to Ansible untouched."""
 
-    ansible_host: Annotated[str, AfterValidator(_hostname)] | None = None
+    ansible_host: Annotated[str, AfterValidator(hostname)] | None = None
     rank: Annotated[int, Field(ge=0)] | None = None
     mgmt_if: IfName = spark.DEFAULT_MGMT_IF
     ansible: dict[str, Any] = Field(default_factory=dict, exclude=True)

@@ -27,7 +27,7 @@ def _name(path: Path) -> str:
     return str(path) or "''"
 
 
-def _plain_target(path: Path, flag: str) -> Path:
+def plain_target(path: Path, flag: str) -> Path:
     if not str(path).strip():
         raise UsageError(f"{flag} is empty: name a directory or file")
     if path.is_symlink():
@@ -65,7 +65,7 @@ def _foreign(directory: Path, kind: str) -> list[str]:
 
 def check_dir(path: Path, kind: str, inputs: Iterable[Path | str] = (), flag: str = "-o") -> Path:
     """Refuse a directory output that would lose data; return the path to write."""
-    path = _plain_target(path, flag)
+    path = plain_target(path, flag)
     if path.exists() and not path.is_dir():
         raise UsageError(f"{flag} {path} exists and is not a directory")
     held = _holds(path, inputs)
@@ -123,7 +123,7 @@ def check_file(
     suffix: str = "",
 ) -> Path:
     """Refuse a file output that would lose data; return the path to write."""
-    path = _plain_target(path, flag)
+    path = plain_target(path, flag)
     if suffix and path.suffix.lower() != suffix:
         raise UsageError(f"{flag} {path}: name a {suffix} file")
     if path.is_dir():

@@ -151,9 +151,9 @@ def path(text: str) -> Path:
 
 def host_name(text: str) -> str:
     """An IP address or a DNS name, nothing a shell or ssh would read as more."""
-    from sparkfab.inventory import _hostname
+    from sparkfab.inventory import hostname
 
     try:
-        return _hostname(text)
+        return hostname(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None

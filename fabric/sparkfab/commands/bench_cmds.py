@@ -85,10 +85,11 @@ SECONDS = at.number(0, 7 * 86400, lo_open=True)
 
 def _run_dir(path: Path, resume: bool) -> Path:
     """A new or empty directory (made once the server answered); with --resume, one that holds a run."""
-    if not str(path).strip():
-        raise UsageError("-o is empty: name a run directory")
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        raise UsageError(f"-o {path} is not a directory sparkfab may write (a file or a symbolic link)")
+    from sparkfab.outputs import plain_target
+
+    path = plain_target(path, "-o")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"-o {path} exists and is not a directory")
     held = path.is_dir() and any(path.iterdir())
     if resume and not (path / "run.json").is_file():
         raise UsageError(f"--resume: {path} holds no run (no run.json)")
