@@ -1,24 +1,59 @@
 #!/usr/bin/env bash
-# The main job on the built-in lab: bring up the four-Spark switchless ring of
-# inventory/ring4.yml on this machine, push it with Ansible, start serving (the lab's
-# collective workload), verify, flip to emulated 100 Gb/s, verify again, tear down.
-# Needs root (network namespaces). Usage: scripts/demo.sh [INVENTORY]
+# The main job on the built-in lab: the paper's method end to end with a real engine. Bring up
+# the four-Spark switchless ring of inventory/ring4.yml on this machine, push it with Ansible,
+# verify, serve vLLM's CPU build at TP4 across the lab Sparks, estimate, bench at 200 (the lab's
+# shaped rate), flip to emulated 100, verify, bench again, report side by side, tear down.
+# Needs root (network namespaces). About 10 minutes on 2 cores.
+# Usage: scripts/demo.sh [INVENTORY] [REPORT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 inv=${1:-inventory/ring4.yml}
+cluster=$(sparkfab plan "$inv" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["cluster"])')
+out=${2:-demo-$cluster}
+rm -rf "$out"
+mkdir -p "$out"
+t0=$(date +%s)
+step() { printf '\n== [%4ss] %s\n' "$(($(date +%s) - t0))" "$*" >&2; }
 
+step "validate every example, plan $inv"
 for f in inventory/*.yml; do sparkfab validate -q "$f"; done
 sparkfab plan "$inv"
 
 trap 'sparkfab lab down "$inv" || true' EXIT
-step() { printf '\n== %s\n' "$*" >&2; }
-step "lab up";                 sparkfab lab up "$inv"
-step "apply";                  sparkfab apply "$inv" --lab
-step "apply again (no change)"; sparkfab apply "$inv" --lab
-step "serve start";            sparkfab serve start "$inv" --lab
-step "verify at 200";          sparkfab verify "$inv" --lab --collective
-step "linkspeed 100e";         sparkfab linkspeed "$inv" 100e --lab
+step "lab up (vLLM's CPU build, the lab's model, fabric veths shaped)"
+sparkfab lab up "$inv"
+step "apply";                    sparkfab apply "$inv" --lab
+step "apply again (no change)";  sparkfab apply "$inv" --lab
+step "verify at 200";            sparkfab verify "$inv" --lab --collective
+step "serve start (workers first, rank 0 last, health wait)"
+sparkfab serve start "$inv" --lab
+
+# where rank 0 answers, under which model name, at which TP size, and the model's own config
+read -r head url model tp < <(sparkfab lab status "$inv" --format json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["serving"]
+i = s[sorted(s)[0]]
+print(i["head"], i["url"], i["model"], i["tp"])')
+config=/var/lib/sparkfab/lab/$cluster/model/config.json
+[ -n "${SPARKFAB_LAB_DIR:-}" ] && config=$SPARKFAB_LAB_DIR/$cluster/model/config.json
+
+step "estimate: the lab model at TP$tp, 0.4 -> 0.2 Gb/s (200 -> 100e at 1:500)"
+sparkfab estimate --config "$config" --tp "$tp" --from 0.4 --to 0.2 | tee "$out/estimate.txt"
+
+bench() {  # on rank 0's Spark, so that its fabric netdevs' counters are sampled at 1 ms
+  sparkfab lab exec "$inv" "$head" -- sparkfab bench --url "$url" --model "$model" --plan lab --rounds 2 \
+    --idle-seconds 1 --inventory "$inv" --lab --counters-host "$head" --source netdev --label "$1" -o "$out/run-$1"
+}
+step "bench at 200";           bench 200
+step "battery";                sparkfab battery --url "$url" --model "$model" --checks count,prefix --context-chars 6000 || true
+step "linkspeed 100e (ordered restart of the engine at the new rate)"
+sparkfab linkspeed "$inv" 100e --lab
 step "verify at 100e";         sparkfab verify "$inv" --lab
+step "bench at 100e";          bench 100e
+step "report";                 sparkfab report "$out/run-200" "$out/run-100e" --estimate -o "$out/report"
+step "serve stop";             sparkfab serve stop "$inv" --lab
 step "lab down";               trap - EXIT; sparkfab lab down "$inv"
+step "done: open $out/report/report.html"
+echo "$PWD/$out/report/report.html"

@@ -60,11 +60,13 @@ def ssh(cluster: str, host: str, command: str, timeout: float = 30) -> subproces
 
 
 @contextlib.contextmanager
-def lab(inventory: str, cluster: str):
+def lab(inventory: str, cluster: str, engine: str = "collective"):
+    """A lab for the block; it serves the collective workload (seconds to start) unless
+    `engine="vllm"` asks for the real one."""
     from sparkfab.lab import build
 
     build.down(cluster)
-    res = sparkfab("lab", "up", inventory)
+    res = sparkfab("lab", "up", inventory, "--engine", engine)
     assert res.code == 0, res.err
     try:
         yield res

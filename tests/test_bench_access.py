@@ -192,3 +192,23 @@ def test_report_estimate_reads_the_served_models_config(cli, tmp_path):
     res = cli("report", str(tmp_path / "a"), "--estimate", "--tp", "2", "-o", str(tmp_path / "rep"))
     assert res.code == 0, res.err
     assert f"estimate: tiny (--config {model}/config.json: hidden 1024, 2 layers) at TP2" in res.err
+
+
+def test_bench_keeps_the_served_checkpoints_config_for_a_later_report(double, cli, tmp_path):
+    """A lab is torn down after its runs: report --estimate still finds the model in the run."""
+    import shutil
+
+    model = tmp_path / "ckpt"
+    model.mkdir()
+    config = {"model_type": "tiny", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 16}
+    (model / "config.json").write_text(json.dumps(config))
+    url = double("--token-interval-s", "0.001", "--root", str(model))
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 20, "output_tokens": 4}])
+    res = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "--idle-seconds", "0", "-o", str(tmp_path / "a"))
+    assert res.code == 0, res.err
+    assert json.loads((tmp_path / "a/run.json").read_text())["engine"]["model_root"] == str(model)
+    assert json.loads((tmp_path / "a/model-config.json").read_text()) == config
+    shutil.rmtree(model)
+    rep = cli("report", str(tmp_path / "a"), "--estimate", "--tp", "2", "-o", str(tmp_path / "rep"))
+    assert rep.code == 0, rep.err
+    assert f"estimate: tiny (--config {tmp_path}/a/model-config.json: hidden 1024, 2 layers) at TP2" in rep.err

@@ -111,3 +111,18 @@ def test_transformers_like_server_stopping_early_is_rejected(double, cli, tmp_pa
     res = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "-o", str(tmp_path / "run"))
     assert res.code == 5
     assert _rows(tmp_path / "run")[0]["error"] == "rejected: output 18 tokens, planned 20"
+
+
+def test_two_runs_get_different_prompts_of_the_same_lengths(tmp_path):
+    """An engine that kept its prefix cache (a second run at the same speed, or a flip without a
+    restart) must prefill again: each run salts its prompts' seed, and a resumed run keeps its salt."""
+    from sparkfab.measure.bench import Options, Run
+
+    runs = [Run(Options("http://127.0.0.1:1", "m", tmp_path / f"r{i}"), []) for i in range(2)]
+    assert runs[0].salt != runs[1].salt
+    a, b = (TokenPrompts(list(range(100)), f"0:{r.salt}").make(64, "P1", 0, 0) for r in runs)
+    assert a != b and len(a) == len(b) == 64
+    (tmp_path / "r0").mkdir()
+    (tmp_path / "r0/run.json").write_text(json.dumps({"prompt_salt": runs[0].salt}))
+    resumed = Run(Options("http://127.0.0.1:1", "m", tmp_path / "r0", resume=True), [])
+    assert resumed.salt == runs[0].salt

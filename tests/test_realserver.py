@@ -1,5 +1,5 @@
 """`bench`, `battery` and `report` against a real OpenAI-compatible server from PyPI:
-`transformers serve` with a tiny random-weight model made here (tests/tinymodel.py), no downloads.
+`transformers serve` with a tiny random-weight model made here (sparkfab.lab.model), no downloads.
 
 transformers serve has no /tokenize and refuses vLLM's ignore_eos, so this also shows the
 driver finding that out and making exact text prompts with the server's own token counts."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from sparkfab.lab.model import make
 from tests.serverutil import free_port, serving
 from tests.test_bench import _rows, bench, plan
-from tests.tinymodel import make
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from sparkfab.lab.model import make
 from sparkfab.measure.vllmstats import parse_prometheus, server_side
 from tests.conftest import REPO
 from tests.serverutil import free_port, serving
 from tests.test_bench_access import VLLM_KEYS
-from tests.tinymodel import make
 
 pytestmark = pytest.mark.slow
 VLLM_PY = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")

@@ -42,6 +42,10 @@ class Recipe(BaseModel):
     build: str = ""
     model: str = ""
     backend: Literal["mp", "ray"] = "mp"
+    #: what carries the tensor-parallel all-reduces: NCCL over RDMA (a GPU build), or Gloo over
+    #: TCP (vLLM's CPU build, the lab's engine): then the launch env names the fabric netdev and
+    #: address that carry them (GLOO_SOCKET_IFNAME, VLLM_HOST_IP, --master-addr)
+    tp_backend: Literal["nccl", "gloo"] = "nccl"
     flags: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
     volumes: list[str] = Field(default_factory=lambda: ["/root/.cache/huggingface:/root/.cache/huggingface"])

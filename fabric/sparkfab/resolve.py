@@ -365,8 +365,26 @@ def _instances(ctx: Ctx, cables: list[Cable]) -> list[tuple[str, str, list[Rank]
         _check_launcher(ctx, name, inst.launcher)
         resolved = _topology(ctx, name, hosts, cables)
         if resolved is not None:
+            _check_gloo(ctx, name, inst.launcher, resolved[0], len(hosts))
             out.append((name, *resolved))
     return out
+
+
+def _check_gloo(ctx: Ctx, name: str, launcher: str | None, topology: str, n: int) -> None:
+    """A Gloo engine needs every rank reachable on one subnet: a ring of three or more has none
+    unless its control plane is routed over the fabric."""
+    from sparkfab.launchers import recipes
+
+    rec = recipes().get(launcher or "")
+    if rec is None or rec.tp_backend != "gloo" or topology not in ("triangle", "ring"):
+        return
+    if ctx.inv.sparkfab.control_plane != "fabric":
+        ctx.add(
+            SF + ("instances", name, "launcher"),
+            f"launcher '{launcher}' sends its all-reduces over Gloo TCP, which connects every rank to every "
+            f"other; a switchless {topology} of {n} Sparks has no subnet they all share",
+            "set control_plane: fabric (routes over the ring), or use a pair or a switch",
+        )
 
 
 #: vLLM flags sparkfab writes itself, and where their values come from.

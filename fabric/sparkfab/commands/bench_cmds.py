@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from rich.progress import Progress
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
 from sparkfab.errors import ServerError, Unavailable, UsageError
-from sparkfab.measure import bench, sampler
+from sparkfab.measure import bench, plans, sampler
 from sparkfab.measure.access import Access
 
 
@@ -30,10 +31,15 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=at.integer(0, 100), default=1)
     p.add_argument("--seed", type=at.integer(0, 2**63 - 1), default=0)
     p.add_argument(
-        "--output-tokens", type=at.integer(1, bench.MAX_OUTPUT_TOKENS), help="override the plan's 1,024 output tokens"
+        "--output-tokens", type=at.integer(1, plans.MAX_OUTPUT_TOKENS), help="override the plan's 1,024 output tokens"
     )
     p.add_argument(
         "--counters", type=at.device_list, help="RDMA devices (or netdevs with --source netdev) to sample alongside"
+    )
+    p.add_argument(
+        "--counters-host",
+        metavar="HOST",
+        help="sample this Spark's devices (with --inventory; bench runs on that Spark: `lab exec` in the lab)",
     )
     p.add_argument("--source", choices=("rdma", "netdev"), default="rdma")
     p.add_argument("--root", default="/", help="another sysfs tree (tests)")
@@ -54,6 +60,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--inventory", help="the cluster being measured: its name and current link speed go into the run's metadata"
     )
+    p.add_argument("--lab", action="store_true", help="the inventory's lab is measured (its shaped link rate)")
     p.add_argument("-o", "--output", type=at.path, required=True, help="run directory (new or empty)")
     _access_args(p)
 
@@ -70,14 +77,31 @@ def _access(args: argparse.Namespace) -> Access:
     return Access.from_args(args.api_key_env, args.insecure, args.ca_file)
 
 
-def _context(inventory: str | None) -> dict[str, Any]:
-    if not inventory:
+def _context(args: argparse.Namespace) -> dict[str, Any]:
+    """What the run measured, for its run.json: cluster, link-speed mode and the link's Gb/s
+    (a lab's shaped rate), and the TP size of the instance the URL points at."""
+    if not args.inventory:
+        if args.lab:
+            raise UsageError("--lab needs --inventory (the cluster whose lab is measured)")
         return {}
-    from sparkfab.commands.deploy_cmds import current_link_speed
+    from sparkfab.commands.deploy_cmds import current_link_speed, inventory_path
+    from sparkfab.measure.report import SPEEDS
     from sparkfab.target import load
 
-    plan = load(inventory)
-    return {"inventory": {"path": str(inventory), "cluster": plan.cluster, "link_speed": current_link_speed(plan)}}
+    plan = load(inventory_path(args))
+    mode = current_link_speed(plan)
+    ctx: dict[str, Any] = {"path": str(args.inventory), "cluster": plan.cluster, "link_speed": mode}
+    if plan.group_vars.get("sparkfab_lab"):
+        from sparkfab.lab import engine
+
+        ctx.update(lab=True, link_gbps=engine.rate_gbps(mode), link_rate=engine.rate_text(mode))
+    else:
+        ctx["link_gbps"] = SPEEDS[mode]
+    port = urllib.parse.urlsplit(args.url).port
+    served = [i for i in plan.instances if i.port == port] or list(plan.instances)
+    if len(served) == 1:
+        ctx.update(instance=served[0].name, tp=served[0].tp)
+    return {"inventory": ctx}
 
 
 SECONDS = at.number(0, 7 * 86400, lo_open=True)
@@ -104,8 +128,15 @@ def _run_dir(path: Path, resume: bool) -> Path:
     "bench", "Drive the serving endpoint with the fixed plan P1-P6; record TTFT, decode speed and traffic.", _bench_args
 )
 def bench_cmd(args: argparse.Namespace) -> int:
-    tests = bench.load_plan(args.plan, args.output_tokens)
-    counters = sampler.counters_of(args.counters, args.source, args.root) if args.counters else None
+    tests = plans.load_plan(args.plan, args.output_tokens)
+    devices = args.counters
+    if args.counters_host:
+        if args.counters or not args.inventory:
+            raise UsageError("--counters-host takes the devices from --inventory: give it instead of --counters")
+        from sparkfab.commands.sample_cmds import host_devices
+
+        devices = host_devices(args.inventory, args.counters_host, args.source)
+    counters = sampler.counters_of(devices, args.source, args.root) if devices else None
     out = _run_dir(args.output, args.resume)
     opt = bench.Options(
         args.url,
@@ -123,7 +154,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
         args.connect_timeout,
         args.resume,
         _access(args),
-        _context(args.inventory),
+        _context(args),
     )
     total = sum(t.requests for t in tests) * (args.rounds + args.warmup)
     with Progress(transient=True, disable=args.quiet) as progress:
@@ -180,7 +211,9 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--estimate", action="store_true", help="compare with the estimate (name the model)")
     p.add_argument("--model", help="the served model as an estimate preset (see `sparkfab estimate --help`)")
     p.add_argument("--config", help="the served model's config.json, for --estimate")
-    p.add_argument("--tp", type=at.integer(1, 1024), default=8, help="TP size the runs served at (default 8)")
+    p.add_argument(
+        "--tp", type=at.integer(1, 1024), help="TP size the runs served at (default: what bench recorded, else 8)"
+    )
     p.add_argument("-o", "--output", type=at.path, required=True, help="directory (new, empty or an earlier report)")
 
 
@@ -203,19 +236,20 @@ def report_cmd(args: argparse.Namespace) -> int:
             sys.stderr.write(f"warning: {r['dir']}/requests.jsonl: skipped {r['skipped']} unreadable line(s)\n")
     setup, assumption = None, ""
     if args.estimate:
-        served = Path(str(runs[0]["meta"].get("model", ""))) / "config.json"
-        if not (args.model or args.config) and served.is_file():
+        from sparkfab.measure.report import link_gbps, served_config, served_tp
+
+        served = served_config(runs[0])
+        if not (args.model or args.config) and served is not None:
             args.config = str(served)  # the served model is a local checkpoint: its own config
         if not (args.model or args.config):
             raise UsageError("--estimate needs the served model: --config its config.json, or --model a preset")
         spec = models.from_config(args.config) if args.config else models.preset(args.model)
-        setup = Setup(spec, args.tp)
+        tp = args.tp or served_tp(runs[0]) or 8
+        setup = Setup(spec, tp)
         source = f"--config {args.config}" if args.config else f"preset {args.model}"
-        from sparkfab.measure.report import SPEEDS
-
         pairs = zip(runs, (200.0, 100.0), strict=False)
-        links = " -> ".join(f"{r['label']} = {SPEEDS.get(str(r['label']), d):g} Gb/s" for r, d in pairs)
-        assumption = f"{spec.name} ({source}: hidden {spec.hidden}, {spec.layers} layers) at TP{args.tp}; {links}"
+        links = " -> ".join(f"{r['label']} = {link_gbps(r, d):g} Gb/s" for r, d in pairs)
+        assumption = f"{spec.name} ({source}: hidden {spec.hidden}, {spec.layers} layers) at TP{tp}; {links}"
         sys.stderr.write(f"estimate: {assumption}\n")
     result: dict[str, Any] = {}
 

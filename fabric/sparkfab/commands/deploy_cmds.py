@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -43,10 +44,12 @@ def inventory_path(args: argparse.Namespace) -> str:
 
     plan = load_plan(args.inventory)
     inv = lab_dir(plan.cluster) / "inventory.yml"
-    if not (lab_dir(plan.cluster) / "state.json").exists():
+    state = lab_dir(plan.cluster) / "state.json"
+    if not state.exists():
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {args.inventory}`")
+    engine = json.loads(state.read_text()).get("engine", "collective")
     # always from the inventory as it is now, so edits since `lab up` take effect
-    inv.write_text(lab_inventory(load_roundtrip(args.inventory), spec(plan)))
+    inv.write_text(lab_inventory(load_roundtrip(args.inventory), spec(plan), engine))
     return str(inv)
 
 
@@ -181,6 +184,12 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
     plan = load_target(inventory_path(args), args.mode)  # validated at the new speed
     _confirm(plan, args, f"linkspeed {args.mode}")
     tree = render_tree(plan)
+    if plan.group_vars.get("sparkfab_lab"):
+        # the lab's link speed is a shaped rate: change it before the engine restarts on it
+        from sparkfab.lab import wire
+        from sparkfab.lab.spec import spec as lab_spec
+
+        _err.print(wire.link_speed(lab_spec(plan), args.mode))
     result = run_with_progress("linkspeed.yml", plan, tree, args)
     _fail_if(result)
     state = plan_state_dir(plan)

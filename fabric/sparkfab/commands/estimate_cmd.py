@@ -27,7 +27,7 @@ def _args(p: argparse.ArgumentParser) -> None:
         "--chunk", type=at.integer(1, 1 << 22), default=4096, help="prefill chunk, tokens (--max-num-batched-tokens)"
     )
     p.add_argument("--from", dest="from_gbps", type=GBPS, help="link speed now, Gb/s (default 200)")
-    p.add_argument("--to", dest="to_gbps", type=GBPS, default=100.0, help="the slower link, Gb/s")
+    p.add_argument("--to", dest="to_gbps", type=GBPS, help="the slower link, Gb/s (default 100)")
     p.add_argument("--ttft", type=at.number(0, 86400, lo_open=True), help="measured TTFT (s) of an 8K prompt at --from")
     p.add_argument(
         "--ttft-prompt", type=at.integer(1, 1 << 24), default=8192, help="prompt tokens of the --ttft measurement"
@@ -37,16 +37,24 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bits-per-weight", type=at.number(0, 64, lo_open=True), help="e.g. 4.5 for NVFP4 with its scales")
     p.add_argument("--mtp-tokens", type=at.integer(0, 64), help="draft tokens per decode pass")
     p.add_argument("--inventory", help="take TP size and link speed from this inventory")
+    p.add_argument(
+        "--lab",
+        action="store_true",
+        help="the inventory's lab: its model's config, and its shaped rates for 200 and 100e as --from and --to",
+    )
+    p.add_argument("--plan", help="tests to bound: P1-P6 (default), `lab` (default with --lab), names, or a YAML file")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--plot", type=at.path, help="write PNG plots into this directory (new, empty or an earlier one)")
 
 
 def _setup(args: argparse.Namespace) -> Setup:
-    spec = models.from_config(args.config) if args.config else models.preset(args.model or "glm-5.3")
+    tp, from_gbps, to_gbps, config = args.tp, args.from_gbps, args.to_gbps, args.config
+    if args.lab:
+        from_gbps, to_gbps, config = _lab(args, from_gbps, to_gbps, config)
+    spec = models.from_config(config) if config else models.preset(args.model or "glm-5.3")
     spec = models.with_overrides(
         spec, active_params=args.active_params, bits_per_weight=args.bits_per_weight, mtp_tokens=args.mtp_tokens
     )
-    tp, from_gbps = args.tp, args.from_gbps
     if args.inventory:
         from sparkfab.resolve import load_plan
 
@@ -55,16 +63,37 @@ def _setup(args: argparse.Namespace) -> Setup:
             raise UsageError(f"{args.inventory} has no instance to take the TP size from")
         tp = tp or plan.instances[0].tp
         from_gbps = from_gbps or (100.0 if plan.link_speed == "100" else 200.0)
-    from_gbps = from_gbps or 200.0
-    if args.to_gbps >= from_gbps:
-        raise UsageError(f"--to {args.to_gbps:g} Gb/s is not slower than --from {from_gbps:g} Gb/s")
-    return Setup(spec, tp or 8, args.chunk, from_gbps, args.to_gbps, args.mtp_split)
+    from_gbps, to_gbps = from_gbps or 200.0, to_gbps or 100.0
+    if to_gbps >= from_gbps:
+        raise UsageError(f"--to {to_gbps:g} Gb/s is not slower than --from {from_gbps:g} Gb/s")
+    return Setup(spec, tp or 8, args.chunk, from_gbps, to_gbps, args.mtp_split)
+
+
+def _lab(
+    args: argparse.Namespace, from_gbps: float | None, to_gbps: float | None, config: str | None
+) -> tuple[float, float, str | None]:
+    """The lab's shaped rates for 200 and 100e, and its model's config unless another is named."""
+    from sparkfab.lab import engine
+    from sparkfab.lab.spec import lab_dir
+    from sparkfab.resolve import load_plan
+
+    if not args.inventory:
+        raise UsageError("--lab needs --inventory (the cluster whose lab is estimated)")
+    if not (config or args.model):
+        path = lab_dir(load_plan(args.inventory).cluster) / "model" / "config.json"
+        if not path.is_file():
+            raise UsageError(f"--lab: no lab model at {path}: run `sparkfab lab up {args.inventory}` first")
+        config = str(path)
+    return from_gbps or engine.rate_gbps("200"), to_gbps or engine.rate_gbps("100e"), config
 
 
 @command("estimate", "Estimate the network cost of tensor parallelism from a model's architecture.", _args)
 def estimate_cmd(args: argparse.Namespace) -> int:
+    from sparkfab.measure.plans import load_plan as bench_plan
+
     s = _setup(args)
-    result = estimate(s, args.ttft, args.ttft_prompt)
+    tests = bench_plan(args.plan or ("lab" if args.lab else None))
+    result = estimate(s, args.ttft, args.ttft_prompt, tests, gloo=args.lab)
     if args.plot:
         from sparkfab.measure.plots import estimate_plots
         from sparkfab.outputs import replace_dir
@@ -83,7 +112,11 @@ def estimate_cmd(args: argparse.Namespace) -> int:
 
 
 def _mb(x: float) -> str:
-    return f"{x / 1e6:,.2f} MB"
+    """A size in the unit that keeps it readable: 512 B, 15.4 kB, 3.38 MB, 27.7 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:,.3g} {unit}" if x / scale < 100 else f"{x / scale:,.0f} {unit}"
+    return f"{x:,.0f} B"
 
 
 def print_estimate(r: dict) -> None:  # type: ignore[type-arg]
@@ -93,10 +126,16 @@ def print_estimate(r: dict) -> None:  # type: ignore[type-arg]
         f"all-reduces per prompt token {r['allreduces_per_token']} x {r['bytes_per_value']} bytes per value x "
         f"ring factor {r['ring_factor']:.3f} = [bold]{_mb(r['bytes_per_token'])}[/] per prompt token per Spark"
     )
+    # the emulated link (one PCIe root, 109 Gb/s) is a comparison only for links faster than it
+    emulated = r["from_gbps"] > r["emulated_gbps"]
     c.print(
-        f"extra TTFT <= [bold]{r['extra_s_per_1000_tokens']:.3f} s[/] per 1,000 prompt tokens "
-        f"({r['extra_s_per_1000_tokens_emulated']:.3f} s to the emulated {r['emulated_gbps']:g} Gb/s link; a real "
-        f"100G cable adds at most {r['real_cable_s_per_1000_tokens']:.3f} s more)"
+        f"extra TTFT <= [bold]{r['extra_s_per_1000_tokens']:.3f} s[/] per 1,000 prompt tokens"
+        + (
+            f" ({r['extra_s_per_1000_tokens_emulated']:.3f} s to the emulated {r['emulated_gbps']:g} Gb/s link; a "
+            f"real 100G cable adds at most {r['real_cable_s_per_1000_tokens']:.3f} s more)"
+            if emulated
+            else ""
+        )
     )
     ch = r["chunk"]
     c.print(
@@ -106,22 +145,12 @@ def print_estimate(r: dict) -> None:  # type: ignore[type-arg]
         f"{ch['send_s_to'] * 1e3:.1f} ms at {r['to_gbps']:g} Gb/s"
     )
     t = Table(title="test plan: extra prefill time, upper bound")
-    for col in (
-        "test",
-        "prompt tokens",
-        "prefill bytes per Spark",
-        f"{r['from_gbps']:g} -> {r['to_gbps']:g}",
-        f"{r['from_gbps']:g} -> {r['emulated_gbps']:g}",
-    ):
+    cols = ["test", "prompt tokens", "prefill bytes per Spark", f"{r['from_gbps']:g} -> {r['to_gbps']:g}"]
+    for col in cols + ([f"{r['from_gbps']:g} -> {r['emulated_gbps']:g}"] if emulated else []):
         t.add_column(col, justify="right")
     for row in r["plan"]:
-        t.add_row(
-            row["test"],
-            f"{row['prompt_tokens']:,}",
-            f"{row['prefill_bytes'] / 1e9:.1f} GB",
-            f"<= +{row['extra_s']:.2f} s",
-            f"<= +{row['extra_s_emulated']:.2f} s",
-        )
+        cells = [row["test"], f"{row['prompt_tokens']:,}", _mb(row["prefill_bytes"]), f"<= +{row['extra_s']:.2f} s"]
+        t.add_row(*cells, *([f"<= +{row['extra_s_emulated']:.2f} s"] if emulated else []))
     c.print(t)
     d = r["decode"]
     c.print(
@@ -131,6 +160,14 @@ def print_estimate(r: dict) -> None:  # type: ignore[type-arg]
         f"{d['pass_floor_s'] * 1e3:.1f} ms ({d['weight_bytes_per_spark'] / 1e9:.2f} GB per Spark) -> traffic "
         f"<= {d['traffic_bound_gbps']:.1f} Gb/s, a slower link adds <= {d['extra_per_pass_s'] * 1e3:.2f} ms per pass"
     )
+    if "gloo" in r:
+        g = r["gloo"]
+        c.print(
+            f"the lab's engine (Gloo over TCP, about {g['step_bytes']} B per ring step beyond the payload): "
+            f"prefill {g['prefill_bytes_per_token']:,.0f} B per prompt token; decode "
+            f"{g['decode_bytes_per_token']:,.0f} B per output token (the formula alone: "
+            f"{g['decode_bytes_per_token_formula']:,.0f} B)"
+        )
     if "measured" in r:
         m = r["measured"]
         c.print(

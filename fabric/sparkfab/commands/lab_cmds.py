@@ -1,8 +1,10 @@
-"""`sparkfab lab up|down|status|wire`."""
+"""`sparkfab lab up|down|status|wire|exec`."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 
@@ -10,14 +12,27 @@ from sparkfab.cli import command, emit_json
 from sparkfab.errors import LabError, UsageError
 from sparkfab.inventory import load_roundtrip
 from sparkfab.lab import build, wire
+from sparkfab.lab import engine as lab_engine
 from sparkfab.lab.inventory import lab_inventory
 from sparkfab.lab.spec import spec
 from sparkfab.resolve import load_plan
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("up", "down", "status", "wire"))
+    p.add_argument("action", choices=("up", "down", "status", "wire", "exec"))
     p.add_argument("inventory", metavar="INVENTORY")
+    p.add_argument(
+        "command",
+        nargs="*",
+        metavar="HOST [--] COMMAND",
+        help="exec: run COMMAND on a lab Spark, in its network namespace (put -- before a command with options)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=lab_engine.ENGINES,
+        default="vllm",
+        help="up: what `serve` runs: vLLM's CPU build with the lab's model (default), or the collective workload",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what `up` would create")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--swap", nargs=2, metavar=("CABLE", "CABLE"), help="wire: swap two cables (cables[N])")
@@ -32,48 +47,113 @@ def _args(p: argparse.ArgumentParser) -> None:
 def lab_cmd(args: argparse.Namespace) -> int:
     plan = load_plan(args.inventory)
     sp = spec(plan)
+    if args.action == "exec":
+        return _exec(args, sp)
+    if args.command:
+        raise UsageError(f"lab {args.action} takes no command (only `lab exec INVENTORY HOST COMMAND...`)")
     if args.action == "up":
-        return _up(args, sp)
+        return _up(args, sp, plan.link_speed)
     if args.action == "down":
-        t0 = time.perf_counter()
-        removed = build.down(plan.cluster)
-        left = build.leftovers(plan.cluster)
-        if left:
-            raise LabError("lab down left: " + ", ".join(left))
-        sys.stderr.write(
-            f"lab {plan.cluster} down in {time.perf_counter() - t0:.2f} s: "
-            + ", ".join(f"{v} {k}" for k, v in removed.items())
-            + "\n"
-        )
-        return 0
+        return _down(plan.cluster)
     if args.action == "status":
-        st = build.status(plan.cluster)
-        if args.format == "json":
-            emit_json(st)
-        else:
-            sys.stdout.write(f"lab {st['cluster']}: {'up' if st['up'] else 'down'}\n")
-            for name, alive in st["processes"].items():
-                sys.stdout.write(f"  {name}: {'running' if alive else 'gone'}\n")
-            for host, h in st["hosts"].items():
-                sys.stdout.write(f"  {host}: {h['ns']} {h['mgmt_ip']}\n")
-        return 0 if st["up"] else 4
+        return _status(args, plan, sp)
     return _wire(args, sp)
 
 
-def _up(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
+def _down(cluster: str) -> int:
+    t0 = time.perf_counter()
+    removed = build.down(cluster)
+    left = build.leftovers(cluster)
+    if left:
+        raise LabError("lab down left: " + ", ".join(left))
+    sys.stderr.write(
+        f"lab {cluster} down in {time.perf_counter() - t0:.2f} s: "
+        + ", ".join(f"{v} {k}" for k, v in removed.items())
+        + "\n"
+    )
+    return 0
+
+
+def _status(args: argparse.Namespace, plan, sp) -> int:  # type: ignore[no-untyped-def]
+    st = build.status(plan.cluster)
+    st["serving"] = _serving(plan, sp, st)
+    if args.format == "json":
+        emit_json(st)
+    else:
+        sys.stdout.write(f"lab {st['cluster']}: {'up' if st['up'] else 'down'}\n")
+        for name, alive in st["processes"].items():
+            sys.stdout.write(f"  {name}: {'running' if alive else 'gone'}\n")
+        for host, h in st["hosts"].items():
+            sys.stdout.write(f"  {host}: {h['ns']} {h['mgmt_ip']}\n")
+        for name, s in st["serving"].items():
+            sys.stdout.write(f"  instance {name} (TP{s['tp']}, {s['engine']}): {s['url']} model {s['model']}\n")
+    return 0 if st["up"] else 4
+
+
+def _serving(plan, sp, st: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    """Where each instance answers in the lab (rank 0's management address) and under what model name."""
+    engine = st.get("engine")
+    out = {}
+    for inst in plan.instances:
+        head = st["hosts"].get(inst.ranks[0].host)
+        if head is None:
+            continue
+        out[inst.name] = {
+            "url": f"http://{head['mgmt_ip']}:{inst.port}",
+            "model": lab_engine.served_name(sp) if engine == "vllm" else None,
+            "engine": engine,
+            "tp": inst.tp,
+            "head": inst.ranks[0].host,
+        }
+    return out
+
+
+def _up(args: argparse.Namespace, sp, mode: str) -> int:  # type: ignore[no-untyped-def]
     if args.dry_run:
         sys.stdout.write("\n".join(sp.describe()) + "\n")
         return 0
+    lab_engine.check(args.engine)
     state = build.up(sp)
+    try:
+        t0 = time.perf_counter()
+        lab_engine.install(sp, args.engine)
+        t_engine = time.perf_counter() - t0
+        shaped = wire.link_speed(sp, mode)
+    except Exception:
+        build.down(sp.cluster)
+        raise
+    state["engine"] = args.engine
+    (sp.dir / "state.json").write_text(json.dumps(state, indent=2))
     inv = sp.dir / "inventory.yml"
-    inv.write_text(lab_inventory(load_roundtrip(args.inventory), sp))
+    inv.write_text(lab_inventory(load_roundtrip(args.inventory), sp, args.engine))
     t = state["timing"]
+    made = f"; the lab's model in {t_engine:.1f} s" if args.engine == "vllm" else ""
     sys.stderr.write(
         f"lab {sp.cluster} up in {t['total_s']:.2f} s ({len(sp.sparks)} Sparks, {len(sp.veths)} "
-        f"fabric veths; links {t['links_s']:.2f} s)\n"
+        f"fabric veths; links {t['links_s']:.2f} s{made}); serving engine: {args.engine}\n{shaped}\n"
     )
     sys.stdout.write(f"{inv}\n")
     return 0
+
+
+def _exec(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
+    """Replace this process with COMMAND inside a lab Spark's network namespace (its own /sys,
+    so its fabric netdevs' counters are the ones `sample` and `bench --counters` read)."""
+    if not args.command or len(args.command) < 2:
+        raise UsageError("lab exec needs a host and a command: lab exec INVENTORY HOST COMMAND...")
+    host, command = args.command[0], args.command[1:]
+    if command[0] == "--":
+        command = command[1:]
+    names = [n.name for n in sp.sparks]
+    if host not in names:
+        raise UsageError(f"lab exec: no Spark {host!r} in {sp.cluster} (Sparks: {', '.join(names)})")
+    if not build.existing_namespaces(sp.cluster):
+        raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
+    if not command:
+        raise UsageError("lab exec needs a command after the host")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvp("ip", ["ip", "netns", "exec", sp.node(host).ns, *command])
 
 
 def _wire(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]

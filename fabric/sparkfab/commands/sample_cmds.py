@@ -33,15 +33,20 @@ def _devices(args: argparse.Namespace) -> list[str]:
         return list(args.devices)
     if not (args.inventory and args.host):
         raise UsageError("name the counters: --devices LIST, or --inventory FILE --host H")
+    return host_devices(args.inventory, args.host, args.source)
+
+
+def host_devices(inventory: str, name: str, source: str) -> list[str]:
+    """The counters of one Spark of an inventory: its RDMA devices in the current link-speed
+    mode, or with source netdev every fabric netdev it has."""
     from sparkfab.commands.deploy_cmds import current_link_speed
     from sparkfab.target import load
 
-    plan = load(args.inventory)
-    host = plan.host(args.host) if args.host in {h.name for h in plan.hosts} else None
-    if host is None:
-        raise UsageError(f"{args.host} is not a host of {args.inventory}")
-    mode = current_link_speed(plan)
-    return list(host.hca[mode]) if args.source == "rdma" else [i.netdev for i in host.ifaces if args.source == "netdev"]
+    plan = load(inventory)
+    if name not in {h.name for h in plan.hosts}:
+        raise UsageError(f"{name} is not a host of {inventory}")
+    host = plan.host(name)
+    return list(host.hca[current_link_speed(plan)]) if source == "rdma" else list(host.fabric_ifs)
 
 
 @command("sample", "Sample RDMA (or netdev) counters at 1 ms into a file, streamed as it goes.", _sample_args)

@@ -434,6 +434,7 @@ def status(cluster: str) -> dict[str, Any]:
         "namespaces": existing_namespaces(cluster),
         "processes": alive,
         "hosts": state.get("hosts", {}),
+        "engine": state.get("engine"),
         "inventory": str(lab_dir(cluster) / "inventory.yml"),
         "python": sys.executable,
     }

@@ -99,17 +99,26 @@ def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
     veths = current(spec)
     done = []
     for i in _select(veths, ref):
+        _shape(veths[i], rate_text)
         v = veths[i]
-        for ns_name, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
-            with _netns(ns_name) as ns:
-                idx = ns.link_lookup(ifname=ifname)[0]
-                try:
-                    ns.tc("del", index=idx, handle="1:")
-                except Exception:
-                    pass
-                ns.tc("add", "tbf", index=idx, handle="1:", rate=rate_text, burst=131072, latency="50ms")
         done.append(f"shaped {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if} to {rate_text}")
     return done
+
+
+def link_speed(spec: LabSpec, mode: str) -> str:
+    """Shape every fabric veth to the lab's rate for a link-speed mode (`sparkfab.lab.engine`)."""
+    from sparkfab.lab.engine import RATE_MBIT, rate_text
+
+    for v in current(spec):
+        _shape(v, f"{RATE_MBIT[mode]}mbit")
+    return f"lab {spec.cluster}: every fabric veth shaped to {rate_text(mode)}"
+
+
+def _shape(v: Veth, rate_text: str) -> None:
+    for ns_name, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
+        with _netns(ns_name) as ns:
+            idx = ns.link_lookup(ifname=ifname)[0]
+            ns.tc("replace", "tbf", index=idx, handle="1:", rate=rate_text, burst=131072, latency="50ms")
 
 
 #: What dockerd (28) does to the filter table when it starts: its chains, FORWARD jumping to

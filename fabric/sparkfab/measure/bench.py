@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
+import secrets
 import statistics
 import threading
 import time
@@ -27,89 +27,12 @@ import httpx
 from sparkfab.errors import BenchError, ServerError, Unavailable
 from sparkfab.measure import sampler, traffic, vllmstats
 from sparkfab.measure.access import Access
+from sparkfab.measure.plans import Test
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
 from sparkfab.measure.stream import RequestResult, stream_completion
 
-
-@dataclass(frozen=True)
-class Test:
-    name: str
-    requests: int
-    prompt_tokens: int
-    output_tokens: int = 1024
-
-
-#: Section 7.4 of the paper.
-PLAN = (
-    Test("P1", 1, 1024),
-    Test("P2", 1, 8192),
-    Test("P3", 1, 32768),
-    Test("P4", 4, 8192),
-    Test("P5", 1, 65536),
-    Test("P6", 4, 16384),
-)
-
-
-#: Bounds of a plan: beyond them a request cannot be served by any Spark cluster.
-MAX_PROMPT_TOKENS = 1 << 21
-MAX_OUTPUT_TOKENS = 1 << 20
-MAX_REQUESTS = 256
-_ROW_KEYS = {"name": str, "requests": int, "prompt_tokens": int, "output_tokens": int}
-_ROW_BOUNDS = {"requests": MAX_REQUESTS, "prompt_tokens": MAX_PROMPT_TOKENS, "output_tokens": MAX_OUTPUT_TOKENS}
-
-
-def load_plan(spec: str | None, output_tokens: int | None = None) -> list[Test]:
-    """P1-P6 by name, or a YAML file of {name, requests, prompt_tokens, output_tokens}."""
-    if spec and (Path(spec).exists() or spec.endswith((".yml", ".yaml")) or "/" in spec):
-        tests = _plan_file(Path(spec))
-    else:
-        names = [n.strip() for n in (spec or ",".join(t.name for t in PLAN)).split(",") if n.strip()]
-        known = {t.name: t for t in PLAN}
-        unknown = [n for n in names if n not in known]
-        if unknown or not names:
-            raise BenchError(
-                f"unknown test(s) {', '.join(unknown) or '(none)'}: the plan has P1-P6, or pass a YAML file"
-            )
-        tests = [known[n] for n in names]
-    if output_tokens:
-        tests = [Test(t.name, t.requests, t.prompt_tokens, output_tokens) for t in tests]
-    return tests
-
-
-def _plan_file(path: Path) -> list[Test]:
-    from sparkfab import yamlload
-
-    try:
-        rows = yamlload.parse(yamlload.read_text(path, "plan file"))
-    except FileNotFoundError:
-        raise Unavailable(f"--plan {path}: no such file") from None
-    except yamlload.YamlProblem as exc:
-        raise BenchError(f"--plan {path}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
-    if not isinstance(rows, list) or not rows:
-        raise BenchError(
-            f"--plan {path}: a plan is a non-empty list of {{name, requests, prompt_tokens, output_tokens}}"
-        )
-    return [_plan_row(path, i, r) for i, r in enumerate(rows)]
-
-
-def _plan_row(path: Path, i: int, row: Any) -> Test:
-    where = f"--plan {path}: tests[{i}]"
-    if not isinstance(row, dict):
-        raise BenchError(f"{where} is not a mapping of name, requests, prompt_tokens, output_tokens")
-    unknown = sorted(str(k) for k in row if k not in _ROW_KEYS)
-    if unknown:
-        raise BenchError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_ROW_KEYS)})")
-    for key in ("name", "prompt_tokens"):
-        if key not in row:
-            raise BenchError(f"{where}: {key} is missing")
-    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$", str(row["name"])):
-        raise BenchError(f"{where}: name {str(row['name'])[:40]!r} is not a short name (letters, digits, _ . -)")
-    values = {"requests": row.get("requests", 1), "output_tokens": row.get("output_tokens", 1024)}
-    values["prompt_tokens"] = row["prompt_tokens"]
-    for key, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _ROW_BOUNDS[key]:
-            raise BenchError(f"{where}: {key} is {value!r}, not a whole number in 1-{_ROW_BOUNDS[key]:,}")
-    return Test(str(row["name"]), values["requests"], values["prompt_tokens"], values["output_tokens"])
+#: the served checkpoint's config.json, kept in the run directory
+MODEL_CONFIG = "model-config.json"
 
 
 @dataclass
@@ -139,6 +62,17 @@ class Run:
         self.opt, self.tests, self.progress = opt, tests, progress
         self.jsonl = opt.out / "requests.jsonl"
         self.done: set[tuple[str, int]] = set()  # (test, round) finished in the run being resumed
+        #: in every prompt's seed: another run (the other link speed, a rerun) gets other prompts of
+        #: the same lengths, so an engine that kept its prefix cache cannot answer from it
+        self.salt = self._earlier_salt() if opt.resume else secrets.token_hex(4)
+
+    def _earlier_salt(self) -> str:
+        try:
+            meta = json.loads((self.opt.out / "run.json").read_text())
+        except (OSError, ValueError):
+            return ""
+        salt = meta.get("prompt_salt") if isinstance(meta, dict) else None
+        return salt if isinstance(salt, str) and len(salt) <= 64 else ""
 
     def write_meta(self, server: ServerInfo, engine: dict[str, Any]) -> None:
         from sparkfab import __version__
@@ -154,12 +88,26 @@ class Run:
             "rounds": self.opt.rounds,
             "warmup": self.opt.warmup,
             "seed": self.opt.seed,
+            "prompt_salt": self.salt,
             "plan": [t.__dict__ for t in self.tests],
             "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()},
             "counters": [c.__dict__ for c in self.opt.counters or []],
             "server": server.to_json(),
         }
         (self.opt.out / "run.json").write_text(json.dumps(meta, indent=2))
+        self._keep_model_config(engine.get("model_root"))
+
+    def _keep_model_config(self, root: Any) -> None:
+        """A copy of a local checkpoint's config.json, so that `report --estimate` reads it when
+        the checkpoint is gone (a lab torn down, a cache cleaned)."""
+        if not isinstance(root, str) or not root.startswith("/"):
+            return
+        try:
+            text = (Path(root) / "config.json").read_text(encoding="utf-8")[: 1 << 20]
+            json.loads(text)
+        except (OSError, ValueError):
+            return
+        (self.opt.out / MODEL_CONFIG).write_text(text)
 
     def record(self, res: RequestResult, extra: dict[str, Any]) -> None:
         with self.jsonl.open("a") as f:
@@ -174,10 +122,12 @@ class Run:
         timeout = httpx.Timeout(min(opt.silence_s, opt.timeout_s), connect=min(opt.connect_s, opt.timeout_s))
         async with self.client(timeout) as client:
             try:
-                server, prompts = await asyncio.wait_for(probe(client, opt.model, opt.seed), opt.timeout_s * 4)
+                server, prompts = await asyncio.wait_for(
+                    probe(client, opt.model, f"{opt.seed}:{self.salt}"), opt.timeout_s * 4
+                )
             except TimeoutError:
                 raise ServerError(f"{opt.url} did not finish the probe within {opt.timeout_s * 4:g} s") from None
-            engine = await engine_info(client)
+            engine = await engine_info(client, self.opt.model)
         if on_server:
             on_server(server)
         try:
@@ -329,6 +279,7 @@ class Run:
             stop.set()
             thread.join()
             sr = traffic.series(sampler.read(smp))
+            whole = _round_prefill(sr, results)
             with self.jsonl.open("a") as f:
                 for r in results:
                     f.write(
@@ -340,6 +291,7 @@ class Run:
                                 "index": r.index,
                                 "traffic_file": smp.name,
                                 **_windows(sr, r),
+                                **whole,
                             }
                         )
                         + "\n"
@@ -348,14 +300,24 @@ class Run:
                 os.fsync(f.fileno())
 
 
-async def engine_info(client: httpx.AsyncClient) -> dict[str, Any]:
-    """The engine and its version as the server reports them (vLLM: GET /version)."""
+async def engine_info(client: httpx.AsyncClient, model: str = "") -> dict[str, Any]:
+    """The engine and its version as the server reports them (vLLM: GET /version), and where
+    the served model was loaded from (vLLM's /v1/models `root`: a local checkpoint's path)."""
     try:
         r = await client.get("/version")
         version = r.json().get("version") if r.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         version = None
-    return {"name": "vllm" if version else "unknown", "version": str(version) if version else None}
+    info: dict[str, Any] = {"name": "vllm" if version else "unknown", "version": str(version) if version else None}
+    try:
+        r = await client.get("/v1/models")
+        rows = r.json().get("data", []) if r.status_code == 200 else []
+        root = next((m.get("root") for m in rows if isinstance(m, dict) and m.get("id") == model), None)
+    except (httpx.HTTPError, ValueError, AttributeError):
+        root = None
+    if isinstance(root, str) and root:
+        info["model_root"] = root[:4096]
+    return info
 
 
 def _windows(sr: traffic.Series, r: RequestResult) -> dict[str, Any]:
@@ -368,6 +330,31 @@ def _windows(sr: traffic.Series, r: RequestResult) -> dict[str, Any]:
             nbytes = traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]
             out[f"{name}_bytes"] = nbytes
             out[f"{name}_gbps"] = nbytes * 8 / ((b - a) / 1e9) / 1e9
+    return out
+
+
+def _round_prefill(sr: traffic.Series, results: list[RequestResult]) -> dict[str, float]:
+    """Bytes this host sent from the round's first request to its last first token: with several
+    requests at once their prefill windows overlap, so only the round's total is theirs alone."""
+    firsts = [r.first_ns for r in results]
+    if not all(firsts) or len(sr.times_ns) < 2:
+        return {}
+    a, b = min(r.send_ns for r in results), max(f for f in firsts if f)
+    if b <= a:
+        return {}
+    return {"round_prefill_bytes": traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]}
+
+
+def _prefill_per_token(ok: list[dict[str, Any]]) -> list[float]:
+    """Sent bytes per prompt token, per round: the round's prefill bytes over all its prompt tokens
+    (older runs without the round's total: per request)."""
+    out = []
+    for k in sorted({r["round"] for r in ok}):
+        mine = [r for r in ok if r["round"] == k]
+        if all("round_prefill_bytes" in r for r in mine):
+            out.append(mine[0]["round_prefill_bytes"] / sum(r["prompt_tokens_planned"] for r in mine))
+        else:
+            out += [r["prefill_bytes"] / r["prompt_tokens_planned"] for r in mine if "prefill_bytes" in r]
     return out
 
 
@@ -449,7 +436,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             [r["index"] for r in sorted((r for r in ok if r["round"] == k), key=lambda r: r["first_ns"])]
             for k in rounds
         ]
-        prefill = [r["prefill_bytes"] / r["prompt_tokens_planned"] for r in ok if "prefill_bytes" in r]
+        prefill = _prefill_per_token(ok)
         tests[name] = {
             "requests": max((r["index"] for r in mine), default=-1) + 1,
             "prompt_tokens": mine[0]["prompt_tokens_planned"] if mine else 0,

@@ -10,29 +10,30 @@ Symbols (README "Estimate" has them with their meaning):
   TTFT increase                       <= network share * (B_old / B_new - 1),
   network share = P * A * H * b * f * 8 / B_old / prefill time (measured TTFT at B_old).
 Everything is pure arithmetic: no clock, no I/O.
+
+The lab's engine all-reduces with Gloo over TCP (torch's Gloo process group). Measured on lab
+veths (MTU 9000) with torch.distributed at TP2 and TP4, a Gloo all-reduce of S bytes sends
+S * f * 1.0025 + 2(N-1) * 790 bytes per rank: the ring's payload exactly, 0.25 % of headers,
+and about 790 bytes per ring step (TCP/IP headers, the acknowledgements a rank sends for what
+it receives, Gloo's message header). For a prefill that is the formula above within 0.3 %; for
+decode (S = H * b per token) the fixed part is of the same order as the payload
+(`gloo_bytes_per_allreduce`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sparkfab import catalog
 from sparkfab.errors import EstimateError
 from sparkfab.measure.model import ModelSpec
+from sparkfab.measure.plans import PLAN, Test
 
 BYTES_PER_VALUE = 2  # activations are bf16 whatever the weight format
 EMULATED_GBPS = 109.0  # one PCIe Gen5 x4 root, measured with ib_write_bw (paper Section 7.3)
 SPARK_MEMORY_GBPS = 273.0  # GB/s, a DGX Spark reading its own memory
-#: The test plan of Section 7.4: name -> (requests arriving together, prompt tokens each).
-TEST_PLAN: dict[str, tuple[int, int]] = {
-    "P1": (1, 1024),
-    "P2": (1, 8192),
-    "P3": (1, 32768),
-    "P4": (4, 8192),
-    "P5": (1, 65536),
-    "P6": (4, 16384),
-}
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,31 @@ def all_reduces_per_token(s: Setup) -> int:
     return 2 * s.model.layers + 1 + extra
 
 
+#: Gloo over TCP, measured (see the module's docstring): bytes per ring step beyond the payload,
+#: and the share of headers on large messages.
+GLOO_STEP_BYTES = 790
+GLOO_PAYLOAD_OVERHEAD = 0.0025
+
+
+def gloo_bytes_per_allreduce(nbytes: float, n: int) -> float:
+    """Bytes one rank sends for a Gloo all-reduce of `nbytes` among `n` ranks (lab veths)."""
+    if n < 2:
+        return 0.0
+    return nbytes * ring_factor(n) * (1 + GLOO_PAYLOAD_OVERHEAD) + 2 * (n - 1) * GLOO_STEP_BYTES
+
+
+def gloo_view(s: Setup) -> dict[str, float]:
+    """The lab's engine: traffic per prompt token and per decode token with Gloo's overhead."""
+    per_value = s.model.hidden * BYTES_PER_VALUE
+    a = all_reduces_per_token(s)
+    return {
+        "prefill_bytes_per_token": a * per_value * ring_factor(s.tp) * (1 + GLOO_PAYLOAD_OVERHEAD),
+        "decode_bytes_per_token_formula": a * per_value * ring_factor(s.tp),
+        "decode_bytes_per_token": a * gloo_bytes_per_allreduce(per_value * s.batch, s.tp) / s.batch,
+        "step_bytes": GLOO_STEP_BYTES,
+    }
+
+
 def bytes_per_token(s: Setup, n: int | None = None) -> float:
     """Bytes each Spark sends per prompt token (payload, ring all-reduce)."""
     return all_reduces_per_token(s) * s.model.hidden * BYTES_PER_VALUE * ring_factor(n or s.tp)
@@ -96,16 +122,16 @@ def chunk_view(s: Setup) -> dict[str, float]:
     }
 
 
-def plan_table(s: Setup, bytes_per_tok: float | None = None) -> list[dict[str, Any]]:
+def plan_table(s: Setup, bytes_per_tok: float | None = None, tests: Sequence[Test] = PLAN) -> list[dict[str, Any]]:
     bpt = bytes_per_tok or bytes_per_token(s)
     rows = []
-    for name, (requests, tokens) in TEST_PLAN.items():
-        total = requests * tokens * bpt
+    for t in tests:
+        total = t.requests * t.prompt_tokens * bpt
         rows.append(
             {
-                "test": name,
-                "requests": requests,
-                "prompt_tokens": requests * tokens,
+                "test": t.name,
+                "requests": t.requests,
+                "prompt_tokens": t.requests * t.prompt_tokens,
                 "prefill_bytes": total,
                 "extra_s": extra_time(total, s.from_gbps, s.to_gbps),
                 "extra_s_emulated": extra_time(total, s.from_gbps, EMULATED_GBPS),
@@ -213,7 +239,9 @@ def switch_sizing(sparks: int) -> dict[str, Any]:
     }
 
 
-def estimate(s: Setup, ttft: float | None = None, ttft_prompt: int = 8192) -> dict[str, Any]:
+def estimate(
+    s: Setup, ttft: float | None = None, ttft_prompt: int = 8192, tests: Sequence[Test] = PLAN, gloo: bool = False
+) -> dict[str, Any]:
     s.check()
     bpt = bytes_per_token(s)
     out: dict[str, Any] = {
@@ -230,7 +258,7 @@ def estimate(s: Setup, ttft: float | None = None, ttft_prompt: int = 8192) -> di
         "extra_s_per_1000_tokens_emulated": extra_time(1000 * bpt, s.from_gbps, EMULATED_GBPS),
         "real_cable_s_per_1000_tokens": extra_time(1000 * bpt, EMULATED_GBPS, 100.0),
         "chunk": chunk_view(s),
-        "plan": plan_table(s),
+        "plan": plan_table(s, tests=tests),
         "decode": decode(s),
         "tp_table": [
             {"tp": n, "sent_per_allreduce": chunk_view(Setup(s.model, n, s.chunk)).get("sent_bytes")}
@@ -238,6 +266,8 @@ def estimate(s: Setup, ttft: float | None = None, ttft_prompt: int = 8192) -> di
         ],
         "switch": switch_sizing(s.tp),
     }
+    if gloo:
+        out["gloo"] = gloo_view(s)
     if ttft is not None:
         out["measured"] = with_ttft(s, ttft_prompt, ttft)
         out["tp_projection"] = tp_projection(s, ttft, ttft_prompt, baseline_tp=s.tp)

@@ -57,6 +57,8 @@ class FakeServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     api_key: str | None = None  # like vLLM's --api-key: /v1/* needs `Authorization: Bearer KEY`
     version: str = "0.32.0"
+    #: where the model was loaded from, as vLLM's /v1/models says (`root`)
+    root: str | None = None
     #: the /metrics histograms vLLM exports, as sums and counts (seconds)
     histograms: dict[str, list[float]] = field(default_factory=dict)
 
@@ -156,7 +158,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(raw)
         elif self.path == "/v1/models":
-            self._json(200, {"data": [{"id": self.server_state.model, "object": "model"}]})
+            row = {"id": self.server_state.model, "object": "model"}
+            if self.server_state.root:
+                row["root"] = self.server_state.root
+            self._json(200, {"data": [row]})
         else:
             self._json(404, {"error": "not found"})
 
@@ -309,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--api-key", help="require this key on /v1/* (like vLLM's --api-key)")
     p.add_argument("--tls-cert", help="serve https with this certificate (PEM) ...")
     p.add_argument("--tls-key", help="... and this key")
+    p.add_argument("--root", help="report the model as loaded from this directory (vLLM's /v1/models root)")
     p.add_argument(
         "--behaviour",
         choices=("good", "broken"),
@@ -329,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         responder=model_responder(args.behaviour == "good"),
         dialect=args.dialect,
         api_key=args.api_key,
+        root=args.root,
     )
     tls = None
     if args.tls_cert:

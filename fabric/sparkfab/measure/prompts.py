@@ -8,7 +8,8 @@ Two ways to be exact:
              up word by word, and each prompt is a string of words whose costs sum exactly to
              the planned length.
 Either way a prompt starts with a per-request nonce and the rest is shuffled with a seed that
-differs per test, round and request, so a prefix cache cannot reuse work between requests.
+differs per run, test, round and request, so a prefix cache cannot reuse work between requests
+(nor between two runs against an engine that kept its cache).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class ServerInfo:
 
 
 class TokenPrompts:
-    def __init__(self, vocab: list[int], seed: int) -> None:
+    def __init__(self, vocab: list[int], seed: int | str) -> None:
         if len(vocab) < 16:
             raise ServerError("the tokenizer gave fewer than 16 distinct tokens for the prompt set")
         self.vocab, self.seed = vocab, seed
@@ -76,7 +77,7 @@ class TokenPrompts:
 class TextPrompts:
     """Strings of words whose measured token costs add up to the planned length."""
 
-    def __init__(self, costs: dict[str, int], head_tokens: int, seed: int) -> None:
+    def __init__(self, costs: dict[str, int], head_tokens: int, seed: int | str) -> None:
         self.costs, self.head_tokens, self.seed = costs, head_tokens, seed
         self.by_cost: dict[int, list[str]] = {}
         for word, c in sorted(costs.items()):
@@ -135,7 +136,7 @@ def _one_token(model: str, prompt: list[int] | str, ignore_eos: bool) -> dict[st
     return body
 
 
-async def probe(client: httpx.AsyncClient, model: str, seed: int) -> tuple[ServerInfo, PromptMaker]:
+async def probe(client: httpx.AsyncClient, model: str, seed: int | str) -> tuple[ServerInfo, PromptMaker]:
     """Find how to make exact prompts on this server and whether it takes ignore_eos."""
     vocab = await _vocab(client, model)
     if vocab is not None:

@@ -24,6 +24,36 @@ from sparkfab.outputs import PNG_METADATA
 SPEEDS = {"200": 200.0, "100e": EMULATED_GBPS, "100": 100.0}
 
 
+def link_gbps(run: dict[str, Any], default: float) -> float:
+    """The link speed a run measured: what bench recorded from the inventory (a lab's shaped
+    rate), else the speed its label names, else `default`."""
+    inv = run["meta"].get("inventory")
+    value = inv.get("link_gbps") if isinstance(inv, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e4:
+        return float(value)
+    return SPEEDS.get(str(run["label"]), default)
+
+
+def served_tp(run: dict[str, Any]) -> int | None:
+    inv = run["meta"].get("inventory")
+    tp = inv.get("tp") if isinstance(inv, dict) else None
+    return tp if isinstance(tp, int) and not isinstance(tp, bool) and 0 < tp <= 1024 else None
+
+
+def served_config(run: dict[str, Any]) -> Path | None:
+    """The served checkpoint's config.json: bench's copy in the run, else the local directory
+    the server loaded it from."""
+    kept = run["dir"] / bench.MODEL_CONFIG
+    if kept.is_file():
+        return Path(kept)
+    engine = run["meta"].get("engine")
+    roots = [engine.get("model_root") if isinstance(engine, dict) else None, run["meta"].get("model")]
+    for root in roots:
+        if isinstance(root, str) and root.startswith("/") and (Path(root) / "config.json").is_file():
+            return Path(root) / "config.json"
+    return None
+
+
 def load_run(path: Path) -> dict[str, Any]:
     """A bench run directory: its run.json and the well-formed records of requests.jsonl."""
     if not path.exists():
@@ -88,7 +118,7 @@ def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> 
     ttft, decode, bytes_rows = [], [], []
     sa = a["summary"]["tests"]
     sb = b["summary"]["tests"] if b else {}
-    speed_a, speed_b = SPEEDS.get(a["label"], 200.0), SPEEDS.get(b["label"], 100.0) if b else None
+    speed_a, speed_b = link_gbps(a, 200.0), link_gbps(b, 100.0) if b else None
     for name, ta in sa.items():
         tb = sb.get(name)
         xa, xb = samples(a, name), samples(b, name) if b and tb else None
@@ -137,6 +167,10 @@ def metadata(run: dict[str, Any]) -> list[tuple[str, str]]:
     engine = m.get("engine") or {}
     inv = m.get("inventory") or {}
     cluster = f"{inv.get('cluster')} ({inv.get('path')}), link {inv.get('link_speed')}" if inv else "not recorded"
+    if inv.get("lab"):
+        cluster += f": lab, fabric veths shaped to {inv.get('link_rate')}"
+    if inv.get("instance"):
+        cluster += f"; instance {inv.get('instance')} at TP{inv.get('tp')}"
     return [
         ("label", str(run["label"])),
         ("model", str(m.get("model", "?"))),
@@ -183,12 +217,20 @@ def markdown(
         }
         for r in t["decode"]
     ]
+    sizes = [x for r in t["bytes_per_token"] for x in (r["estimate"], (r["a"] or {}).get("mean")) if x]
+    unit, scale = ("MB", 1e-6) if not sizes or max(sizes) >= 1e6 else ("kB", 1e-3)
+
+    def versus(r: dict[str, Any]) -> str:
+        vs = [f"{x['mean'] / r['estimate'] - 1:+.2%}" for x in (r["a"], r["b"]) if x and r["estimate"]]
+        return " / ".join(vs) or "-"
+
     traffic = [
         {
             "test": r["test"],
-            "a": _fmt(r["a"], "MB", 1e-6),
-            "b": _fmt(r["b"], "MB", 1e-6),
-            "estimate": f"{_g(r['estimate'] / 1e6)} MB" if r["estimate"] else "-",
+            "a": _fmt(r["a"], unit, scale),
+            "b": _fmt(r["b"], unit, scale),
+            "estimate": f"{_g(r['estimate'] * scale)} {unit}" if r["estimate"] else "-",
+            "measured vs estimate": versus(r),
         }
         for r in t["bytes_per_token"]
     ]
@@ -203,7 +245,11 @@ def markdown(
         out += [f"Estimate: {assumption}", ""]
     out += table("## TTFT (median, p10-p90 spread, mean; several requests: until the last first token)\n", ttft)
     out += table("\n## Decode speed (tokens/s after the first token, per request)\n", decode)
-    out += table("\n## Prefill traffic per prompt token (one host, sent)\n", traffic)
+    out += table(
+        "\n## Prefill traffic per prompt token (one host, sent; several requests: the round's bytes over all "
+        "its prompt tokens)\n",
+        traffic,
+    )
     return "\n".join(out) + "\n"
 
 

@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from sparkfab.errors import RenderError
 from sparkfab.launchers import SECRETS, Recipe
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render import File
@@ -22,8 +23,10 @@ COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
 #: root-only KEY=VALUE file on the host that the engine's secrets come from (never rendered)
 SECRETS_PATH = "/etc/sparkfab/secrets.env"
 HF_CACHE = "/root/.cache/huggingface"
-#: Flags that differ per rank by design; everything else must match across ranks.
-PER_RANK = ("--node-rank", "--headless", "--rank")
+#: Flags that differ per rank by design, with a value and without one; everything else must
+#: match across ranks.
+PER_RANK = ("--node-rank", "--rank")
+PER_RANK_SWITCHES = ("--headless",)
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,35 @@ class Launch:
     @property
     def engine_hash(self) -> str:
         return hashlib.sha256("\0".join(self.engine_flags).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a rank's tensor-parallel traffic leaves it when Gloo carries it: a netdev and its address."""
+
+    netdev: str
+    ip: str
+
+
+def gloo_endpoints(plan: Plan, inst: Instance) -> dict[str, Endpoint]:
+    """Per host of `inst`, the netdev and address its Gloo all-reduces use, all mutually reachable.
+
+    Over a fabric control plane: the control address (routed around the ring). Otherwise one rail
+    that every rank is on (a pair's cable, a switch's rail), on PCIe root 0 so that the emulated
+    100 Gb/s mode (root 0 only) keeps it. A ring of three or more with a management control
+    plane has no such rail (validation refuses that combination)."""
+    if plan.control_plane == "fabric":
+        return {h: Endpoint(plan.host(h).control_if, plan.host(h).control_address) for h in inst.hosts}
+    wanted = set(inst.hosts)
+    rails = sorted(plan.rails, key=lambda r: r.root)  # stable: root 0 first, then plan order
+    for rail in rails:
+        members = dict(rail.members)
+        if wanted <= set(members):
+            return {h: Endpoint(members[h], plan.host(h).iface(members[h]).ip) for h in inst.hosts}
+    raise RenderError(
+        f"instance {inst.name}: no rail reaches all {len(wanted)} ranks, so Gloo has no common subnet "
+        "(set control_plane: fabric)"
+    )
 
 
 def export_env(paths: str) -> str:
@@ -74,11 +106,14 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
     n = len(inst.ranks)
     runtime = inst.runtime or ("process" if recipe.engine == "collective" else "docker")
     backend = inst.backend or recipe.backend
+    master = inst.master_addr
+    if recipe.tp_backend == "gloo":
+        master = gloo_endpoints(plan, inst)[inst.ranks[0].host].ip
     if recipe.engine == "collective":
         argv = _collective_argv(plan, inst, rank.rank)
     else:
-        argv = _vllm_argv(plan, inst, recipe, rank.rank, backend)
-    engine = tuple(a for i, a in enumerate(argv) if a not in PER_RANK and (i == 0 or argv[i - 1] not in PER_RANK))
+        argv = _vllm_argv(plan, inst, recipe, rank.rank, backend, master)
+    engine = engine_flags(argv)
     env = _env(plan, inst, host, recipe, backend)
     health = f"http://{inst.master_addr}:{inst.port}/health" if rank.rank == 0 else None
     secrets = tuple(dict.fromkeys((*(SECRETS if recipe.engine == "vllm" else ()), *inst.secrets)))
@@ -96,6 +131,20 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
     )
 
 
+def engine_flags(argv: list[str]) -> tuple[str, ...]:
+    """The argv without what differs per rank by design (`--node-rank N`, `--headless`)."""
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in PER_RANK:
+            skip = True  # and its value
+        elif a not in PER_RANK_SWITCHES:
+            out.append(a)
+    return tuple(out)
+
+
 def _start_order(rank: int, n: int, backend: str, recipe: Recipe) -> int:
     """With Ray the head (rank 0) starts first and the workers join it, as vLLM's and NVIDIA's
     recipes do; with vLLM's own multi-node mode the workers wait for rank 0, which starts last."""
@@ -104,7 +153,7 @@ def _start_order(rank: int, n: int, backend: str, recipe: Recipe) -> int:
     return n - 1 if rank == 0 else rank - 1
 
 
-def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: str) -> list[str]:
+def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: str, master: str) -> list[str]:
     flags = {**recipe.flags, **inst.flags}
     argv = [
         "vllm",
@@ -123,7 +172,7 @@ def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: s
             "--node-rank",
             str(rank),
             "--master-addr",
-            inst.master_addr,
+            master,
             "--master-port",
             str(plan.master_port),
         ]
@@ -158,6 +207,17 @@ def _env(plan: Plan, inst: Instance, host: Host, recipe: Recipe, backend: str) -
         "MASTER_PORT": str(plan.master_port),
         "TP_SOCKET_IFNAME": host.control_if,
     }
+    if recipe.tp_backend == "gloo":
+        ends = gloo_endpoints(plan, inst)
+        here = ends[host.name]
+        env.update(
+            {
+                "GLOO_SOCKET_IFNAME": here.netdev,
+                "TP_SOCKET_IFNAME": here.netdev,
+                "VLLM_HOST_IP": here.ip,
+                "MASTER_ADDR": ends[inst.ranks[0].host].ip,
+            }
+        )
     if backend == "ray":
         env.update(
             {

@@ -1,4 +1,7 @@
-"""Write a tiny Llama-architecture model with random weights and a locally trained tokenizer.
+"""The lab's model: a small Llama-architecture model with random weights and a locally trained
+tokenizer, made here (a lab has nothing to download). Self-contained: the lab runs this file
+with the Python of its vLLM environment, so the model is written by the transformers vLLM reads it
+with; tests import `make` directly.
 
 Nothing is downloaded: the byte-level BPE tokenizer is trained on a few sentences here, the
 weights come from a fixed seed. The model talks nonsense, but a real server loads it, tokenizes
@@ -6,7 +9,7 @@ with it, streams its tokens and counts them, which is what `bench` and `battery`
 against. The generation config has no end-of-sequence token, so the model always writes
 max_tokens tokens (transformers serve does not take vLLM's ignore_eos).
 
-    python tests/tinymodel.py DIR && HF_HUB_OFFLINE=1 transformers serve DIR --host 127.0.0.1
+    python fabric/sparkfab/lab/model.py DIR [--hidden 1024 --heads 16 --kv-heads 4 --layers 2]
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def make(out: Path, seed: int = 0, hidden: int = 64, heads: int = 4, kv_heads: i
         show_progress=False,
     )
     tok.train_from_iterator(CORPUS * 3, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|bos|>", eos_token="<|eos|>", pad_token="<|pad|>")
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|bos|>", eos_token="<|eos|>", pad_token="<|pad|>")  # type: ignore[no-untyped-call]
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
     torch.manual_seed(seed)
@@ -59,11 +62,29 @@ def make(out: Path, seed: int = 0, hidden: int = 64, heads: int = 4, kv_heads: i
         pad_token_id=fast.pad_token_id,
     )
     LlamaForCausalLM(config).save_pretrained(out)
-    GenerationConfig(bos_token_id=fast.bos_token_id, pad_token_id=fast.pad_token_id, do_sample=False).save_pretrained(
-        out
-    )
+    gen = GenerationConfig(bos_token_id=fast.bos_token_id, pad_token_id=fast.pad_token_id, do_sample=False)  # type: ignore[no-untyped-call]
+    gen.save_pretrained(out)
     return out
 
 
+def main(argv: list[str]) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="model.py", description="write the lab's model into DIR")
+    p.add_argument("dir", type=Path)
+    p.add_argument("--hidden", type=int, default=1024)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--kv-heads", type=int, default=4)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    if a.hidden % a.heads or a.hidden // a.heads < 32 or a.heads % a.kv_heads:
+        p.error(
+            "hidden/heads must be a whole head size of at least 32 (vLLM's CPU attention), heads a multiple of kv-heads"
+        )
+    print(make(a.dir, a.seed, a.hidden, a.heads, a.kv_heads, a.layers))
+    return 0
+
+
 if __name__ == "__main__":
-    print(make(Path(sys.argv[1])))
+    sys.exit(main(sys.argv[1:]))

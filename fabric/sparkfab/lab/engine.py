@@ -1,0 +1,108 @@
+"""What a lab serves, and how fast its cables are.
+
+Two engines:
+
+- `vllm` (the default): vLLM's CPU build serving a model made at `lab up`, through the
+  `lab-vllm` recipe, the `process` runtime and the same multi-node flags a Spark gets. The
+  virtual environment that holds it (`.venv-vllm`, made by `scripts/setup.sh`; another one with
+  `SPARKFAB_VLLM_PYTHON`) is the lab's stand-in for the container image: `lab up` writes a
+  `vllm` command into the lab directory that runs it, and the launch env puts it on PATH.
+- `collective`: the torch.distributed all-reduce workload (seconds to start; for tests of the
+  start order and of the Ansible path).
+
+Link speed: on a Spark, 200 Gb/s uses both PCIe roots of a port and the emulated 100 Gb/s one
+of them. A lab has no PCIe roots, so both modes become token-bucket rates of every fabric veth,
+scaled down so that a small model on a small machine sees the same kind of difference.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from sparkfab import proc
+from sparkfab.errors import LabError
+from sparkfab.lab.spec import LabSpec
+from sparkfab.launchers import repo_dir
+
+ENGINES = ("vllm", "collective")
+RECIPES = {"vllm": "lab-vllm", "collective": "lab-collective"}
+#: A real link speed is this many times the lab's shaped rate.
+SCALE = 500
+#: link-speed mode -> the shaped rate of every fabric veth, Mbit/s (Gb/s / SCALE)
+RATE_MBIT = {"200": 400, "100e": 200, "100": 200}
+#: The lab's model: big enough that its all-reduces are measurable on a shaped link (10 KB per
+#: prompt token per rank at TP2), small enough for four ranks on a 2-core, 24 GB machine.
+MODEL = {"hidden": 1024, "heads": 16, "kv_heads": 4, "layers": 2}
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def served_name(spec: LabSpec) -> str:
+    """The model name the lab's vLLM answers to (the recipe's --served-model-name, else its path)."""
+    from sparkfab.launchers import recipe
+
+    name = recipe(RECIPES["vllm"]).flags.get("served-model-name")
+    return str(name) if name else str(model_dir(spec))
+
+
+def rate_text(mode: str) -> str:
+    """How the lab shapes `mode`, for output: '400 Mbit/s (200 Gb/s at 1:500)'."""
+    real = {"200": "200 Gb/s", "100e": "emulated 100 Gb/s", "100": "100 Gb/s"}[mode]
+    return f"{RATE_MBIT[mode]} Mbit/s ({real} at 1:{SCALE})"
+
+
+def rate_gbps(mode: str) -> float:
+    return RATE_MBIT[mode] / 1000
+
+
+def vllm_python() -> Path:
+    return Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or repo_dir(".venv-vllm") / "bin" / "python")
+
+
+def check(engine: str) -> None:
+    if engine not in ENGINES:
+        raise LabError(f"unknown lab engine {engine!r}: {' or '.join(ENGINES)}")
+    if engine == "vllm" and not vllm_python().exists():
+        raise LabError(
+            f"the lab serves vLLM's CPU build from {vllm_python()}, which does not exist: run scripts/setup.sh "
+            "(or name another Python with SPARKFAB_VLLM_PYTHON), or use `lab up --engine collective`"
+        )
+
+
+def bin_dir(spec: LabSpec) -> Path:
+    return spec.dir / "image" / "bin"
+
+
+def model_dir(spec: LabSpec) -> Path:
+    return spec.dir / "model"
+
+
+def install(spec: LabSpec, engine: str) -> None:
+    """Write the `vllm` command and the model into the lab directory (vllm engine only)."""
+    if engine != "vllm":
+        return
+    py = vllm_python()
+    bd = bin_dir(spec)
+    bd.mkdir(parents=True, exist_ok=True)
+    (bd / "vllm").write_text(
+        "#!/bin/sh\n# sparkfab lab: the `vllm` of the lab's image (vLLM's CPU build in a virtual environment)\n"
+        f'VLLM_TARGET_DEVICE=cpu exec {shlex.quote(str(py))} -m vllm.entrypoints.cli.main "$@"\n'
+    )
+    os.chmod(bd / "vllm", 0o755)
+    script = Path(__file__).with_name("model.py")
+    args = [str(py), str(script), str(model_dir(spec))]
+    for key, value in MODEL.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    res = proc.run(args, check=False, timeout=600)
+    if res.returncode != 0:
+        raise LabError(f"making the lab's model failed: {(res.stderr or res.stdout).strip()[-800:]}")
+
+
+def instance_env(spec: LabSpec, engine: str, python: str) -> dict[str, str]:
+    """Env every lab instance gets: the Python of the collective workload (verify --collective
+    runs it with either engine) and, for vLLM, the lab image's command on PATH."""
+    env = {"SPARKFAB_PYTHON": python}
+    if engine == "vllm":
+        env["PATH"] = f"{bin_dir(spec)}:{_PATH}"
+    return env

@@ -1,0 +1,196 @@
+"""Issue 15 without root: what the lab's vLLM engine renders, where its Gloo traffic goes, how the
+lab shapes 200 and 100e, and how bench and report read a lab run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sparkfab.errors import InventoryError, RenderError
+from sparkfab.launchers import recipes
+from sparkfab.render.launch import gloo_endpoints, launch
+from sparkfab.resolve import load_plan
+from tests.conftest import REPO
+
+
+def _with(path: str, tmp: Path, launcher: str = "lab-vllm", **sparkfab: object) -> str:
+    data = yaml.safe_load((REPO / path).read_text())
+    sf = data["all"]["vars"]["sparkfab"]
+    sf.update(sparkfab)
+    for inst in sf["instances"].values():
+        inst["launcher"] = launcher
+    out = tmp / Path(path).name
+    out.write_text(yaml.safe_dump(data))
+    return str(out)
+
+
+def _launches(inv: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    plan = load_plan(inv)
+    rec = recipes()["lab-vllm"]
+    out = {}
+    for inst in plan.instances:
+        for h in inst.hosts:
+            lx = launch(plan, inst, plan.host(h), rec)
+            out[h] = (list(lx.argv), dict(lx.env))
+    return out
+
+
+def test_pair_sends_its_allreduces_over_the_cables_root0_twin(tmp_path):
+    got = _launches(_with("inventory/pair-1cable.yml", tmp_path))
+    assert {h: env["GLOO_SOCKET_IFNAME"] for h, (_, env) in got.items()} == {
+        "spark-a": "enp1s0f1np1",
+        "spark-b": "enp1s0f1np1",
+    }
+    assert {h: env["VLLM_HOST_IP"] for h, (_, env) in got.items()} == {
+        "spark-a": "192.168.100.1",
+        "spark-b": "192.168.100.2",
+    }
+    for argv, env in got.values():
+        assert argv[argv.index("--master-addr") + 1] == env["MASTER_ADDR"] == "192.168.100.1"
+        assert argv[:3] == ["vllm", "serve", "/var/lib/sparkfab/lab-model"]
+
+
+def test_ring_with_a_fabric_control_plane_uses_the_control_addresses(tmp_path):
+    inv = _with("inventory/ring4.yml", tmp_path)
+    plan = load_plan(inv)
+    got = _launches(inv)
+    for h in plan.hosts:
+        argv, env = got[h.name]
+        assert env["GLOO_SOCKET_IFNAME"] == h.control_if and env["VLLM_HOST_IP"] == h.control_address
+        assert argv[argv.index("--master-addr") + 1] == plan.instances[0].master_addr
+
+
+def test_switch_uses_one_rail_every_rank_is_on_and_keeps_it_at_100e(tmp_path):
+    inv = _with("inventory/switch8-crs804-200.yml", tmp_path)
+    plan = load_plan(inv)
+    inst = plan.instances[0]
+    ends = gloo_endpoints(plan, inst)
+    rail = next(r for r in plan.rails if set(dict(r.members)) >= set(inst.hosts) and r.root == 0)
+    assert {h: e.netdev for h, e in ends.items()} == {h: dict(rail.members)[h] for h in inst.hosts}
+    for h in inst.hosts:  # the emulated 100 Gb/s mode keeps root 0: the Gloo netdev stays in it
+        rdma = plan.host(h).iface(ends[h].netdev).rdma
+        assert rdma in plan.host(h).hca["100e"]
+
+
+def test_gloo_on_a_switchless_triangle_needs_a_fabric_control_plane(tmp_path):
+    with pytest.raises(InventoryError, match="a switchless triangle of 3 Sparks has no subnet they all share"):
+        load_plan(_with("inventory/triangle.yml", tmp_path))
+    assert load_plan(_with("inventory/triangle.yml", tmp_path, control_plane="fabric")).instances
+
+
+def test_endpoints_refuse_a_plan_without_a_shared_rail(tmp_path):
+    from dataclasses import replace
+
+    plan = load_plan(_with("inventory/triangle.yml", tmp_path, launcher="lab-collective"))
+    with pytest.raises(RenderError, match="no rail reaches all 3 ranks"):
+        gloo_endpoints(plan, plan.instances[0])
+    assert gloo_endpoints(replace(plan, control_plane="fabric"), plan.instances[0])
+
+
+def test_lab_inventory_swaps_in_the_lab_engine(tmp_path):
+    from sparkfab.inventory import load_roundtrip
+    from sparkfab.lab.engine import bin_dir, model_dir
+    from sparkfab.lab.inventory import lab_inventory
+    from sparkfab.lab.spec import spec
+
+    raw = load_roundtrip("inventory/ring4.yml")
+    sp = spec(load_plan("inventory/ring4.yml"))
+    vllm = yaml.safe_load(lab_inventory(raw, sp, "vllm", python="/py"))["all"]["vars"]["sparkfab"]["instances"]["glm"]
+    assert vllm["launcher"] == "lab-vllm" and vllm["runtime"] == "process"
+    assert vllm["model"] == str(model_dir(sp)) and "flags" not in vllm
+    assert vllm["env"]["PATH"].startswith(f"{bin_dir(sp)}:") and vllm["env"]["SPARKFAB_PYTHON"] == "/py"
+    coll = yaml.safe_load(lab_inventory(raw, sp, "collective", python="/py"))["all"]["vars"]["sparkfab"]
+    assert coll["instances"]["glm"]["launcher"] == "lab-collective" and "PATH" not in coll["instances"]["glm"]["env"]
+
+
+def test_lab_rates_are_the_link_speeds_scaled_down():
+    from sparkfab.lab.engine import RATE_MBIT, SCALE, rate_gbps, rate_text
+
+    assert rate_text("200") == "400 Mbit/s (200 Gb/s at 1:500)"
+    assert rate_text("100e") == "200 Mbit/s (emulated 100 Gb/s at 1:500)"
+    assert RATE_MBIT["200"] / RATE_MBIT["100e"] == 2 and rate_gbps("200") * SCALE == 200
+
+
+def test_lab_engine_says_how_to_get_vllm(monkeypatch, tmp_path):
+    from sparkfab.errors import LabError
+    from sparkfab.lab.engine import check
+
+    monkeypatch.setenv("SPARKFAB_VLLM_PYTHON", str(tmp_path / "nothing/bin/python"))
+    with pytest.raises(LabError, match=r"run scripts/setup.sh .* or use `lab up --engine collective`"):
+        check("vllm")
+    check("collective")
+
+
+def test_lab_exec_and_up_parse_their_arguments(cli):
+    res = cli("lab", "exec", "inventory/pair-1cable.yml", "spark-x", "--", "true")
+    assert res.code == 2 and "no Spark 'spark-x' in pair1 (Sparks: spark-a, spark-b)" in res.err
+    res = cli("lab", "exec", "inventory/pair-1cable.yml")
+    assert res.code == 2 and "lab exec needs a host and a command" in res.err
+    res = cli("lab", "status", "inventory/pair-1cable.yml", "extra")
+    assert res.code == 2 and "lab status takes no command" in res.err
+    res = cli("lab", "up", "inventory/pair-1cable.yml", "--engine", "tgi")
+    assert res.code == 2 and "invalid choice: 'tgi'" in res.err
+
+
+def test_lab_plan_is_built_in():
+    from sparkfab.measure.plans import LAB_PLAN
+    from sparkfab.measure.plans import load_plan as bench_plan
+
+    assert [t.name for t in bench_plan("lab")] == ["L1", "L2", "L3", "L4"] == [t.name for t in LAB_PLAN]
+    assert [t.name for t in bench_plan("P1,L4")] == ["P1", "L4"]
+    with pytest.raises(Exception, match=r"the plans are P1-P6 and `lab` \(L1-L4\)"):
+        bench_plan("L9")
+
+
+def test_round_prefill_counts_concurrent_requests_once():
+    from sparkfab.measure.bench import _prefill_per_token
+
+    rows = [
+        {"round": 0, "index": i, "prompt_tokens_planned": 4096, "prefill_bytes": b, "round_prefill_bytes": 8192e4}
+        for i, b in enumerate((8192e4, 4096e4))  # the first window also holds the second's prefill
+    ]
+    assert _prefill_per_token(rows) == [1e4]
+    old = [{k: v for k, v in r.items() if k != "round_prefill_bytes"} for r in rows]
+    assert _prefill_per_token(old) == [2e4, 1e4]
+
+
+def _run(tmp: Path, label: str, inventory: dict | None, engine: dict | None = None) -> dict:
+    d = tmp / label
+    d.mkdir()
+    meta = {"label": label, "model": "m", "engine": engine or {}}
+    if inventory is not None:
+        meta["inventory"] = inventory
+    (d / "run.json").write_text(json.dumps(meta))
+    (d / "requests.jsonl").write_text("")
+    from sparkfab.measure.report import load_run
+
+    return load_run(d)
+
+
+def test_report_reads_the_lab_rate_tp_and_model_from_the_run(tmp_path):
+    from sparkfab.measure.report import link_gbps, served_config, served_tp
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    lab = _run(tmp_path, "200", {"link_gbps": 0.4, "tp": 2, "lab": True}, {"model_root": str(model)})
+    assert link_gbps(lab, 200.0) == 0.4 and served_tp(lab) == 2 and served_config(lab) == model / "config.json"
+    plain = _run(tmp_path, "100e", None)
+    assert link_gbps(plain, 100.0) == 109.0 and served_tp(plain) is None and served_config(plain) is None
+    odd = _run(tmp_path, "x", {"link_gbps": True, "tp": "4"})
+    assert link_gbps(odd, 100.0) == 100.0 and served_tp(odd) is None
+
+
+def test_gloo_overhead_model_fits_the_lab_measurements():
+    """The lab engine's all-reduces: the ring payload plus a fixed cost per ring step (measured)."""
+    from sparkfab.measure.estimate import gloo_bytes_per_allreduce, ring_factor
+
+    data = json.loads((REPO / "tests/data/captured/gloo-bytes-lab.json").read_text())
+    for key, n in (("tp2", 2), ("tp4", 4)):
+        for size, sent in data[key]:
+            assert abs(gloo_bytes_per_allreduce(size, n) / sent - 1) < 0.025, (n, size, sent)
+            assert sent > size * ring_factor(n)  # never less than the ring's payload
+    assert gloo_bytes_per_allreduce(2048, 1) == 0.0
