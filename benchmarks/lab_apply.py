@@ -30,7 +30,7 @@ def main() -> None:
 
     for inv, cluster in CASES:
         build.down(cluster)
-        up = timed("lab", "up", inv)
+        up = timed("lab", "up", inv, "--engine", "collective")
         first = timed("apply", inv, "--lab", "-q")
         second = timed("apply", inv, "--lab", "-q")
         flip = timed("linkspeed", inv, "100e", "--lab", "-q")

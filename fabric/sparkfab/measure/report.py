@@ -253,16 +253,21 @@ def markdown(
     return "\n".join(out) + "\n"
 
 
-def _series_for(run: dict[str, Any], test: str) -> tuple[list[float], list[float], float] | None:
+def _series_for(
+    run: dict[str, Any], test: str
+) -> tuple[list[float], list[float], list[float], list[float], float] | None:
+    """Round 0 of a test: 1 ms and 20 ms averages of the sent rate on a time axis that starts
+    when the first request was sent, and when the last first token came."""
     rows = [r for r in run["rows"] if r["test"] == test and r["round"] == 0 and r.get("traffic_file")]
     if not rows:
         return None
     sr = traffic.series(sampler.read(run["dir"] / "traffic" / rows[0]["traffic_file"]))
     send = min(r["send_ns"] for r in rows)
     first = max(r["first_ns"] or send for r in rows)
-    t, g = traffic.rates(sr, 0.001)
     offset = (sr.times_ns[0] - send) / 1e9
-    return [x + offset for x in t], g, (first - send) / 1e9
+    t, g = traffic.rates(sr, 0.001)
+    t20, g20 = traffic.rates(sr, 0.020)
+    return [x + offset for x in t], g, [x + offset for x in t20], g20, (first - send) / 1e9
 
 
 def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
@@ -276,9 +281,11 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
         if not series:
             continue
         fig, axes = plt.subplots(len(series), 1, figsize=(9, 2.6 * len(series)), dpi=110, sharex=True, squeeze=False)
-        for ax, (lab, (tt, gg, prefill)) in zip(axes[:, 0], series, strict=True):
+        for ax, (lab, (tt, gg, t20, g20, prefill)) in zip(axes[:, 0], series, strict=True):
             ax.axvspan(0, prefill, color="grey", alpha=0.25, label="prefill (until the first token)")
             ax.plot(tt, gg, lw=0.7, label=f"{lab}: 1 ms averages")
+            # a link (or a token bucket) passes whole bursts: the 1 ms averages swing around the rate
+            ax.plot(t20, g20, lw=1.2, color="C1", drawstyle="steps-post", label=f"{lab}: 20 ms averages")
             ax.set_ylabel("sent (Gb/s)")
             ax.legend(loc="upper right", fontsize=8)
             ax.grid(True, alpha=0.3)
