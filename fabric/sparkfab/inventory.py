@@ -31,7 +31,8 @@ from sparkfab.errors import InventoryError, Problem, Unavailable
 from sparkfab.launchers import MODEL
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)]
-ClusterName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,19}$")]
+CLUSTER_PATTERN = r"^[a-z0-9][a-z0-9-]{0,19}$"
+ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_PATTERN)]
 IfName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")]
 EndRef = Annotated[str, StringConstraints(pattern=r"^[^:\s]+:[^:\s]+$")]
 Mtu = Annotated[int, Field(ge=1280, le=9216)]

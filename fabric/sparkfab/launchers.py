@@ -1,12 +1,13 @@
 """Launch recipes (`launchers/*.yml`): engine, image, model, serve flags and env for a
-model and topology. Kept beside the code, like the Ansible content (the repository is the
-tool)."""
+model and topology. Kept at the top of the repository beside the Ansible content; an installed
+wheel carries a copy of both (`repo_dir`)."""
 
 from __future__ import annotations
 
 import os
 import re
 from functools import cache, lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -17,8 +18,16 @@ from sparkfab.errors import RenderError
 
 
 def repo_dir(name: str) -> Path:
-    root = Path(os.environ.get("SPARKFAB_HOME", Path(__file__).resolve().parents[2]))
-    return root / name
+    """Where the content beside the package lives (`launchers`, `roles`, `playbooks`,
+    `ansible.cfg`): under SPARKFAB_HOME when it is set, else in the checkout sparkfab runs from
+    (an editable install), else in the copy a built wheel carries (`sparkfab/_shipped`)."""
+    home = os.environ.get("SPARKFAB_HOME")
+    if home:
+        return Path(home) / name
+    checkout = Path(__file__).resolve().parents[2] / name
+    if checkout.exists():
+        return checkout
+    return Path(str(resources.files("sparkfab"))) / "_shipped" / name
 
 
 #: A Hugging Face id (org/name) or an absolute path inside the container.

@@ -2,9 +2,11 @@
 
 from sparkfab.commands import (
     bench_cmds,  # noqa: F401
+    completion_cmd,  # noqa: F401
     deploy_cmds,  # noqa: F401
     discover_cmd,  # noqa: F401
     estimate_cmd,  # noqa: F401
+    init_cmd,  # noqa: F401
     inventory_cmds,  # noqa: F401
     lab_cmds,  # noqa: F401
     render_cmds,  # noqa: F401
