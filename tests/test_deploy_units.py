@@ -1,5 +1,7 @@
 """The deploy seam's reading of ansible-runner events: counts, failure messages, diffs."""
 
+import pytest
+
 from sparkfab.deploy import _Collector
 
 
@@ -71,3 +73,17 @@ def test_module_diffs_become_host_qualified_unified_diffs():
     assert c.hosts["a"].changed_tasks == ["Files | Install"]
     assert len(c.diffs) == 1
     assert "--- a:/etc/x (now)\n+++ a:/etc/x (planned)\n" in c.diffs[0] and "-1\n+2\n" in c.diffs[0]
+
+
+def test_instance_limit_targets_one_instances_hosts():
+    from sparkfab.commands.deploy_cmds import instance_limit
+    from sparkfab.errors import UsageError
+    from sparkfab.resolve import load_plan
+    from tests.conftest import REPO
+
+    plan = load_plan(str(REPO / "inventory/switch16-crs804-100.yml"))
+    assert instance_limit(plan, "glm-b", None) == ",".join(f"spark-{i:02d}" for i in range(9, 17))
+    assert instance_limit(plan, "glm-a", "spark-0[1-2]").endswith(":&spark-0[1-2]")
+    assert instance_limit(plan, None, "spark-01") == "spark-01"
+    with pytest.raises(UsageError, match="has the instance"):
+        instance_limit(plan, "glm-c", None)

@@ -542,6 +542,13 @@ ESTIMATE_CASES = [
     c("estimate-mtp-negative", "estimate --mtp-tokens -2", 2, r"--mtp-tokens"),
     c("estimate-lab-no-inventory", "estimate --lab", 2, r"--lab needs --inventory"),
     c(
+        "serve-unknown-instance",
+        "serve start {d}/i.yml --instance nope",
+        2,
+        r"--instance nope: sw16 has the instance\(s\) glm-a, glm-b",
+        files={"i.yml": (REPO / "inventory/switch16-crs804-100.yml").read_text()},
+    ),
+    c(
         "estimate-lab-not-up",
         "estimate --lab --inventory {d}/i.yml",
         2,
@@ -881,6 +888,20 @@ BENCH_CASES = [
     ),
     bench("bench-closed-port", "--plan {d}/p.yml", 5, r"cannot reach", server="closed", files={"p.yml": PLAN}),
     bench("bench-lab-no-inventory", "--plan {d}/p.yml --lab", 2, r"--lab needs --inventory", files={"p.yml": PLAN}),
+    bench(
+        "bench-instance-no-inventory",
+        "--plan {d}/p.yml --instance a",
+        2,
+        r"--instance needs --inventory",
+        files={"p.yml": PLAN},
+    ),
+    bench(
+        "bench-instance-unknown",
+        "--plan {d}/p.yml --inventory {d}/i.yml --instance glm-c",
+        2,
+        r"--instance glm-c: sw16 has the instance\(s\) glm-a, glm-b",
+        files={"p.yml": PLAN, "i.yml": (REPO / "inventory/switch16-crs804-100.yml").read_text()},
+    ),
     bench(
         "bench-counters-host-no-inventory",
         "--plan {d}/p.yml --counters-host spark-a",

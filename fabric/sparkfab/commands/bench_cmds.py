@@ -61,6 +61,11 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
         "--inventory", help="the cluster being measured: its name and current link speed go into the run's metadata"
     )
     p.add_argument("--lab", action="store_true", help="the inventory's lab is measured (its shaped link rate)")
+    p.add_argument(
+        "--instance",
+        metavar="NAME",
+        help="the instance measured (with --inventory; default: the one on the URL's port)",
+    )
     p.add_argument("-o", "--output", type=at.path, required=True, help="run directory (new or empty)")
     _access_args(p)
 
@@ -81,8 +86,8 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
     """What the run measured, for its run.json: cluster, link-speed mode and the link's Gb/s
     (a lab's shaped rate), and the TP size of the instance the URL points at."""
     if not args.inventory:
-        if args.lab:
-            raise UsageError("--lab needs --inventory (the cluster whose lab is measured)")
+        if args.lab or args.instance:
+            raise UsageError(f"{'--lab' if args.lab else '--instance'} needs --inventory (the cluster measured)")
         return {}
     from sparkfab.commands.deploy_cmds import current_link_speed, inventory_path
     from sparkfab.measure.report import SPEEDS
@@ -99,6 +104,11 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
         ctx["link_gbps"] = SPEEDS[mode]
     port = urllib.parse.urlsplit(args.url).port
     served = [i for i in plan.instances if i.port == port] or list(plan.instances)
+    if args.instance:
+        from sparkfab.commands.deploy_cmds import instance_limit
+
+        instance_limit(plan, args.instance, None)  # names the instances when it is not one of them
+        served = [plan.instance(args.instance)]
     if len(served) == 1:
         ctx.update(instance=served[0].name, tp=served[0].tp)
     return {"inventory": ctx}

@@ -212,14 +212,28 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
 def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("start", "stop", "restart"))
     p.add_argument("inventory", metavar="INVENTORY")
+    p.add_argument("--instance", metavar="NAME", help="only this instance (its hosts; the others keep serving)")
+    p.add_argument("--limit", help="only these hosts (Ansible pattern; with --instance, both must match)")
     p.add_argument("--lab", action="store_true", help="use the lab inventory of this cluster")
     p.add_argument("-y", "--yes", action="store_true")
+
+
+def instance_limit(plan: Plan, instance: str | None, limit: str | None) -> str | None:
+    """An Ansible --limit for one instance's hosts (and a user's pattern on top)."""
+    if instance is None:
+        return limit
+    names = [i.name for i in plan.instances]
+    if instance not in names:
+        raise UsageError(f"--instance {instance}: {plan.cluster} has the instance(s) {', '.join(names) or '(none)'}")
+    hosts = ",".join(plan.instance(instance).hosts)
+    return f"{hosts}:&{limit}" if limit else hosts
 
 
 @command("serve", "Start or stop serving: workers first, rank 0 last, then a health wait.", _serve_args)
 def serve_cmd(args: argparse.Namespace) -> int:
     plan = load_target(inventory_path(args))
     plan = plan.with_link_speed(current_link_speed(plan))
+    args.limit = instance_limit(plan, args.instance, args.limit)
     _confirm(plan, args, f"serve {args.action}")
     tree = render_tree(plan)  # what serving starts is what the inventory says now
     result = run_with_progress("serve.yml", plan, tree, args, {"sparkfab_serve_action": args.action})
