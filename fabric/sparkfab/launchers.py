@@ -42,6 +42,8 @@ class Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
+    #: the file it was read from
+    source: str = ""
     description: str
     engine: Literal["vllm", "collective"] = "vllm"
     image: str = ""
@@ -74,25 +76,49 @@ class Recipe(BaseModel):
         return self
 
 
+#: Where an inventory's own recipes live: a `launchers/` folder beside the inventory file.
+USER_DIR = "launchers"
+
+
+def search_path(inventory: str | Path | None) -> tuple[Path, ...]:
+    """Recipe folders for an inventory: sparkfab's own, then the one beside the inventory (whose
+    recipes add to sparkfab's and replace one of the same name)."""
+    own = repo_dir("launchers")
+    if inventory is None:
+        return (own,)
+    mine = Path(inventory).resolve().parent / USER_DIR
+    return (own, mine) if mine.is_dir() and mine != own.resolve() else (own,)
+
+
 @cache
-def recipes() -> dict[str, Recipe]:
+def recipes(dirs: tuple[Path, ...] | None = None) -> dict[str, Recipe]:
+    """Every recipe in `dirs` (default: sparkfab's own), later folders replacing earlier ones."""
     out = {}
-    for path in sorted(repo_dir("launchers").glob("*.yml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        try:
-            out[path.stem] = Recipe(name=path.stem, **data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first["loc"]) or "(recipe)"
-            raise RenderError(f"{path}: {where}: {str(first['msg']).removeprefix('Value error, ')}") from None
+    for folder in dirs or (repo_dir("launchers"),):
+        for path in sorted(folder.glob("*.yml")):
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            except yaml.YAMLError as exc:
+                raise RenderError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+            if not isinstance(data, dict):
+                raise RenderError(f"{path}: a recipe is a mapping of engine, image, model, flags, env")
+            if {"name", "source"} & set(data):
+                raise RenderError(f"{path}: 'name' and 'source' come from the file's name and place; remove them")
+            try:
+                out[path.stem] = Recipe(name=path.stem, source=str(path), **data)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = "".join(f"{x}: " for x in (".".join(str(x) for x in first["loc"]),) if x)
+                raise RenderError(f"{path}: {where}{str(first['msg']).removeprefix('Value error, ')}") from None
     return out
 
 
-def recipe(name: str) -> Recipe:
+def recipe(name: str, dirs: tuple[Path, ...] | None = None) -> Recipe:
     try:
-        return recipes()[name]
+        return recipes(dirs)[name]
     except KeyError:
-        raise RenderError(f"no launch recipe '{name}' in {repo_dir('launchers')}") from None
+        where = ", ".join(str(d) for d in dirs or (repo_dir("launchers"),))
+        raise RenderError(f"no launch recipe '{name}' in {where}") from None
 
 
 FLAGS_FILE = "vllm-serve-flags.txt"

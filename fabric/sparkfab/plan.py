@@ -7,7 +7,10 @@ re-derives an address, a rank or a peer.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sparkfab.launchers import Recipe
 
 MODES = ("200", "100e", "100")
 
@@ -96,6 +99,7 @@ class Instance:
     model: str | None = None  # replaces the recipe's model
     secrets: tuple[str, ...] = ()  # more env names passed into the engine from the host's secrets file
     hf_cache: str | None = None  # host directory mounted as the container's Hugging Face cache
+    recipe: Recipe | None = None  # the launcher's recipe, read at resolve time (rendering reads no files)
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -161,6 +165,8 @@ class Plan:
         data = asdict(self)
         data.pop("source")
         data.pop("group_vars")
+        for inst in data["instances"]:
+            inst.pop("recipe")  # the launcher names it
         for host in data["hosts"]:
             host.pop("ansible")
         for host in data["hosts"]:

@@ -14,12 +14,13 @@ import ipaddress
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sparkfab import catalog, spark
-from sparkfab.errors import InventoryError, Problem
+from sparkfab.errors import InventoryError, Problem, RenderError
 from sparkfab.inventory import Inventory, line_of, path_text, split_end, walk
-from sparkfab.launchers import vllm_version
+from sparkfab.launchers import Recipe, vllm_version
 from sparkfab.plan import Host, Iface, Instance, Plan, Rail, Rank, Switch
 from sparkfab.topology import RingError, order_ring, order_switched, ring_routes
 
@@ -58,6 +59,13 @@ class Ctx:
     inv: Inventory
     raw: Any
     problems: list[Problem] = field(default_factory=list)
+    #: folders of launch recipes, sparkfab's own first (`launchers.search_path`)
+    recipe_dirs: tuple[Path, ...] | None = None
+
+    def recipes(self) -> dict[str, Recipe]:
+        from sparkfab.launchers import recipes
+
+        return recipes(self.recipe_dirs)
 
     def add(self, path: tuple[Any, ...], message: str, hint: str = "") -> None:
         self.problems.append(Problem(path_text(path), message, hint, line_of(self.raw, path)))
@@ -66,8 +74,10 @@ class Ctx:
 SF = ("all", "vars", "sparkfab")
 
 
-def resolve(inv: Inventory, raw: Any = None, earlier: list[Problem] | None = None) -> Plan:
-    ctx = Ctx(inv, raw, list(earlier or []))
+def resolve(
+    inv: Inventory, raw: Any = None, earlier: list[Problem] | None = None, recipe_dirs: tuple[Path, ...] | None = None
+) -> Plan:
+    ctx = Ctx(inv, raw, list(earlier or []), recipe_dirs)
     _check_names_and_ports(ctx)
     cables = _parse_cables(ctx)
     subnets = _allocate(ctx, cables)
@@ -78,7 +88,7 @@ def resolve(inv: Inventory, raw: Any = None, earlier: list[Problem] | None = Non
     hosts = _hosts(ctx, cables, subnets, instances)
     if ctx.problems:
         raise InventoryError(ctx.problems, inv.source)
-    return _assemble(inv, cables, subnets, hosts, instances)
+    return _assemble(ctx, cables, subnets, hosts, instances)
 
 
 # ----------------------------------------------------------------------------- names
@@ -373,9 +383,7 @@ def _instances(ctx: Ctx, cables: list[Cable]) -> list[tuple[str, str, list[Rank]
 def _check_gloo(ctx: Ctx, name: str, launcher: str | None, topology: str, n: int) -> None:
     """A Gloo engine needs every rank reachable on one subnet: a ring of three or more has none
     unless its control plane is routed over the fabric."""
-    from sparkfab.launchers import recipes
-
-    rec = recipes().get(launcher or "")
+    rec = _recipes(ctx).get(launcher or "")
     if rec is None or rec.tp_backend != "gloo" or topology not in ("triangle", "ring"):
         return
     if ctx.inv.sparkfab.control_plane != "fabric":
@@ -401,18 +409,32 @@ GENERATED_FLAGS = {
 }
 
 
-def _check_launcher(ctx: Ctx, name: str, launcher: str | None) -> None:
-    from sparkfab.launchers import recipes
+def _recipes(ctx: Ctx) -> dict[str, Recipe]:
+    """The recipes the inventory can name; a broken recipe file is a problem of the instance."""
+    try:
+        return ctx.recipes()
+    except RenderError:
+        return {}
 
-    known = sorted(recipes())
-    if launcher is not None and launcher not in known:
+
+def _check_launcher(ctx: Ctx, name: str, launcher: str | None) -> None:
+    if launcher is None:
+        return
+    try:
+        known = ctx.recipes()
+    except RenderError as exc:
+        ctx.add(SF + ("instances", name, "launcher"), f"recipe {exc}", "fix the recipe file")
+        return
+    if launcher not in known:
+        dirs = " and ".join(f"{d}/*.yml" for d in (ctx.recipe_dirs or ()))
         ctx.add(
             SF + ("instances", name, "launcher"),
             f"unknown launcher '{launcher}'",
-            _close(launcher, known) + " (recipes live in launchers/*.yml)",
+            _close(launcher, sorted(known))
+            + f" (recipes live in {dirs or 'launchers/*.yml'}; your own go in launchers/ beside the inventory)",
         )
         return
-    if launcher is not None and recipes()[launcher].engine == "vllm":
+    if known[launcher].engine == "vllm":
         _check_flags(ctx, name)
 
 
@@ -653,12 +675,13 @@ def _fabric_control(
 
 
 def _assemble(
-    inv: Inventory,
+    ctx: Ctx,
     cables: list[Cable],
     subnets: dict[RailKey, ipaddress.IPv4Network],
     hosts: dict[str, Host],
     instances: list[tuple[str, str, list[Rank], str | None]],
 ) -> Plan:
+    inv = ctx.inv
     sf = inv.sparkfab
     rails = []
     for key, net in subnets.items():
@@ -675,6 +698,7 @@ def _assemble(
                 tp=spec.tp,
                 ranks=tuple(ranks),
                 launcher=spec.launcher,
+                recipe=ctx.recipes()[spec.launcher] if spec.launcher else None,
                 backend=spec.backend,
                 runtime=spec.runtime,
                 port=spec.port,
@@ -720,6 +744,7 @@ def load_plan(path: str, link_speed: str | None = None) -> Plan:
     """Load, validate and resolve an inventory file in one step (`link_speed` replaces the
     file's and is validated like it)."""
     from sparkfab.inventory import load_raw, parse_partial
+    from sparkfab.launchers import search_path
 
     raw = load_raw(path)
     inv, problems = parse_partial(raw, str(path))
@@ -727,4 +752,4 @@ def load_plan(path: str, link_speed: str | None = None) -> Plan:
         raise InventoryError(problems, str(path))
     if link_speed is not None:
         inv = inv.model_copy(update={"sparkfab": inv.sparkfab.model_copy(update={"link_speed": link_speed})})
-    return resolve(inv, raw, problems)
+    return resolve(inv, raw, problems, search_path(path))

@@ -38,19 +38,16 @@ def current_link_speed(plan: Plan) -> str:
 def inventory_path(args: argparse.Namespace) -> str:
     if not getattr(args, "lab", False):
         return str(args.inventory)
-    from sparkfab.inventory import load_roundtrip
-    from sparkfab.lab.inventory import lab_inventory
+    from sparkfab.lab import inventory as lab_inventory
     from sparkfab.lab.spec import spec
 
     plan = load_plan(args.inventory)
-    inv = lab_dir(plan.cluster) / "inventory.yml"
     state = lab_dir(plan.cluster) / "state.json"
     if not state.exists():
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {args.inventory}`")
     engine = json.loads(state.read_text()).get("engine", "collective")
     # always from the inventory as it is now, so edits since `lab up` take effect
-    inv.write_text(lab_inventory(load_roundtrip(args.inventory), spec(plan), engine))
-    return str(inv)
+    return str(lab_inventory.write(args.inventory, spec(plan), engine))
 
 
 def render_tree(plan: Plan) -> Path:

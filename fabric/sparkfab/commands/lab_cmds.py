@@ -10,10 +10,9 @@ import time
 
 from sparkfab.cli import command, emit_json
 from sparkfab.errors import LabError, UsageError
-from sparkfab.inventory import load_roundtrip
 from sparkfab.lab import build, wire
 from sparkfab.lab import engine as lab_engine
-from sparkfab.lab.inventory import lab_inventory
+from sparkfab.lab import inventory as lab_inventory
 from sparkfab.lab.spec import spec
 from sparkfab.resolve import load_plan
 
@@ -124,8 +123,7 @@ def _up(args: argparse.Namespace, sp, mode: str) -> int:  # type: ignore[no-unty
         raise
     state["engine"] = args.engine
     (sp.dir / "state.json").write_text(json.dumps(state, indent=2))
-    inv = sp.dir / "inventory.yml"
-    inv.write_text(lab_inventory(load_roundtrip(args.inventory), sp, args.engine))
+    inv = lab_inventory.write(args.inventory, sp, args.engine)
     t = state["timing"]
     made = f"; the lab's model in {t_engine:.1f} s" if args.engine == "vllm" else ""
     sys.stderr.write(

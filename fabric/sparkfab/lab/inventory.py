@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import io
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -45,3 +47,19 @@ def lab_inventory(raw: Any, spec: LabSpec, engine: str = "collective", python: s
     yaml.width = 4096
     yaml.dump(data, out)
     return out.getvalue()
+
+
+def write(user_inventory: str, spec: LabSpec, engine: str) -> Path:
+    """Write the lab inventory of `user_inventory` into the lab directory, with a copy of the
+    recipes beside it (`launchers/`), so the lab finds the same recipes the user's file does."""
+    from sparkfab.inventory import load_roundtrip
+    from sparkfab.launchers import USER_DIR
+
+    out = spec.dir / "inventory.yml"
+    out.write_text(lab_inventory(load_roundtrip(user_inventory), spec, engine))
+    mine, copy_dir = Path(user_inventory).resolve().parent / USER_DIR, spec.dir / USER_DIR
+    if copy_dir.exists():
+        shutil.rmtree(copy_dir)
+    if mine.is_dir():
+        shutil.copytree(mine, copy_dir, ignore=shutil.ignore_patterns("*.tmp", "__pycache__"))
+    return out

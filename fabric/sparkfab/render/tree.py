@@ -12,7 +12,6 @@ from typing import Any
 import yaml
 
 from sparkfab import yamlload
-from sparkfab.launchers import recipe
 from sparkfab.plan import Host, Plan
 from sparkfab.render import File, control, launch, nccl, netplan
 
@@ -43,9 +42,8 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
         if host.forwarding:
             files += [control.docker_user(plan, host), control.docker_unit(plan, host)]
     inst = plan.instance_of(host.name)
-    if inst is not None and inst.launcher is not None:
-        rec = recipe(inst.launcher)
-        files += launch.files(plan, inst, host, rec)
+    if inst is not None and inst.recipe is not None:
+        files += launch.files(plan, inst, host, inst.recipe)
         # verify --collective runs it on every rank (and the lab serves it)
         files.append(File(launch.COLLECTIVE_PATH, assets.get("collective.py", ""), 0o644))
     return sorted(files, key=lambda f: f.path)
@@ -108,8 +106,8 @@ def bundle(files: tuple[File, ...]) -> str:
 def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
     inst = plan.instance_of(host.name)
     meta: dict[str, Any] = {}
-    if inst is not None and inst.launcher is not None:
-        lx = launch.launch(plan, inst, host, recipe(inst.launcher))
+    if inst is not None and inst.recipe is not None:
+        lx = launch.launch(plan, inst, host, inst.recipe)
         meta = {
             "sparkfab_rank": lx.rank,
             "sparkfab_world_size": lx.world,

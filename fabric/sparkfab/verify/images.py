@@ -13,7 +13,6 @@ import re
 import shlex
 from typing import Any
 
-from sparkfab.launchers import recipe
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import launch
 from sparkfab.render.nccl import SUBNET_AWARE_SINCE
@@ -47,9 +46,9 @@ def parse_nccl_version(text: str) -> tuple[int, int, int] | None:
 
 def _image_of(plan: Plan, inst: Instance) -> str | None:
     """The image the instance runs, or None when it does not run in a container."""
-    if inst.launcher is None:
+    rec = inst.recipe
+    if rec is None:
         return None
-    rec = recipe(inst.launcher)
     lx = launch(plan, inst, plan.host(inst.hosts[0]), rec)
     return rec.image if lx.runtime == "docker" else None
 
