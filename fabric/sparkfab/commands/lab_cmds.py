@@ -145,8 +145,7 @@ def _exec(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
     names = [n.name for n in sp.sparks]
     if host not in names:
         raise UsageError(f"lab exec: no Spark {host!r} in {sp.cluster} (Sparks: {', '.join(names)})")
-    if not build.existing_namespaces(sp.cluster):
-        raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
+    _up_here(args, sp)
     if not command:
         raise UsageError("lab exec needs a command after the host")
     sys.stdout.flush()
@@ -154,9 +153,15 @@ def _exec(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
     os.execvp("ip", ["ip", "netns", "exec", sp.node(host).ns, *command])
 
 
-def _wire(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
-    if not build.existing_namespaces(sp.cluster):
+def _up_here(args: argparse.Namespace, sp) -> None:  # type: ignore[no-untyped-def]
+    """The lab is up, and it is the one this lab directory describes (namespaces of the same name
+    that another lab directory made are not ours to rewire)."""
+    if not build.existing_namespaces(sp.cluster) or not (sp.dir / "state.json").is_file():
         raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
+
+
+def _wire(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
+    _up_here(args, sp)
     if args.swap:
         lines = wire.swap(sp, *args.swap)
     elif args.cut:
