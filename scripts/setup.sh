@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything sparkfab and its tests need on a fresh Debian machine (idempotent).
 #   Debian packages (as root): openssh, netplan.io, lldpd, nftables, iproute2, systemd-networkd,
+#   sudo (the lab's non-root login user becomes root through it, as on a Spark),
 #   gcc and the Python headers (the sampler's C read loop; without them it falls back to Python).
 #   Python: a virtual environment in .venv with sparkfab (editable), its dev tools and
 #   torch 2.13.0 (CPU build) for the gloo collective; a second one, .venv-vllm, with vLLM's
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
-              ethtool systemd procps util-linux gcc python3-dev iptables)
+              ethtool systemd procps util-linux gcc python3-dev iptables sudo)
 
 need_debs() {
   local p

@@ -49,10 +49,13 @@ requires_lab = pytest.mark.skipif(lab_ready() is not None, reason=lab_ready() or
 
 
 def ssh(cluster: str, host: str, command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """`command` as root on a lab Spark (through sudo: one Spark of each lab logs in as a user)."""
+    import shlex
+
     from sparkfab.lab.spec import lab_dir
 
     return subprocess.run(
-        ["ssh", "-F", str(lab_dir(cluster) / "ssh_config"), host, command],
+        ["ssh", "-F", str(lab_dir(cluster) / "ssh_config"), host, f"sudo -n sh -c {shlex.quote(command)}"],
         capture_output=True,
         text=True,
         timeout=timeout,

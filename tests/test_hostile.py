@@ -461,7 +461,7 @@ INVENTORY_CASES = [
     ),
     validate("linkspeed-200-on-100-switch", SWITCH100, r"carries", verb="linkspeed {inv} 200 -y"),
     c("validate-missing-file", "validate {d}/nope.yml", 5, r"nope\.yml: no such file"),
-    c("validate-directory", "validate {d}", 2, r"is a directory"),
+    c("validate-directory", "validate {d}", 2, r"is a directory without inventory files"),
     c("plan-missing-file", "plan {d}/nope.yml", 5, r"nope\.yml"),
     c("plan-bad-format", "plan {d}/nope.yml --format xml", 2, r"invalid choice: 'xml'"),
     c("verify-lab-not-up", "verify --lab {d}/inv.yml", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),

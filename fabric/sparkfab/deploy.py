@@ -188,6 +188,8 @@ def run_playbook(
     )
     if r.stats is None and not collector.hosts:
         raise_if_not_started(r)
+    if r.rc != 0 and not any(h.failed or h.unreachable for h in collector.hosts.values()):
+        raise_if_not_started(r)  # Ansible stopped before any host failed (a playbook or role error)
     return RunResult(r.rc, r.status, collector.hosts, collector.diffs, str(Path(r.config.artifact_dir)))
 
 
@@ -199,4 +201,4 @@ def raise_if_not_started(r: Any) -> None:
         out = r.stdout.read()[-2000:]
     except Exception:
         pass
-    raise DeployError(f"ansible-playbook did not start (rc {r.rc}, status {r.status}): {out}")
+    raise DeployError(f"ansible-playbook failed before any host did (rc {r.rc}, status {r.status}): {out}")

@@ -62,8 +62,11 @@ def port_of(netdev: str) -> tuple[str, int] | None:
 
 def probe(th: Any, label: str, address: str, settle_s: float = 2.5) -> HostView:
     """Bring the fabric netdevs up (no addresses needed), ask lldpd to announce, read it."""
+    from sparkfab.verify.checks import as_root
+
     view = HostView(label, address)
     try:
+        as_root(th)  # links are brought up and lldpd is asked: root's work
         links = json.loads(th.check_output("ip -j link show"))
         view.fabric = sorted(x["ifname"] for x in links if port_of(x["ifname"]))
         for name in view.fabric:

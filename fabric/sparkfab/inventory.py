@@ -175,8 +175,49 @@ _ALL_KEYS = ("hosts", "vars", "children")
 
 def load(path: str | Path) -> tuple[Inventory, Any]:
     """Load and structurally validate an inventory; return it with the raw YAML tree."""
-    raw = load_raw(path)
-    return parse(raw, str(path)), raw
+    raw, source = read(path)
+    return parse(raw, source), raw
+
+
+def read(path: str | Path) -> tuple[Any, str]:
+    """Any inventory Ansible reads, as one tree in the plain single-file shape (`all: {hosts,
+    vars: {sparkfab}}`, one merged mapping per host), and the file its line numbers are in.
+
+    The plain shape is read directly (it is what Ansible makes of it: a test holds the two
+    readers equal); everything else (INI, groups, directories, group_vars/ and host_vars/)
+    goes through Ansible's own inventory machinery (`sparkfab.ansible_inventory`).
+    """
+    p = Path(path)
+    if is_plain_file(p):
+        return load_raw(p), str(p)
+    return _read_with_ansible(p)
+
+
+def is_plain_file(path: str | Path) -> bool:
+    """A YAML file in the plain shape, with no group_vars/ or host_vars/ beside it."""
+    p = Path(path)
+    if p.suffix not in (".yml", ".yaml") or p.is_dir() or _vars_dirs(p.parent):
+        return False
+    return not p.exists() or is_plain(load_raw(p))
+
+
+def is_plain(raw: Any) -> bool:
+    """`all:` alone at the top, without groups below it. Something that is not a set of
+    Ansible groups at all stays with the plain reader too: its messages say what is wrong."""
+    if not isinstance(raw, dict):
+        return True
+    groups = all(isinstance(v, dict) and v and set(v) <= {"hosts", "vars", "children"} for v in raw.values())
+    return not groups or (set(raw) == {"all"} and "children" not in raw["all"])
+
+
+def _vars_dirs(base: Path) -> bool:
+    return (base / "group_vars").is_dir() or (base / "host_vars").is_dir()
+
+
+def _read_with_ansible(path: Path) -> tuple[Any, str]:
+    from sparkfab import ansible_inventory
+
+    return ansible_inventory.read(path)
 
 
 def load_raw(path: str | Path) -> Any:
@@ -227,6 +268,10 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
     hosts, ansible = _split_host_vars(hosts_raw)
     others = {k: v for k, v in group_vars.items() if k != "sparkfab"}
     problems += _ansible_vars(ansible, others, raw)
+    # a host connects with its group's settings unless it has its own (Ansible's precedence)
+    group_ansible = {str(k): _plain(v) for k, v in others.items() if str(k).startswith("ansible_")}
+    group_ansible.pop("ansible_host", None)
+    ansible = {h: {**group_ansible, **ansible.get(h, {})} for h in hosts}
     for key in [k for k in others if str(k).startswith("sparkfab_")]:
         problems.append(
             Problem(
@@ -363,8 +408,22 @@ def _tagged(node: Any, path: tuple[Any, ...], raw: Any) -> list[Problem]:
     return [p for k, v in items for p in _tagged(v, (*path, k), raw)]
 
 
+#: The host keys sparkfab reads itself (validated strictly).
+HOST_KEYS = ("ansible_host", "rank", "mgmt_if")
+
+
+def _ours(key: str) -> bool:
+    """A host key sparkfab validates: its own, anything named sparkfab*, and its own with
+    letters swapped or in other case (`rnak`, `Rank`), so a slip of the keyboard is reported
+    instead of passed over (a different word, such as `rack`, is the user's own)."""
+    if key in HOST_KEYS or key.startswith("sparkfab"):
+        return True
+    return any(sorted(key.lower()) == sorted(k) for k in HOST_KEYS)
+
+
 def _split_host_vars(hosts_raw: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Separate Ansible's own `ansible_*` host keys from the ones sparkfab validates."""
+    """Separate the host keys sparkfab validates from Ansible's `ansible_*` ones (kept for the
+    connection); any other variable is the user's own, for their own plays, and is left alone."""
     ours: dict[str, Any] = {}
     theirs: dict[str, dict[str, Any]] = {}
     for name, hv in (hosts_raw or {}).items():
@@ -375,8 +434,13 @@ def _split_host_vars(hosts_raw: Any) -> tuple[dict[str, Any], dict[str, dict[str
         theirs[str(name)] = {
             k: _plain(v) for k, v in hv.items() if str(k).startswith("ansible_") and k != "ansible_host"
         }
-        ours[str(name)] = {k: v for k, v in hv.items() if k not in theirs[str(name)]}
+        ours[str(name)] = {k: v for k, v in hv.items() if _ours(str(k))}
     return ours, theirs
+
+
+def plain(v: Any) -> Any:
+    """Line-carrying (or ruamel's commented) containers -> plain dicts and lists."""
+    return _plain(v)
 
 
 def _plain(v: Any) -> Any:
@@ -433,7 +497,7 @@ def _from_pydantic(err: Any, raw: Any) -> Problem:
     key = loc[-1] if loc else ""
     if kind == "extra_forbidden":
         model = _model_at(tuple(err["loc"][:-1]))
-        fields = model.model_fields.keys() if model else ()
+        fields = [f for f in (model.model_fields if model else {}) if f != "ansible"]
         return Problem(_path_text(loc), f"unknown key '{key}'", _did_you_mean(str(key), fields), _line(raw, loc))
     msg = _message(err)
     return Problem(_path_text(loc), msg, _hint_for(key, kind), _line(raw, loc))

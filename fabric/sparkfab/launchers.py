@@ -86,7 +86,8 @@ def search_path(inventory: str | Path | None) -> tuple[Path, ...]:
     own = repo_dir("launchers")
     if inventory is None:
         return (own,)
-    mine = Path(inventory).resolve().parent / USER_DIR
+    where = Path(inventory).resolve()
+    mine = (where if where.is_dir() else where.parent) / USER_DIR
     return (own, mine) if mine.is_dir() and mine != own.resolve() else (own,)
 
 

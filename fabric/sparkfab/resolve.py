@@ -743,13 +743,13 @@ def _assemble(
 def load_plan(path: str, link_speed: str | None = None) -> Plan:
     """Load, validate and resolve an inventory file in one step (`link_speed` replaces the
     file's and is validated like it)."""
-    from sparkfab.inventory import load_raw, parse_partial
+    from sparkfab.inventory import parse_partial, read
     from sparkfab.launchers import search_path
 
-    raw = load_raw(path)
-    inv, problems = parse_partial(raw, str(path))
+    raw, source = read(path)
+    inv, problems = parse_partial(raw, source)
     if inv is None:
-        raise InventoryError(problems, str(path))
+        raise InventoryError(problems, source)
     if link_speed is not None:
         inv = inv.model_copy(update={"sparkfab": inv.sparkfab.model_copy(update={"link_speed": link_speed})})
     return resolve(inv, raw, problems, search_path(path))

@@ -236,3 +236,35 @@ def serve_cmd(args: argparse.Namespace) -> int:
     result = run_with_progress("serve.yml", plan, tree, args, {"sparkfab_serve_action": args.action})
     _fail_if(result)
     return 0
+
+
+def _reset_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inventory", metavar="INVENTORY")
+    p.add_argument("--check", action="store_true", help="change nothing; report what would be removed")
+    p.add_argument("--diff", action="store_true", help="show the files that would go or come back")
+    p.add_argument("--limit", help="only these hosts (Ansible pattern)")
+    p.add_argument("--lab", action="store_true", help="use the lab inventory of this cluster")
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask before changing real hosts")
+
+
+@command(
+    "reset",
+    "Undo apply: stop serving, remove what sparkfab installed, restore what it moved aside (--check --diff).",
+    _reset_args,
+)
+def reset_cmd(args: argparse.Namespace) -> int:
+    plan = load_target(inventory_path(args))
+    plan = plan.with_link_speed(current_link_speed(plan))
+    _confirm(plan, args, "reset")
+    tree = render_tree(plan)  # the hosts' netdevs and instances, as the plays read them
+    result = run_with_progress("reset.yml", plan, tree, args)
+    if (args.diff or args.check) and result.diffs:
+        sys.stdout.write("".join(result.diffs))
+    _fail_if(result)
+    if not args.check and not args.limit:
+        (plan_state_dir(plan) / "link_speed").unlink(missing_ok=True)  # nothing is configured any more
+    changed = sum(h.changed for h in result.hosts.values())
+    _err.print(
+        f"reset {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} failed={len(result.failures)}"
+    )
+    return 0

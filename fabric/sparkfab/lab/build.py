@@ -22,6 +22,7 @@ from typing import Any
 
 from sparkfab import proc
 from sparkfab.errors import LabError
+from sparkfab.lab import login
 from sparkfab.lab.spec import LabSpec, Node, Veth, lab_dir, lab_id, ns_prefix, root_prefix
 
 log = logging.getLogger("sparkfab.lab")
@@ -65,6 +66,7 @@ def up(spec: LabSpec) -> dict[str, Any]:
         _mgmt(spec)
         _fabric(spec)
         t_links = time.perf_counter() - t0
+        login.create(spec)
         _ssh_keys(spec)
         _etc(spec)
         pids = _daemons(spec)
@@ -150,8 +152,7 @@ def _ssh_keys(spec: LabSpec) -> None:
         if not hk.exists():
             proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", n.name, "-f", str(hk)])
         known.append(f"{n.mgmt_ip} {' '.join(hk.with_suffix('.pub').read_text().split()[:2])}")
-        shutil.copy(key.with_suffix(".pub"), d / "authorized_keys")
-        os.chmod(d / "authorized_keys", 0o600)
+        login.authorize(spec, d, key.with_suffix(".pub"))
         (d / "sshd_config").write_text(_sshd_config(n))
     (spec.dir / "known_hosts").write_text("\n".join(known) + "\n")
     (spec.dir / "ssh_config").write_text(ssh_config(spec))
@@ -165,7 +166,7 @@ def _sshd_config(n: Node) -> str:
             "Port 22",
             "HostKey /etc/ssh/ssh_host_ed25519_key",
             "PidFile /run/sshd.pid",
-            "AuthorizedKeysFile /etc/ssh/authorized_keys",
+            "AuthorizedKeysFile /etc/ssh/authorized_keys.d/%u",
             "PermitRootLogin prohibit-password",
             "PasswordAuthentication no",
             "KbdInteractiveAuthentication no",
@@ -183,10 +184,9 @@ def ssh_config(spec: LabSpec) -> str:
     d = spec.dir
     lines = [f"# sparkfab lab {spec.cluster}: host-key checking stays on, connections are multiplexed"]
     for n in spec.sparks:
-        lines += [f"Host {n.name} {n.mgmt_ip}", f"  HostName {n.mgmt_ip}"]
+        lines += [f"Host {n.name} {n.mgmt_ip}", f"  HostName {n.mgmt_ip}", f"  User {login.login_of(spec, n)}"]
     lines += [
         f"Host {' '.join(n.mgmt_ip for n in spec.sparks)} {' '.join(n.name for n in spec.sparks)}",
-        "  User root",
         f"  IdentityFile {d}/id_ed25519",
         "  IdentitiesOnly yes",
         f"  UserKnownHostsFile {d}/known_hosts",
@@ -216,6 +216,8 @@ def _etc(spec: LabSpec) -> None:
             (base / entry).mkdir(parents=True, exist_ok=True)
         os.chmod(base / "netplan", 0o700)
         (base / "lldpd.d" / "sparkfab-lab.conf").write_text(LLDP_CONF)
+        if n.kind == "spark":  # its own name resolves, as on a Spark (sudo looks it up)
+            (base / "hosts").write_text(f"127.0.0.1 localhost\n::1 localhost ip6-localhost\n{n.mgmt_ip} {n.name}\n")
 
 
 def _daemons(spec: LabSpec) -> dict[str, int]:
@@ -356,6 +358,7 @@ def down(cluster: str) -> dict[str, int]:
         shutil.rmtree(d, ignore_errors=True)
         dirs += 1
     _remove_mountpoints(cluster)
+    login.remove(cluster)
     if lab_dir(cluster).exists():
         shutil.rmtree(lab_dir(cluster), ignore_errors=True)
     _wait_gone(cluster)
@@ -420,7 +423,7 @@ def leftovers(cluster: str) -> list[str]:
     found += [f"dir {d}" for d in NETNS_ETC.glob(f"{ns_prefix(cluster)}*")] if NETNS_ETC.exists() else []
     if lab_dir(cluster).exists():
         found.append(f"dir {lab_dir(cluster)}")
-    return found
+    return found + login.leftovers(cluster)
 
 
 def status(cluster: str) -> dict[str, Any]:

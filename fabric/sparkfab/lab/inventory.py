@@ -19,20 +19,24 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from sparkfab.lab import engine as lab_engine
+from sparkfab.lab import login
 from sparkfab.lab.spec import LabSpec
 
 
 def lab_inventory(raw: Any, spec: LabSpec, engine: str = "collective", python: str = sys.executable) -> str:
     data = copy.deepcopy(raw)
     group = data["all"]
+    group_vars = group.setdefault("vars", {})
+    for key in [k for k in group_vars if str(k).startswith("ansible_")]:
+        del group_vars[key]  # the lab's hosts are reached the lab's way only
     for name, node in ((n.name, n) for n in spec.sparks):
-        hv = group["hosts"].get(name) or {}
+        hv = {k: v for k, v in (group["hosts"].get(name) or {}).items() if not str(k).startswith("ansible_")}
         hv["ansible_host"] = node.mgmt_ip
-        hv["ansible_user"] = "root"
+        hv["ansible_user"] = login.login_of(spec, node)
+        hv["ansible_become"] = True
         hv["ansible_ssh_common_args"] = f"-F {spec.dir}/ssh_config"
         hv["ansible_python_interpreter"] = "/usr/bin/python3"
         group["hosts"][name] = hv
-    group_vars = group.setdefault("vars", {})
     for inst in (group_vars["sparkfab"].get("instances") or {}).values():
         inst["launcher"] = lab_engine.RECIPES[engine]
         inst["runtime"] = "process"
@@ -52,12 +56,15 @@ def lab_inventory(raw: Any, spec: LabSpec, engine: str = "collective", python: s
 def write(user_inventory: str, spec: LabSpec, engine: str) -> Path:
     """Write the lab inventory of `user_inventory` into the lab directory, with a copy of the
     recipes beside it (`launchers/`), so the lab finds the same recipes the user's file does."""
-    from sparkfab.inventory import load_roundtrip
+    from sparkfab.inventory import is_plain_file, load_roundtrip, plain, read
     from sparkfab.launchers import USER_DIR
 
     out = spec.dir / "inventory.yml"
-    out.write_text(lab_inventory(load_roundtrip(user_inventory), spec, engine))
-    mine, copy_dir = Path(user_inventory).resolve().parent / USER_DIR, spec.dir / USER_DIR
+    # a plain file keeps its comments; any other inventory is written out in the plain shape
+    doc = load_roundtrip(user_inventory) if is_plain_file(user_inventory) else plain(read(user_inventory)[0])
+    out.write_text(lab_inventory(doc, spec, engine))
+    where = Path(user_inventory).resolve()
+    mine, copy_dir = (where if where.is_dir() else where.parent) / USER_DIR, spec.dir / USER_DIR
     if copy_dir.exists():
         shutil.rmtree(copy_dir)
     if mine.is_dir():

@@ -26,6 +26,37 @@ def connect(spec: str, ssh_config: str) -> Any:
     return testinfra.get_host(f"ssh://{spec}", ssh_config=ssh_config)
 
 
+class NoRoot(Exception):
+    """The login works but cannot become root without a password."""
+
+
+def as_root(th: Any) -> Any:
+    """Make every later command on `th` run as root, as the plays do (`become: true`): through
+    `sudo -n` when the login user is not root. Raises when the host does not answer, and
+    NoRoot when sudo wants a password (checks cannot type one)."""
+    who = th.check_output("id -un; id -u").split()
+    if who[-1] == "0":
+        return th
+    backend = th.backend
+    backend.sudo = True
+    backend.get_sudo_command = lambda command, user: backend.quote("sudo -n /bin/sh -c %s", command)
+    probe = th.run("id -u")
+    if probe.rc != 0 or probe.stdout.strip() != "0":
+        detail = (probe.stderr or probe.stdout).strip().splitlines()
+        raise NoRoot(f"{who[0]} cannot become root with sudo -n: {detail[-1][:160] if detail else 'no answer'}")
+    return th
+    backend = th.backend
+    backend.sudo = True
+    backend.get_sudo_command = lambda command, user: backend.quote("sudo -n /bin/sh -c %s", command)
+    probe = th.run("id -u")
+    if probe.rc != 0 or probe.stdout.strip() != "0":
+        raise NoRoot(
+            f"sudo -n as {th.check_output('id -un').strip() if False else 'the login user'} fails: "
+            f"{(probe.stderr or probe.stdout).strip()[:160]}"
+        )
+    return th
+
+
 def link_checks(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
     links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
     addrs = {x["ifname"]: x for x in json.loads(th.check_output("ip -j -4 addr show"))}

@@ -25,15 +25,7 @@ def ssh_config_for(plan: Plan, workdir: Path) -> tuple[str, dict[str, str]]:
     workdir.mkdir(parents=True, exist_ok=True)
     lines = []
     for h in plan.hosts:
-        a = h.ansible
-        lines += [
-            f"Host {h.name}",
-            f"  HostName {h.mgmt_address}",
-            f"  User {a.get('ansible_user', 'root')}",
-            f"  Port {a.get('ansible_port', 22)}",
-        ]
-        if a.get("ansible_ssh_private_key_file"):
-            lines.append(f"  IdentityFile {a['ansible_ssh_private_key_file']}")
+        lines += [f"Host {h.name}", f"  HostName {h.mgmt_address}", *(f"  {o}" for o in ssh_options(h.ansible))]
         lines += [
             "  ControlMaster auto",
             f"  ControlPath {workdir}/cm-%C",
@@ -46,11 +38,54 @@ def ssh_config_for(plan: Plan, workdir: Path) -> tuple[str, dict[str, str]]:
     return str(cfg), {h.name: h.name for h in plan.hosts}
 
 
+#: ssh's own options that Ansible's ssh arguments may carry, as ssh_config keywords
+_FLAGS = {"-J": "ProxyJump", "-i": "IdentityFile", "-p": "Port", "-l": "User", "-F": "Include"}
+
+
+def ssh_options(ansible: dict[str, Any]) -> list[str]:
+    """The ssh_config lines that reach a host the way Ansible's ssh connection does: its user,
+    port and key (the `ansible_ssh_*` aliases too), and what `ansible_ssh_common_args` and
+    `ansible_ssh_extra_args` pass to ssh (-o, -J, -i, -p, -l, -F); the first value wins in an
+    ssh_config, so the variables come before the free-form arguments, as on Ansible's command line."""
+    import shlex
+
+    def var(*names: str) -> Any:
+        return next((ansible[n] for n in names if ansible.get(n) not in (None, "")), None)
+
+    out = [f"User {var('ansible_user', 'ansible_ssh_user', 'ansible_remote_user') or 'root'}"]
+    port = var("ansible_port", "ansible_ssh_port")
+    out += [f"Port {port}"] if port is not None else []
+    key = var("ansible_ssh_private_key_file", "ansible_private_key_file")
+    out += [f"IdentityFile {key}", "IdentitiesOnly yes"] if key else []
+    for name in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        words = shlex.split(str(ansible.get(name) or ""))
+        i = 0
+        while i < len(words):
+            flag = words[i]
+            value = words[i + 1] if i + 1 < len(words) else ""
+            if flag == "-o" and value:
+                k, _, v = value.partition("=")
+                out.append(f"{k} {v}" if v else value)
+                i += 2
+            elif flag in _FLAGS and value:
+                out.append(f"{_FLAGS[flag]} {value}")
+                i += 2
+            elif flag.startswith("-o") and len(flag) > 2:
+                k, _, v = flag[2:].partition("=")
+                out.append(f"{k} {v}")
+                i += 1
+            else:
+                i += 1
+    return out
+
+
 def _per_host(plan: Plan, host: Host, th: Any, lab: bool, files: dict[str, str]) -> list[Result]:
     if not host.ifaces:
         return []
     try:
-        th.check_output("true")
+        checks.as_root(th)
+    except checks.NoRoot as exc:
+        return [Result("ssh", host.name, "connection", "root (sudo -n)", "no root", "fail", str(exc))]
     except Exception as exc:
         return [Result("ssh", host.name, "connection", "reachable", "unreachable", "fail", str(exc)[:200])]
     out = checks.link_checks(plan, host, th, lab)

@@ -1,0 +1,147 @@
+"""Read an inventory with Ansible's own inventory machinery.
+
+Used for every inventory that is not the plain single-file shape (`all:` with `hosts:` and
+`vars:` and nothing beside it): INI files, YAML with groups (`children:`), inventory
+directories, and files with `group_vars/` or `host_vars/` beside them. Ansible's
+InventoryManager and VariableManager merge the variables exactly as `ansible-playbook` will,
+and the result is handed back in the plain shape, one merged mapping per host, so the rest of
+sparkfab sees one form. The sparkfab block must sit in the vars of group `all` (wherever that
+is written: `all.vars`, `[all:vars]`, `group_vars/all.yml`, `group_vars/all/*.yml`); the file it
+came from is found again and read with line numbers, so problems still point at a line.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sparkfab import yamlload
+from sparkfab.errors import InventoryError, Problem
+
+#: What VariableManager adds to a host's variables on its own (not written by anyone).
+MAGIC = frozenset(
+    {
+        "ansible_check_mode",
+        "ansible_config_file",
+        "ansible_diff_mode",
+        "ansible_facts",
+        "ansible_forks",
+        "ansible_inventory_sources",
+        "ansible_playbook_python",
+        "ansible_run_tags",
+        "ansible_skip_tags",
+        "ansible_verbosity",
+        "ansible_version",
+        "group_names",
+        "groups",
+        "inventory_dir",
+        "inventory_file",
+        "inventory_hostname",
+        "inventory_hostname_short",
+        "omit",
+        "playbook_dir",
+    }
+)
+
+_ALL_HINT = "write the sparkfab block once, in the vars of group all (all.vars, [all:vars] or group_vars/all.yml)"
+
+
+def read(path: Path) -> tuple[dict[str, Any], str]:
+    """({all: {hosts: {name: merged vars}, vars: {sparkfab: block}}}, the file its lines are in)."""
+    hosts, blocks = _ansible_view(path)
+    present = [b for b in blocks.values() if b is not None]
+    group: dict[str, Any] = {}
+    source = str(path)
+    if present:
+        usual = max(present, key=present.count)  # what group all says; the others override it
+        differ = sorted(h for h, b in blocks.items() if b != usual)
+        if differ:
+            raise InventoryError(
+                [Problem("all.vars.sparkfab", f"differs between hosts (e.g. on {', '.join(differ[:3])})", _ALL_HINT)],
+                source,
+            )
+        node, where = _with_lines(path, usual)
+        group["sparkfab"] = node
+        source = where or source
+    return {"all": {"hosts": hosts, "vars": group}}, source
+
+
+def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    # read before ansible.constants is imported: a broken source is an error, not a warning
+    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "True")
+    os.environ.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "True")
+    from ansible.errors import AnsibleError
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+
+    if not path.exists():
+        from sparkfab.errors import Unavailable
+
+        raise Unavailable(f"{path}: no such file")
+    if path.is_dir() and not any(f.is_file() and not f.name.startswith(".") for f in path.iterdir()):
+        hint = "an inventory directory holds hosts.ini or *.yml files, with group_vars/ and host_vars/ beside them"
+        raise InventoryError([Problem("(file)", "is a directory without inventory files", hint)], str(path))
+    try:
+        loader = DataLoader()
+        manager = InventoryManager(loader=loader, sources=[str(path)])
+        variables = VariableManager(loader=loader, inventory=manager)
+        hosts, blocks = {}, {}
+        for host in manager.get_hosts():
+            merged = variables.get_vars(host=host, include_hostvars=False)
+            blocks[str(host.name)] = plain(merged.get("sparkfab"))
+            hosts[str(host.name)] = {str(k): plain(v) for k, v in merged.items() if k not in MAGIC and k != "sparkfab"}
+    except AnsibleError as exc:
+        text = " ".join(str(getattr(exc, "message", exc)).split())[:400]
+        raise InventoryError(
+            [Problem("(file)", f"Ansible cannot read it as an inventory: {text} (its warnings above say why)")],
+            str(path),
+        ) from None
+    return hosts, blocks
+
+
+def plain(value: Any) -> Any:
+    """Ansible's own value types -> plain ones; an encrypted value stays text tagged `!vault`."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    for kind in (int, float):  # Ansible tags its values with subclasses of these
+        if isinstance(value, kind):
+            return kind(value)
+    if type(value).__name__ in ("AnsibleVaultEncryptedUnicode", "EncryptedString"):
+        return yamlload.Tagged(str(getattr(value, "_ciphertext", "")), "!vault")
+    return str(value)
+
+
+def _candidates(path: Path) -> list[tuple[Path, tuple[str, ...]]]:
+    """Files the sparkfab block of group all may be written in, with its place in each."""
+    base = path if path.is_dir() else path.parent
+    out: list[tuple[Path, tuple[str, ...]]] = []
+    for gv in (base / "group_vars",):
+        for name in ("all.yml", "all.yaml", "all"):
+            if (gv / name).is_file():
+                out.append((gv / name, ("sparkfab",)))
+        if (gv / "all").is_dir():
+            out += [(f, ("sparkfab",)) for f in sorted((gv / "all").iterdir()) if f.suffix in (".yml", ".yaml")]
+    inventories = sorted(base.iterdir()) if path.is_dir() else [path]
+    out += [(f, ("all", "vars", "sparkfab")) for f in inventories if f.is_file() and f.suffix in (".yml", ".yaml")]
+    return out
+
+
+def _with_lines(path: Path, block: Any) -> tuple[Any, str | None]:
+    """The block as written in its file (keys and items carry their lines), and that file."""
+    for file, where in _candidates(path):
+        try:
+            tree = yamlload.parse(yamlload.read_text(file))
+        except (OSError, yamlload.YamlProblem):
+            continue
+        node = tree
+        for key in where:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None and plain(node) == block:
+            return node, str(file)
+    return block, None
