@@ -465,6 +465,40 @@ INVENTORY_CASES = [
     c("plan-missing-file", "plan {d}/nope.yml", 5, r"nope\.yml"),
     c("plan-bad-format", "plan {d}/nope.yml --format xml", 2, r"invalid choice: 'xml'"),
     c("verify-lab-not-up", "verify --lab {d}/inv.yml", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),
+    c("preflight-lab-not-up", "preflight --lab {d}/inv.yml", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),
+    c("reset-lab-not-up", "reset --lab {d}/inv.yml", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),
+    # real hosts are never changed without a yes (and never reached here: no -y is given)
+    c(
+        "reset-real-hosts-unconfirmed",
+        "reset {d}/inv.yml",
+        2,
+        r"reset changes real hosts .*pass -y",
+        files={"inv.yml": inv()},
+    ),
+    c(
+        "discover-merge-into-ini",
+        "discover --inventory {d}/hosts.ini",
+        2,
+        r"discover merges the cables into a single-file inventory",
+        files={"hosts.ini": "a ansible_host=10.0.0.1\n[all:vars]\nsparkfab={'cluster': 'x'}\n"},
+    ),
+    c(
+        "ini-unreadable",
+        "validate {d}/hosts.ini",
+        2,
+        r"Ansible cannot read it",
+        files={"hosts.ini": "[sparks\nspark-a\n"},
+    ),
+    c(
+        "split-block-differs",
+        "validate {d}/hosts.ini",
+        2,
+        r"all\.vars\.sparkfab: differs between hosts \(e\.g\. on b\)",
+        files={
+            "hosts.ini": "a\nb\n[all:vars]\nsparkfab={'cluster': 'x'}\n",
+            "host_vars/b.yml": "sparkfab: {cluster: y}\n",
+        },
+    ),
     c("lab-wire-not-up", "lab wire {d}/inv.yml --cut cables[0]", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),
 ]
 

@@ -12,7 +12,6 @@ came from is found again and read with line numbers, so problems still point at 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +67,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    # read before ansible.constants is imported: a broken source is an error, not a warning
-    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "True")
-    os.environ.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "True")
+    from ansible import constants
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
@@ -83,6 +80,9 @@ def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]
     if path.is_dir() and not any(f.is_file() and not f.name.startswith(".") for f in path.iterdir()):
         hint = "an inventory directory holds hosts.ini or *.yml files, with group_vars/ and host_vars/ beside them"
         raise InventoryError([Problem("(file)", "is a directory without inventory files", hint)], str(path))
+    # a source Ansible cannot parse is an error here, not a warning and an empty inventory
+    saved = constants.INVENTORY_UNPARSED_IS_FAILED, constants.INVENTORY_ANY_UNPARSED_IS_FAILED
+    constants.INVENTORY_UNPARSED_IS_FAILED = constants.INVENTORY_ANY_UNPARSED_IS_FAILED = True
     try:
         loader = DataLoader()
         manager = InventoryManager(loader=loader, sources=[str(path)])
@@ -98,6 +98,8 @@ def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]
             [Problem("(file)", f"Ansible cannot read it as an inventory: {text} (its warnings above say why)")],
             str(path),
         ) from None
+    finally:
+        constants.INVENTORY_UNPARSED_IS_FAILED, constants.INVENTORY_ANY_UNPARSED_IS_FAILED = saved
     return hosts, blocks
 
 

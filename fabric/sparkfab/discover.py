@@ -60,17 +60,31 @@ def port_of(netdev: str) -> tuple[str, int] | None:
     return (f"p{m.group(2)}", 1 if m.group(1) else 0) if m else None
 
 
-def probe(th: Any, label: str, address: str, settle_s: float = 2.5) -> HostView:
-    """Bring the fabric netdevs up (no addresses needed), ask lldpd to announce, read it."""
+def bring_up(th: Any, view: HostView) -> None:
+    """Root, and the fabric netdevs up (no addresses needed); a failure is kept on the view."""
     from sparkfab.verify.checks import as_root
 
-    view = HostView(label, address)
     try:
-        as_root(th)  # links are brought up and lldpd is asked: root's work
+        as_root(th)
         links = json.loads(th.check_output("ip -j link show"))
         view.fabric = sorted(x["ifname"] for x in links if port_of(x["ifname"]))
         for name in view.fabric:
             th.run(f"ip link set {name} up")
+    except Exception as exc:
+        view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+
+
+def probe(th: Any, label: str, address: str, settle_s: float = 2.5, view: HostView | None = None) -> HostView:
+    """Ask lldpd to announce now, wait for the neighbours' announcements, read what it learned.
+    Without `view`, the netdevs are brought up first (discover() does that on every host
+    before any announces: a port that comes up after its neighbour announced hears nothing
+    until the next interval, 30 s later)."""
+    if view is None:
+        view = HostView(label, address)
+        bring_up(th, view)
+    if view.error:
+        return view
+    try:
         th.run("lldpcli update")
         time.sleep(settle_s)
         out = th.check_output(PROBE).split("@@")
@@ -221,8 +235,11 @@ def _new_inventory(result: Result, cluster: str) -> str:
 def discover(targets: list[tuple[str, str, Any]], settle_s: float = 2.5, by_hostname: bool = False) -> Result:
     """targets: (label, address, testinfra host) for each Spark, in the order given. With
     by_hostname (only addresses were given), Sparks are named by their hostnames."""
+    views = [HostView(label, address) for label, address, _ in targets]
+    pairs = [(t[2], v) for t, v in zip(targets, views, strict=True)]
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        views = list(pool.map(lambda t: probe(t[2], t[0], t[1], settle_s), targets))
+        list(pool.map(lambda p: bring_up(*p), pairs))  # every port up before any host announces
+        views = list(pool.map(lambda p: probe(p[0], p[1].label, p[1].address, settle_s, p[1]), pairs))
     if by_hostname:
         for v in views:
             v.label = v.hostname or v.address

@@ -9,6 +9,7 @@ from sparkfab.commands import (
     init_cmd,  # noqa: F401
     inventory_cmds,  # noqa: F401
     lab_cmds,  # noqa: F401
+    preflight_cmd,  # noqa: F401
     render_cmds,  # noqa: F401
     sample_cmds,  # noqa: F401
     verify_cmd,  # noqa: F401

@@ -40,10 +40,16 @@ def discover_cmd(args: argparse.Namespace) -> int:
     raw_text = None
     if args.inventory:
         from sparkfab.commands.deploy_cmds import inventory_path
+        from sparkfab.inventory import is_plain_file
         from sparkfab.target import load as load_target
         from sparkfab.verify.run import ssh_config_for
 
-        raw_text = Path(args.inventory).read_text()
+        if args.format != "json" and not is_plain_file(args.inventory):
+            raise UsageError(
+                f"{args.inventory}: discover merges the cables into a single-file inventory; for this one "
+                "use --format json and write the cables where its sparkfab block is"
+            )
+        raw_text = Path(args.inventory).read_text() if args.format != "json" else None
         plan = load_target(inventory_path(args))
         from sparkfab.commands.deploy_cmds import plan_state_dir
 

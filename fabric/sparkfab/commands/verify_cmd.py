@@ -49,15 +49,16 @@ def _log(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def print_report(report: Report, show_all: bool) -> None:
+def print_report(report: Report, show_all: bool, verb: str = "verify") -> None:
+    """Failed rows (and with preflight also warnings and "not in lab"), or every row with --all."""
     console = Console(width=170)
     d = report.to_dict()
-    t = Table(title=f"verify {report.cluster} (link {report.link_speed})")
+    t = Table(title=f"{verb} {report.cluster} (link {report.link_speed})")
     for col in ("check", "host", "subject", "expected", "actual", "status", "detail"):
         t.add_column(col, overflow="fold")
     for r in report.results:
-        if r.status == "fail" or show_all:
-            color = {"pass": "green", "fail": "red", "skip": "yellow"}[r.status]
+        if r.status == "fail" or show_all or (verb != "verify" and r.status != "pass"):
+            color = {"pass": "green", "fail": "red", "skip": "yellow", "warn": "magenta"}[r.status]
             t.add_row(r.check, r.host, r.subject, r.expected, r.actual, f"[{color}]{r.status}[/]", r.detail)
     if t.row_count:
         console.print(t)
@@ -75,6 +76,7 @@ def print_report(report: Report, show_all: bool) -> None:
         console.print(ct)
     c = d["counts"]
     console.print(
-        f"{'PASS' if report.ok else 'FAIL'}: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped "
-        f"in {report.timing.get('total_s', 0):.1f} s"
+        f"{'PASS' if report.ok else 'FAIL'}: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped"
+        + (f", {c['warn']} warning(s)" if c.get("warn") else "")
+        + f" in {report.timing.get('total_s', 0):.1f} s"
     )

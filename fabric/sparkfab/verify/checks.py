@@ -34,7 +34,16 @@ def as_root(th: Any) -> Any:
     """Make every later command on `th` run as root, as the plays do (`become: true`): through
     `sudo -n` when the login user is not root. Raises when the host does not answer, and
     NoRoot when sudo wants a password (checks cannot type one)."""
-    who = th.check_output("id -un; id -u").split()
+    try:
+        login = th.run("id -un; id -u")
+    except RuntimeError as exc:  # testinfra raises on ssh's own failure (exit 255), with the result
+        login = exc.args[0] if exc.args and hasattr(exc.args[0], "stderr") else None
+        if login is None:
+            raise
+    if login.rc != 0:
+        lines = (login.stderr or login.stdout).strip().splitlines()
+        raise ConnectionError(lines[-1][:200] if lines else f"ssh exited with {login.rc}")
+    who = login.stdout.split()
     if who[-1] == "0":
         return th
     backend = th.backend

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
+#: preflight only: not a blocker, but worth knowing
+WARN = "warn"
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Report:
         return not self.failed
 
     def to_dict(self) -> dict[str, Any]:
-        counts = {s: sum(1 for r in self.results if r.status == s) for s in (PASS, FAIL, SKIP)}
+        counts = {s: sum(1 for r in self.results if r.status == s) for s in (PASS, FAIL, SKIP, WARN)}
         return {
             "cluster": self.cluster,
             "link_speed": self.link_speed,

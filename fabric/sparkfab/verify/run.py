@@ -28,7 +28,7 @@ def ssh_config_for(plan: Plan, workdir: Path) -> tuple[str, dict[str, str]]:
         lines += [f"Host {h.name}", f"  HostName {h.mgmt_address}", *(f"  {o}" for o in ssh_options(h.ansible))]
         lines += [
             "  ControlMaster auto",
-            f"  ControlPath {workdir}/cm-%C",
+            f"  ControlPath {control_dir(workdir)}/cm-%C",
             "  ControlPersist 120s",
             "  ConnectTimeout 10",
         ]
@@ -36,6 +36,23 @@ def ssh_config_for(plan: Plan, workdir: Path) -> tuple[str, dict[str, str]]:
     cfg.write_text("\n".join(lines) + "\n")
     os.chmod(cfg, 0o600)
     return str(cfg), {h.name: h.name for h in plan.hosts}
+
+
+def control_dir(workdir: Path) -> Path:
+    """Where the multiplexed ssh sockets go: beside the state, unless that path is too long
+    for a Unix socket (108 bytes with `cm-` and a 40-character %C); then a short private
+    directory in /tmp named after it."""
+    if len(str(workdir)) + len("/cm-") + 40 < 100:
+        return workdir
+    import hashlib
+    import tempfile
+
+    short = (
+        Path(tempfile.gettempdir()) / f"sparkfab-{os.getuid()}" / hashlib.sha1(str(workdir).encode()).hexdigest()[:8]
+    )
+    short.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(short.parent, 0o700)
+    return short
 
 
 #: ssh's own options that Ansible's ssh arguments may carry, as ssh_config keywords

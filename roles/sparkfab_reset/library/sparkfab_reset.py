@@ -14,7 +14,7 @@ module: sparkfab_reset
 short_description: Remove what sparkfab installed on a host and restore what it moved aside
 description:
   - Files - sparkfab's netplan file, everything under /etc/sparkfab, its sysctl.d and lldpd.d
-    files, the DOCKER-USER unit, the include line in /etc/nftables.conf, the uploaded bundle.
+    files, the DOCKER-USER unit, the include line in /etc/nftables.conf.
   - Netplan files that apply moved aside (--take-over-netplan) go back where they were, unless
     something else took their place (then they stay in the backup and the result says so).
   - Runtime - the nftables table, sparkfab's DOCKER-USER rules (and the chain, when sparkfab made
@@ -52,7 +52,6 @@ NETPLAN = "/etc/netplan/60-sparkfab.yaml"
 ETC = "/etc/sparkfab"
 BACKUP = "/etc/sparkfab/backup/netplan"
 BEFORE = "/etc/sparkfab/before"
-BUNDLE = "/etc/sparkfab/bundle.json"
 FILES = ("/etc/sysctl.d/60-sparkfab.conf", "/etc/lldpd.d/sparkfab.conf")
 UNIT = "sparkfab-docker-user.service"
 NFT_INCLUDE = 'include "/etc/sparkfab/firewall.nft"'
@@ -94,8 +93,6 @@ class Reset:
         text = read(path)
         if text is None and not os.path.lexists(path):
             return
-        if path == BUNDLE:  # the upload of every other file: its diff would repeat them all
-            text = "(the uploaded bundle of this host's files)\n"
         self.diffs.append(
             {"before": text or "", "after": "", "before_header": path, "after_header": f"{path} (removed)"}
         )

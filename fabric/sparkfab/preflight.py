@@ -1,0 +1,257 @@
+"""`sparkfab preflight`: read-only checks of what apply and serve will need, before apply
+rewrites netplan.
+
+Every host is reached the way verify and Ansible reach it (`sparkfab.verify.run`): the same
+ssh settings, and root through `sudo -n` where the login is not root. Nothing is changed.
+A failed check is a blocker (exit 4); a warning is something apply or serve will deal with or
+a user should know; in the lab, checks of hardware the lab does not have say "not in lab".
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib.util
+import json
+import shlex
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from sparkfab.launchers import repo_dir
+from sparkfab.plan import Host, Instance, Plan
+from sparkfab.render.launch import HF_CACHE, Launch, launch
+from sparkfab.verify import checks, images
+from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result
+from sparkfab.verify.run import ssh_config_for
+
+NOT_IN_LAB = "not in lab"
+NETPLAN_DIRS = ("/etc/netplan", "/run/netplan", "/lib/netplan")
+
+
+def _foreign_module() -> ModuleType:
+    """The netplan role's own reader of other netplan files (one definition of "touches")."""
+    path = repo_dir("roles") / "sparkfab_netplan" / "library" / "sparkfab_netplan_foreign.py"
+    spec = importlib.util.spec_from_file_location("sparkfab_netplan_foreign", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def preflight(plan: Plan, workdir: Path, lab: bool) -> Report:
+    cfg, alias = ssh_config_for(plan, workdir)
+    report = Report(plan.cluster, plan.link_speed)
+    hosts: dict[str, Any] = {}
+    with cf.ThreadPoolExecutor(max_workers=16) as pool:
+        parts = pool.map(lambda h: _host(plan, h, checks.connect(alias[h.name], cfg), lab, hosts), plan.hosts)
+        for part in parts:
+            report.results += part
+    for inst in plan.instances:
+        if set(inst.hosts) <= set(hosts):
+            report.results += _instance(plan, inst, hosts, lab)
+    return report
+
+
+def _host(plan: Plan, host: Host, th: Any, lab: bool, reached: dict[str, Any]) -> list[Result]:
+    try:
+        checks.as_root(th)
+    except checks.NoRoot as exc:
+        return [
+            Result("ssh", host.name, "login", "reachable", "reachable", PASS),
+            Result("sudo", host.name, "root", "sudo -n", "password wanted", FAIL, str(exc)),
+        ]
+    except Exception as exc:
+        return [Result("ssh", host.name, "login", "reachable", "unreachable", FAIL, str(exc).splitlines()[0][:200])]
+    reached[host.name] = th
+    out = [Result("ssh", host.name, "login", "reachable", "reachable", PASS), _sudo(host, th)]
+    out += _netdevs(host, th)
+    out += _rdma(host, th, lab)
+    out += _netplan(host, th)
+    out.append(_clock(host, th, lab))
+    return out
+
+
+def _sudo(host: Host, th: Any) -> Result:
+    user = th.run("echo ${SUDO_USER:-root}").stdout.strip() or "root"
+    how = "login is root" if user == "root" else f"{user} through sudo -n"
+    return Result("sudo", host.name, "root", "root", "root", PASS, how)
+
+
+def _netdevs(host: Host, th: Any) -> list[Result]:
+    links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
+    out = []
+    for name in host.fabric_ifs:
+        link = links.get(name)
+        if link is None:
+            hint = "no such netdev: check the cable's port (p0/p1) in the inventory, and `ip link` on the host"
+            out.append(Result("netdev", host.name, name, "present", "absent", FAIL, hint))
+            continue
+        state, flags = str(link.get("operstate", "?")).lower(), link.get("flags", [])
+        if "NO-CARRIER" in flags:
+            out.append(Result("netdev", host.name, name, "present", "no carrier", WARN, "is the cable in?"))
+        elif "UP" not in flags:
+            out.append(Result("netdev", host.name, name, "present", "down", WARN, "apply brings it up"))
+        else:
+            out.append(Result("netdev", host.name, name, "present", f"present, {state}", PASS))
+    return out
+
+
+def _rdma(host: Host, th: Any, lab: bool) -> list[Result]:
+    devices = sorted(set(host.hca["200"]))
+    if lab:
+        return [Result.skip("rdma", host.name, d, NOT_IN_LAB) for d in devices]
+    out = []
+    for dev in devices:
+        res = th.run(f"cat /sys/class/infiniband/{shlex.quote(dev)}/ports/1/state")
+        if res.rc != 0:
+            out.append(Result("rdma", host.name, dev, "present", "absent", FAIL, "no such RDMA device (ibdev2netdev)"))
+            continue
+        state = res.stdout.strip()
+        status = PASS if "ACTIVE" in state else WARN
+        out.append(Result("rdma", host.name, dev, "ACTIVE", state, status, "" if status == PASS else "no link yet"))
+    return out
+
+
+def _netplan(host: Host, th: Any) -> list[Result]:
+    """Other netplan files that configure a fabric netdev: apply refuses them (or moves them
+    aside with --take-over-netplan)."""
+    import yaml
+
+    mod = _foreign_module()
+    listing = th.run(
+        f"for f in $(ls {' '.join(d + '/*.yaml' for d in NETPLAN_DIRS)} 2>/dev/null); do "
+        'printf "\\n@@sparkfab-file %s\\n" "$f"; cat "$f"; done'
+    ).stdout
+    found = []
+    for chunk in listing.split("\n@@sparkfab-file ")[1:]:
+        path, _, text = chunk.partition("\n")
+        if path == "/etc/netplan/60-sparkfab.yaml":
+            continue
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError:
+            found.append(Result("netplan", host.name, path, "readable", "not YAML", WARN, "netplan will refuse it"))
+            continue
+        devs = mod.touched(doc, list(host.fabric_ifs))
+        if devs:
+            hint = f"configures {', '.join(devs)}: apply refuses it; --take-over-netplan moves it aside"
+            found.append(Result("netplan", host.name, path, "no other file", "configures fabric netdevs", FAIL, hint))
+    return found or [Result("netplan", host.name, "other files", "none on the fabric", "none", PASS)]
+
+
+def _clock(host: Host, th: Any, lab: bool) -> Result:
+    if lab:
+        return Result.skip("clock", host.name, "NTP", NOT_IN_LAB)
+    res = th.run("timedatectl show -p NTPSynchronized --value")
+    got = res.stdout.strip() or "unknown"
+    status = PASS if got == "yes" else WARN
+    return Result("clock", host.name, "NTP", "yes", got, status, "" if status == PASS else "traces and logs misalign")
+
+
+# ----------------------------------------------------------------------------- per instance
+
+
+def _instance(plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool) -> list[Result]:
+    if inst.recipe is None:
+        return []
+    lxs = {h: launch(plan, inst, plan.host(h), inst.recipe) for h in inst.hosts}
+    head = lxs[inst.hosts[0]]
+    out = _ports(plan, inst, hosts[inst.hosts[0]], head)
+    if head.runtime == "docker":
+        out += [_docker(h, hosts[h], lab) for h in inst.hosts]
+        image = inst.recipe.image
+        out += images.same_image(inst, image, hosts)
+        out.append(images.nccl_in_image(inst, image, hosts[inst.hosts[0]], inst.direct))
+        out.append(_forward_policy(plan, inst, hosts))
+    else:
+        if lab:
+            out += [
+                Result.skip(check, inst.hosts[0], inst.name, f"{NOT_IN_LAB} (runtime process)")
+                for check in ("docker", "nccl-version")
+            ]
+        out += _program(inst, hosts, lxs)
+    out += [_model(inst, h, hosts[h], head) for h in inst.hosts]
+    return out
+
+
+def _ports(plan: Plan, inst: Instance, th: Any, lx: Launch) -> list[Result]:
+    """The API port and the rendezvous ports are free on rank 0 (or held by sparkfab's engine)."""
+    ours = th.run(f"test -s /etc/sparkfab/launch/{inst.name}.pid").rc == 0
+    out = []
+    for port in (inst.port, plan.master_port, plan.master_port + 1):
+        busy = th.run(f"ss -Htln 'sport = :{port}'").stdout.strip()
+        if not busy:
+            out.append(Result("port", inst.hosts[0], str(port), "free", "free", PASS))
+        elif ours:
+            out.append(Result("port", inst.hosts[0], str(port), "free", "in use", PASS, f"{inst.name} is serving"))
+        else:
+            out.append(Result("port", inst.hosts[0], str(port), "free", "in use", FAIL, "another program listens"))
+    return out
+
+
+def _docker(host: str, th: Any, lab: bool) -> Result:
+    if lab:
+        return Result.skip("docker", host, "nvidia runtime", NOT_IN_LAB)
+    res = th.run("docker info --format '{{json .Runtimes}}'")
+    if res.rc != 0:
+        return Result("docker", host, "nvidia runtime", "present", "no docker", FAIL, res.stderr.strip()[:160])
+    ok = "nvidia" in res.stdout
+    detail = "" if ok else "install the NVIDIA Container Toolkit (nvidia-ctk runtime configure)"
+    return Result(
+        "docker", host, "nvidia runtime", "present", "present" if ok else "absent", PASS if ok else FAIL, detail
+    )
+
+
+def _forward_policy(plan: Plan, inst: Instance, hosts: dict[str, Any]) -> Result:
+    forwarding = [h for h in inst.hosts if plan.host(h).forwarding]
+    if not forwarding:
+        return Result("forward-policy", inst.hosts[0], inst.name, "-", "-", PASS, "no host forwards")
+    drops = [h for h in forwarding if "-P FORWARD DROP" in hosts[h].run("iptables -w -S FORWARD").stdout]
+    detail = f"DROP on {', '.join(drops)}: apply adds sparkfab's DOCKER-USER rules" if drops else ""
+    return Result(
+        "forward-policy",
+        forwarding[0],
+        inst.name,
+        "ACCEPT",
+        "DROP" if drops else "ACCEPT",
+        WARN if drops else PASS,
+        detail,
+    )
+
+
+def _program(inst: Instance, hosts: dict[str, Any], lxs: dict[str, Launch]) -> list[Result]:
+    """The process runtime's "image": the program the launch runs, the same file on every rank."""
+    digests = {}
+    for h in inst.hosts:
+        env = dict(lxs[h].env)
+        prog = lxs[h].argv[0]
+        if prog == "python3" and env.get("SPARKFAB_PYTHON"):
+            prog = env["SPARKFAB_PYTHON"]
+        path = shlex.quote(env.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
+        res = hosts[h].run(f'p=$(PATH={path} command -v {shlex.quote(prog)}) && sha256sum "$(readlink -f "$p")"')
+        digests[h] = res.stdout.split()[0] if res.rc == 0 and res.stdout.strip() else "absent"
+    want = digests[inst.hosts[0]]
+    out = []
+    for h, got in digests.items():
+        status = FAIL if got == "absent" or got != want else PASS
+        detail = f"`{lxs[h].argv[0]}` is not on the launch PATH" if got == "absent" else lxs[h].argv[0]
+        if got not in ("absent", want):
+            detail = f"{lxs[h].argv[0]} differs from rank 0's: another build"
+        out.append(Result("image", h, inst.name, want[:19], got[:19], status, detail))
+    return out
+
+
+def _model(inst: Instance, host: str, th: Any, lx: Launch) -> Result:
+    model = inst.model or (inst.recipe.model if inst.recipe else "")
+    if not model:
+        return Result.skip("model", host, inst.name, "the recipe names no model")
+    if lx.runtime == "process" or model.startswith("/"):
+        if lx.runtime != "process":
+            return Result.skip("model", host, model, "a path inside the image")
+        ok = th.run(f"test -f {shlex.quote(model)}/config.json").rc == 0
+        return Result("model", host, model, "present", "present" if ok else "absent", PASS if ok else FAIL)
+    cache = inst.hf_cache or HF_CACHE
+    folder = f"{cache}/hub/models--{model.replace('/', '--')}/snapshots"
+    ok = th.run(f'test -n "$(ls -A {shlex.quote(folder)} 2>/dev/null)"').rc == 0
+    detail = "" if ok else f"not in {cache}: the engine downloads it at start (HF_TOKEN for gated models)"
+    return Result("model", host, model, "cached", "cached" if ok else "absent", PASS if ok else WARN, detail)

@@ -1,0 +1,105 @@
+"""Issue 17: one connection model. Ansible, verify, discover and preflight reach a host with the
+same user, port, key and jump host, wherever in the inventory they are written."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkfab.render.tree import render
+from sparkfab.resolve import load_plan
+from sparkfab.verify.run import ssh_config_for, ssh_options
+from sparkfab.writer import write_tree
+from tests.conftest import REPO
+
+SPLIT = REPO / "tests/data/split/ring4-ini/hosts.ini"
+
+
+def _exe(name: str) -> str:
+    exe = shutil.which(name, path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    assert exe, name
+    return exe
+
+
+@pytest.mark.parametrize(
+    ("ansible", "want"),
+    [
+        ({}, ["User root"]),
+        ({"ansible_user": "ops", "ansible_port": 2222}, ["User ops", "Port 2222"]),
+        ({"ansible_ssh_user": "old", "ansible_ssh_port": "2200"}, ["User old", "Port 2200"]),
+        (
+            {"ansible_ssh_private_key_file": "~/.ssh/spark", "ansible_ssh_common_args": "-J admin@bastion"},
+            ["User root", "IdentityFile ~/.ssh/spark", "IdentitiesOnly yes", "ProxyJump admin@bastion"],
+        ),
+        (
+            {
+                "ansible_ssh_common_args": "-o ProxyJump=jump -o 'ServerAliveInterval 5'",
+                "ansible_ssh_extra_args": "-oCompression=yes -v",
+            },
+            ["User root", "ProxyJump jump", "ServerAliveInterval 5", "Compression yes"],
+        ),
+    ],
+)
+def test_ssh_options_follow_ansibles_variables(ansible, want):
+    assert ssh_options(ansible) == want
+
+
+def _ssh_view(cfg: str, host: str) -> dict[str, str]:
+    """What ssh itself makes of the config (`ssh -G`: nothing is sent)."""
+    out = subprocess.run(["ssh", "-F", cfg, "-G", host], check=True, capture_output=True, text=True).stdout
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+def _ansible_view(inventory: Path, host: str) -> dict[str, object]:
+    out = subprocess.run(
+        [_exe("ansible-inventory"), "-i", str(inventory), "--host", host], check=True, capture_output=True, text=True
+    ).stdout
+    return {k: v for k, v in json.loads(out).items() if k.startswith("ansible_") and k != "ansible_host"}
+
+
+def test_ssh_and_ansible_connect_as_the_split_inventory_says(tmp_path):
+    plan = load_plan(str(SPLIT))
+    cfg, alias = ssh_config_for(plan, tmp_path)
+    seen = _ssh_view(cfg, alias["spark-3d38"])
+    assert (seen["user"], seen["port"], seen["hostname"]) == ("ops", "2222", "10.0.0.14")
+    assert _ssh_view(cfg, alias["spark-329f"])["port"] == "22"
+    # the rendered inventory apply pushes with gives Ansible the same settings as the user's own
+    write_tree(render(plan), tmp_path / "tree")
+    for host in ("spark-329f", "spark-3d38"):
+        mine, theirs = _ansible_view(tmp_path / "tree/inventory.yml", host), _ansible_view(SPLIT, host)
+        assert {k: str(v).lower() for k, v in mine.items()} == {k: str(v).lower() for k, v in theirs.items()}
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_preflight_names_a_host_it_cannot_reach(cli, tmp_path, monkeypatch):
+    """A real ssh to loopback, on a port nothing listens on: a blocker, exit 4."""
+    port = _closed_port()
+    text = (REPO / "inventory/pair-1cable.yml").read_text()
+    text = text.replace(
+        "spark-a: {ansible_host: 10.0.0.21}", f"spark-a: {{ansible_host: 127.0.0.1, ansible_port: {port}}}"
+    )
+    text = text.replace(
+        "spark-b: {ansible_host: 10.0.0.22}", f"spark-b: {{ansible_host: 127.0.0.1, ansible_port: {port}}}"
+    )
+    (tmp_path / "inv.yml").write_text(text)
+    monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path / "state"))
+    res = cli("preflight", str(tmp_path / "inv.yml"), "--format", "json")
+    assert res.code == 4
+    rows = json.loads(res.out)["results"]
+    assert {(r["check"], r["host"], r["actual"], r["status"]) for r in rows} == {
+        ("ssh", "spark-a", "unreachable", "fail"),
+        ("ssh", "spark-b", "unreachable", "fail"),
+    }
+    assert all("Connection refused" in r["detail"] for r in rows), [r["detail"] for r in rows]
