@@ -147,3 +147,13 @@ def _with_lines(path: Path, block: Any) -> tuple[Any, str | None]:
         if node is not None and plain(node) == block:
             return node, str(file)
     return block, None
+
+
+def matching(inventory: Path, pattern: str) -> list[str]:
+    """The hosts an Ansible `--limit` pattern selects in an inventory, as Ansible selects them."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    manager = InventoryManager(loader=DataLoader(), sources=[str(inventory)])
+    manager.subset(pattern)
+    return [str(h.name) for h in manager.get_hosts()]

@@ -146,6 +146,8 @@ class Plan:
     group_vars: dict[str, Any] = field(default_factory=dict)
     netplan_renderer: str = "networkd"
     source: str = ""
+    #: hosts whose instance runs at another link-speed mode than the cluster (`linkspeed --instance`)
+    host_speeds: dict[str, str] = field(default_factory=dict)
 
     def host(self, name: str) -> Host:
         return next(h for h in self.hosts if h.name == name)
@@ -157,14 +159,29 @@ class Plan:
         return next((i for i in self.instances if host in i.hosts), None)
 
     def with_link_speed(self, mode: str) -> Plan:
+        """The whole cluster at `mode` (no instance of its own speed left)."""
         from dataclasses import replace
 
-        return replace(self, link_speed=mode)
+        return replace(self, link_speed=mode, host_speeds={})
+
+    def with_instance_speed(self, instance: str, mode: str) -> Plan:
+        """One instance's hosts at `mode`, the others as they are."""
+        from dataclasses import replace
+
+        hosts = self.instance(instance).hosts
+        speeds = {**self.host_speeds, **{h: mode for h in hosts}}
+        return replace(self, host_speeds={h: m for h, m in speeds.items() if m != self.link_speed})
+
+    def mode_of(self, host: str) -> str:
+        """The link-speed mode a host runs at."""
+        return self.host_speeds.get(host, self.link_speed)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("source")
         data.pop("group_vars")
+        if not data["host_speeds"]:
+            data.pop("host_speeds")
         for inst in data["instances"]:
             inst.pop("recipe")  # the launcher names it
         for host in data["hosts"]:

@@ -89,12 +89,18 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
         if args.lab or args.instance:
             raise UsageError(f"{'--lab' if args.lab else '--instance'} needs --inventory (the cluster measured)")
         return {}
-    from sparkfab.commands.deploy_cmds import current_link_speed, inventory_path
+    from sparkfab.commands.deploy_cmds import at_current_speed, instance_limit, inventory_path
     from sparkfab.measure.report import SPEEDS
     from sparkfab.target import load
 
-    plan = load(inventory_path(args))
-    mode = current_link_speed(plan)
+    plan = at_current_speed(load(inventory_path(args)))
+    port = urllib.parse.urlsplit(args.url).port
+    served = [i for i in plan.instances if i.port == port] or list(plan.instances)
+    if args.instance:
+        instance_limit(plan, args.instance, None)  # names the instances when it is not one of them
+        served = [plan.instance(args.instance)]
+    # the speed of the instance measured (one may run at its own: `linkspeed --instance`)
+    mode = plan.mode_of(served[0].hosts[0]) if len(served) == 1 else plan.link_speed
     ctx: dict[str, Any] = {"path": str(args.inventory), "cluster": plan.cluster, "link_speed": mode}
     if plan.group_vars.get("sparkfab_lab"):
         from sparkfab.lab import engine
@@ -102,13 +108,6 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
         ctx.update(lab=True, link_gbps=engine.rate_gbps(mode), link_rate=engine.rate_text(mode))
     else:
         ctx["link_gbps"] = SPEEDS[mode]
-    port = urllib.parse.urlsplit(args.url).port
-    served = [i for i in plan.instances if i.port == port] or list(plan.instances)
-    if args.instance:
-        from sparkfab.commands.deploy_cmds import instance_limit
-
-        instance_limit(plan, args.instance, None)  # names the instances when it is not one of them
-        served = [plan.instance(args.instance)]
     if len(served) == 1:
         ctx.update(instance=served[0].name, tp=served[0].tp)
     return {"inventory": ctx}

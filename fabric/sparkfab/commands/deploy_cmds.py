@@ -31,8 +31,21 @@ def plan_state_dir(plan: Plan) -> Path:
 
 
 def current_link_speed(plan: Plan) -> str:
+    """The cluster's link-speed mode now: its last `linkspeed`, else the inventory's."""
     f = plan_state_dir(plan) / "link_speed"
     return f.read_text().strip() if f.exists() else plan.link_speed
+
+
+def at_current_speed(plan: Plan) -> Plan:
+    """The plan at the speeds the hosts run at now: the cluster's, and that of any instance
+    flipped on its own (`linkspeed --instance`)."""
+    state = plan_state_dir(plan)
+    out = plan.with_link_speed(current_link_speed(plan))
+    for inst in plan.instances:
+        f = state / f"link_speed.{inst.name}"
+        if f.exists():
+            out = out.with_instance_speed(inst.name, f.read_text().strip())
+    return out
 
 
 def inventory_path(args: argparse.Namespace) -> str:
@@ -150,8 +163,7 @@ def _apply_args(p: argparse.ArgumentParser) -> None:
 
 @command("apply", "Render, then push to the hosts with Ansible (idempotent; --check --diff to preview).", _apply_args)
 def apply_cmd(args: argparse.Namespace) -> int:
-    plan = load_target(inventory_path(args))
-    plan = plan.with_link_speed(current_link_speed(plan))
+    plan = at_current_speed(load_target(inventory_path(args)))
     _confirm(plan, args, "apply")
     tree = render_tree(plan)
     extra: dict[str, object] | None = {"sparkfab_netplan_take_over": True} if args.take_over_netplan else None
@@ -170,15 +182,43 @@ def apply_cmd(args: argparse.Namespace) -> int:
 def _linkspeed_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inventory", metavar="INVENTORY")
     p.add_argument("mode", choices=("200", "100e"), help="200: both PCIe roots; 100e: one root (emulated 100 Gb/s)")
+    p.add_argument("--instance", metavar="NAME", help="only this instance (the others keep their speed)")
+    p.add_argument("--limit", help="only these hosts (Ansible pattern): whole instances, since ranks share one speed")
     p.add_argument("--lab", action="store_true", help="use the lab inventory of this cluster")
     p.add_argument("-y", "--yes", action="store_true")
 
 
+def flipped_instances(plan: Plan, tree: Path, instance: str | None, limit: str | None) -> list[str] | None:
+    """The instances a partial flip covers (None: the whole cluster). A --limit is matched the
+    way Ansible matches it, against the rendered inventory, and must cover whole instances."""
+    instance_limit(plan, instance, None)  # an unknown instance is refused here
+    if limit is None:
+        return [instance] if instance else None
+    from sparkfab.ansible_inventory import matching
+
+    chosen = set(matching(tree / "inventory.yml", limit))
+    names = [instance] if instance else [i.name for i in plan.instances if chosen & set(i.hosts)]
+    for name in names:
+        missing = sorted(set(plan.instance(name).hosts) - chosen)
+        if missing:
+            raise UsageError(
+                f"--limit {limit} leaves out {', '.join(missing)} of {name}: its ranks share one link speed"
+            )
+    if not names:
+        raise UsageError(f"--limit {limit} matches no host of an instance")
+    return names
+
+
 @command("linkspeed", "Flip a running cluster between 200 Gb/s and emulated 100 Gb/s.", _linkspeed_args)
 def linkspeed_cmd(args: argparse.Namespace) -> int:
-    base = load_target(inventory_path(args))
-    before = base.with_link_speed(current_link_speed(base))
-    plan = load_target(inventory_path(args), args.mode)  # validated at the new speed
+    before = at_current_speed(load_target(inventory_path(args)))
+    wanted = load_target(inventory_path(args), args.mode)  # the cluster validated at the new speed
+    names = flipped_instances(before, render_tree(before), args.instance, args.limit)
+    plan = wanted.with_link_speed(args.mode) if names is None else before
+    for name in names or ():
+        plan = plan.with_instance_speed(name, args.mode)
+    hosts = [h.name for h in plan.hosts] if names is None else [h for n in names for h in plan.instance(n).hosts]
+    limit = None if names is None else ",".join(hosts)
     _confirm(plan, args, f"linkspeed {args.mode}")
     tree = render_tree(plan)
     if plan.group_vars.get("sparkfab_lab"):
@@ -186,24 +226,39 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
         from sparkfab.lab import wire
         from sparkfab.lab.spec import spec as lab_spec
 
-        _err.print(wire.link_speed(lab_spec(plan), args.mode))
+        _err.print(wire.link_speed(lab_spec(plan), args.mode, None if names is None else set(hosts)))
+    args.limit = limit
     result = run_with_progress("linkspeed.yml", plan, tree, args)
     _fail_if(result)
-    state = plan_state_dir(plan)
-    state.mkdir(parents=True, exist_ok=True)
-    (state / "link_speed").write_text(args.mode + "\n")
-    for h in plan.hosts:
-        old, new = ",".join(before.host(h.name).hca[before.link_speed]), ",".join(h.hca[args.mode])
+    _save_speeds(plan, args.mode, names)
+    for name in hosts:
+        h = plan.host(name)
+        old, new = ",".join(h.hca[before.mode_of(name)]), ",".join(h.hca[args.mode])
         if old != new:
-            sys.stdout.write(f"{h.name}: NCCL_IB_HCA ={old} -> ={new}\n")
+            sys.stdout.write(f"{name}: NCCL_IB_HCA ={old} -> ={new}\n")
     restarted = sorted(
         h.host for h in result.hosts.values() if any(t.startswith("Serve | Start") for t in h.changed_tasks)
     )
-    _err.print(
-        f"link speed of {plan.cluster}: {before.link_speed} -> {args.mode}; "
-        f"serving restarted on {len(restarted)} host(s)"
-    )
+    what = plan.cluster if names is None else f"{plan.cluster} ({', '.join(names)})"
+    was = sorted({before.mode_of(h) for h in hosts})
+    _err.print(f"link speed of {what}: {'/'.join(was)} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
     return 0
+
+
+def _save_speeds(plan: Plan, mode: str, names: list[str] | None) -> None:
+    state = plan_state_dir(plan)
+    state.mkdir(parents=True, exist_ok=True)
+    if names is None:
+        (state / "link_speed").write_text(mode + "\n")
+        for f in state.glob("link_speed.*"):
+            f.unlink()
+        return
+    for name in names:
+        f = state / f"link_speed.{name}"
+        if plan.mode_of(plan.instance(name).hosts[0]) == plan.link_speed:
+            f.unlink(missing_ok=True)
+        else:
+            f.write_text(mode + "\n")
 
 
 def _serve_args(p: argparse.ArgumentParser) -> None:
@@ -228,8 +283,7 @@ def instance_limit(plan: Plan, instance: str | None, limit: str | None) -> str |
 
 @command("serve", "Start or stop serving: workers first, rank 0 last, then a health wait.", _serve_args)
 def serve_cmd(args: argparse.Namespace) -> int:
-    plan = load_target(inventory_path(args))
-    plan = plan.with_link_speed(current_link_speed(plan))
+    plan = at_current_speed(load_target(inventory_path(args)))
     args.limit = instance_limit(plan, args.instance, args.limit)
     _confirm(plan, args, f"serve {args.action}")
     tree = render_tree(plan)  # what serving starts is what the inventory says now
@@ -253,8 +307,7 @@ def _reset_args(p: argparse.ArgumentParser) -> None:
     _reset_args,
 )
 def reset_cmd(args: argparse.Namespace) -> int:
-    plan = load_target(inventory_path(args))
-    plan = plan.with_link_speed(current_link_speed(plan))
+    plan = at_current_speed(load_target(inventory_path(args)))
     _confirm(plan, args, "reset")
     tree = render_tree(plan)  # the hosts' netdevs and instances, as the plays read them
     result = run_with_progress("reset.yml", plan, tree, args)
@@ -262,7 +315,8 @@ def reset_cmd(args: argparse.Namespace) -> int:
         sys.stdout.write("".join(result.diffs))
     _fail_if(result)
     if not args.check and not args.limit:
-        (plan_state_dir(plan) / "link_speed").unlink(missing_ok=True)  # nothing is configured any more
+        for f in plan_state_dir(plan).glob("link_speed*"):  # nothing is configured any more
+            f.unlink()
     changed = sum(h.changed for h in result.hosts.values())
     _err.print(
         f"reset {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} failed={len(result.failures)}"

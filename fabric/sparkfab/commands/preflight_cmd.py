@@ -8,7 +8,7 @@ import sys
 import time
 
 from sparkfab.cli import command
-from sparkfab.commands.deploy_cmds import current_link_speed, inventory_path, plan_state_dir
+from sparkfab.commands.deploy_cmds import at_current_speed, inventory_path, plan_state_dir
 from sparkfab.commands.verify_cmd import print_report
 from sparkfab.preflight import preflight
 from sparkfab.target import load as load_target
@@ -27,8 +27,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     _args,
 )
 def preflight_cmd(args: argparse.Namespace) -> int:
-    plan = load_target(inventory_path(args))
-    plan = plan.with_link_speed(current_link_speed(plan))
+    plan = at_current_speed(load_target(inventory_path(args)))
     t0 = time.perf_counter()
     report = preflight(plan, plan_state_dir(plan) / "preflight", bool(plan.group_vars.get("sparkfab_lab")))
     report.timing["total_s"] = round(time.perf_counter() - t0, 2)

@@ -39,14 +39,14 @@ def _devices(args: argparse.Namespace) -> list[str]:
 def host_devices(inventory: str, name: str, source: str) -> list[str]:
     """The counters of one Spark of an inventory: its RDMA devices in the current link-speed
     mode, or with source netdev every fabric netdev it has."""
-    from sparkfab.commands.deploy_cmds import current_link_speed
+    from sparkfab.commands.deploy_cmds import at_current_speed
     from sparkfab.target import load
 
-    plan = load(inventory)
+    plan = at_current_speed(load(inventory))
     if name not in {h.name for h in plan.hosts}:
         raise UsageError(f"{name} is not a host of {inventory}")
     host = plan.host(name)
-    return list(host.hca[current_link_speed(plan)]) if source == "rdma" else list(host.fabric_ifs)
+    return list(host.hca[plan.mode_of(name)]) if source == "rdma" else list(host.fabric_ifs)
 
 
 @command("sample", "Sample RDMA (or netdev) counters at 1 ms into a file, streamed as it goes.", _sample_args)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkfab.cli import command
-from sparkfab.commands.deploy_cmds import current_link_speed, inventory_path, plan_state_dir
+from sparkfab.commands.deploy_cmds import at_current_speed, inventory_path, plan_state_dir
 from sparkfab.target import load as load_target
 from sparkfab.verify.result import Report
 from sparkfab.verify.run import verify
@@ -28,8 +28,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 @command("verify", "Check the fabric before serving: links, addresses, cabling, reachability, collectives.", _args)
 def verify_cmd(args: argparse.Namespace) -> int:
-    plan = load_target(inventory_path(args))
-    plan = plan.with_link_speed(current_link_speed(plan))
+    plan = at_current_speed(load_target(inventory_path(args)))
     report = verify(
         plan,
         collective=args.collective,

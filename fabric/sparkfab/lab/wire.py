@@ -105,13 +105,26 @@ def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
     return done
 
 
-def link_speed(spec: LabSpec, mode: str) -> str:
-    """Shape every fabric veth to the lab's rate for a link-speed mode (`sparkfab.lab.engine`)."""
+def link_speed(spec: LabSpec, mode: str, hosts: set[str] | None = None) -> str:
+    """Shape every fabric veth (or those of `hosts`) to the lab's rate for a link-speed mode
+    (`sparkfab.lab.engine`). A veth to a switch belongs to its Spark; a direct cable to both
+    Sparks, and both must be among `hosts` (an instance's cables never leave it)."""
     from sparkfab.lab.engine import RATE_MBIT, rate_text
 
-    for v in current(spec):
+    names = {n.ns: n.name for n in spec.nodes}
+    chosen = [
+        v
+        for v in current(spec)
+        if hosts is None or {names.get(v.a_ns), names.get(v.b_ns)} - {None} <= hosts | _switch_names(spec)
+    ]
+    for v in chosen:
         _shape(v, f"{RATE_MBIT[mode]}mbit")
-    return f"lab {spec.cluster}: every fabric veth shaped to {rate_text(mode)}"
+    which = "every fabric veth" if hosts is None else f"the fabric veths of {', '.join(sorted(hosts))}"
+    return f"lab {spec.cluster}: {which} shaped to {rate_text(mode)}"
+
+
+def _switch_names(spec: LabSpec) -> set[str]:
+    return {n.name for n in spec.nodes if n.kind == "switch"}
 
 
 def _shape(v: Veth, rate_text: str) -> None:

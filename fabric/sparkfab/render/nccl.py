@@ -38,7 +38,7 @@ def warnings(plan: Plan) -> list[str]:
 
 
 def env_vars(plan: Plan, host: Host, inst: Instance | None) -> list[tuple[str, str]]:
-    mode = plan.link_speed
+    mode = plan.mode_of(host.name)
     exact = "=" + host.control_if
     env = [
         ("NCCL_IB_HCA", "=" + ",".join(host.hca[mode])),
@@ -65,7 +65,7 @@ def env_vars(plan: Plan, host: Host, inst: Instance | None) -> list[tuple[str, s
 def nccl_env(plan: Plan, host: Host) -> File:
     inst = plan.instance_of(host.name)
     lines = [
-        f"# sparkfab: NCCL for {plan.cluster}/{host.name} at {_MODE_TEXT[plan.link_speed]}",
+        f"# sparkfab: NCCL for {plan.cluster}/{host.name} at {_MODE_TEXT[plan.mode_of(host.name)]}",
         f"# topology {inst.topology if inst else 'none'}; generated, edit the inventory instead",
     ]
     lines += [f"# WARNING: {w}" for w in warnings(plan)]
@@ -84,8 +84,9 @@ def graph_xml(plan: Plan, host: Host) -> File | None:
     if not plan.nccl_graph or inst is None or not inst.direct:
         return None
     rank = next(r for r in inst.ranks if r.host == host.name)
-    devices = list(host.hca[plan.link_speed])
-    roots = [0] if plan.link_speed == "100e" else [0, 1]
+    mode = plan.mode_of(host.name)
+    devices = list(host.hca[mode])
+    roots = [0] if mode == "100e" else [0, 1]
     prev = [devices.index(spark.rdma_device(rank.prev_port or "p0", r)) for r in roots]
     nxt = [devices.index(spark.rdma_device(rank.next_port or "p0", r)) for r in roots]
     chans = "".join(

@@ -228,7 +228,7 @@ def rdma(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
 
     inst = plan.instance_of(host.name)
     graph = plan.nccl_graph and inst is not None and inst.direct
-    return hardware.rdma_checks(host, read, plan.link_speed, graph)
+    return hardware.rdma_checks(host, read, plan.mode_of(host.name), graph)
 
 
 #: Run on each source rank: for every destination a ping and TCP connects the way applications

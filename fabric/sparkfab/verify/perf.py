@@ -141,7 +141,7 @@ def _all_reduce(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
         res = hosts[inst.hosts[0]].run(all_reduce_command(plan, inst))
         rows, avg = hardware.parse_nccl_tests(res.stdout)
         best = max((r.busbw for r in rows), default=0.0) * 8
-        want = hardware.PORT_GBPS if plan.link_speed != "100e" else hardware.ROOT_GBPS
+        want = hardware.PORT_GBPS if plan.mode_of(inst.hosts[0]) != "100e" else hardware.ROOT_GBPS
         out.append(
             Result(
                 "all_reduce_perf",
