@@ -46,9 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def start_double(*args: str) -> tuple[subprocess.Popen[str], str]:
-    p = subprocess.Popen(
-        [sys.executable, "-m", "sparkfab.measure.fakeserver", *args], stdout=subprocess.PIPE, text=True, cwd=REPO
-    )
+    p = subprocess.Popen([sys.executable, "-m", "tests.fakeserver", *args], stdout=subprocess.PIPE, text=True, cwd=REPO)
     url = p.stdout.readline().strip() if p.stdout else ""
     assert url.startswith(("http://127.0.0.1:", "https://127.0.0.1:")), url
     return p, url

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparkfab import __version__
-from sparkfab.errors import InventoryError, SparkfabError, Unavailable
+from sparkfab.errors import Exit, InventoryError, SparkfabError, Unavailable
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {}
@@ -84,4 +84,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         with tempfile.NamedTemporaryFile("w", prefix="sparkfab-crash-", suffix=".txt", delete=False) as f:
             traceback.print_exc(file=f)
         sys.stderr.write(f"sparkfab: internal error: {exc!r} (traceback in {f.name})\n")
-        return 1
+        return Exit.BUG

@@ -19,6 +19,18 @@ Exit 1 is left for sparkfab's own bugs (an exception no one expected).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    """The exit codes of every verb (the table above and in the README)."""
+
+    OK = 0
+    BUG = 1
+    USAGE = 2  # bad input: an invalid inventory, flag or file
+    DEPLOY = 3  # Ansible (or the lab build) failed on a host
+    CHECK = 4  # a verification, preflight or quality check failed
+    UNAVAILABLE = 5  # something sparkfab needs is missing or misbehaving
 
 
 @dataclass(frozen=True)
@@ -37,11 +49,11 @@ class Problem:
 
 
 class SparkfabError(Exception):
-    exit_code = 1
+    exit_code: int = Exit.BUG
 
 
 class InventoryError(SparkfabError):
-    exit_code = 2
+    exit_code = Exit.USAGE
 
     def __init__(self, problems: list[Problem], source: str = "") -> None:
         self.problems = sorted(problems, key=lambda p: (p.line or 0, p.path))
@@ -56,23 +68,23 @@ class InventoryError(SparkfabError):
 
 
 class UsageError(SparkfabError):
-    exit_code = 2
+    exit_code = Exit.USAGE
 
 
 class RenderError(SparkfabError):
-    exit_code = 2
+    exit_code = Exit.USAGE
 
 
 class DeployError(SparkfabError):
-    exit_code = 3
+    exit_code = Exit.DEPLOY
 
 
 class LabError(SparkfabError):
-    exit_code = 3
+    exit_code = Exit.DEPLOY
 
 
 class VerifyError(SparkfabError):
-    exit_code = 4
+    exit_code = Exit.CHECK
 
 
 class EstimateError(UsageError):
@@ -84,7 +96,7 @@ class BenchError(UsageError):
 
 
 class Unavailable(SparkfabError):
-    exit_code = 5
+    exit_code = Exit.UNAVAILABLE
 
 
 class ServerError(Unavailable):

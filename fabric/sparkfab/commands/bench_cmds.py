@@ -14,7 +14,7 @@ from rich.progress import Progress
 
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
-from sparkfab.errors import ServerError, Unavailable, UsageError
+from sparkfab.errors import Exit, ServerError, Unavailable, UsageError
 from sparkfab.measure import bench, plans, sampler
 from sparkfab.measure.access import Access
 
@@ -182,7 +182,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
     if summary["errors"]:
         first = next(e for t in summary["tests"].values() for e in t["errors"])
         raise ServerError(f"{summary['errors']} of {summary['requests']} requests failed (first: {first[:200]})")
-    return 0
+    return Exit.OK
 
 
 def _battery_args(p: argparse.ArgumentParser) -> None:
@@ -212,7 +212,7 @@ def battery_cmd(args: argparse.Namespace) -> int:
     else:
         for c in checks:
             sys.stdout.write(f"{'PASS' if c['passed'] else 'FAIL'}  {c['name']:<7} {c['evidence']}\n")
-    return 0 if all(c["passed"] for c in checks) else 4
+    return Exit.OK if all(c["passed"] for c in checks) else Exit.CHECK
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
@@ -269,4 +269,4 @@ def report_cmd(args: argparse.Namespace) -> int:
     written = replace_dir(args.output, "report", make, inputs)
     sys.stdout.write((args.output / "report.md").read_text())
     sys.stderr.write("wrote " + ", ".join(str(p) for p in written if p.name != "tables.json") + "\n")
-    return 0
+    return Exit.OK

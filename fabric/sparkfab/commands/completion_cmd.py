@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from sparkfab.cli import command
+from sparkfab.errors import Exit
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -59,4 +60,4 @@ def completion_cmd(args: argparse.Namespace) -> int:
     if args.shell == "zsh":
         script = "autoload -U +X bashcompinit && bashcompinit\n" + script
     sys.stdout.write(script)
-    return 0
+    return Exit.OK

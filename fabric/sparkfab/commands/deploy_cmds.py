@@ -14,7 +14,7 @@ from rich.table import Table
 
 from sparkfab.cli import command
 from sparkfab.deploy import HostResult, RunResult, run_playbook, state_dir
-from sparkfab.errors import DeployError, UsageError
+from sparkfab.errors import DeployError, Exit, UsageError
 from sparkfab.lab.spec import lab_dir
 from sparkfab.plan import Plan
 from sparkfab.render.tree import render
@@ -176,7 +176,7 @@ def apply_cmd(args: argparse.Namespace) -> int:
         f"failed={len(result.failures)} (link {plan.link_speed})"
     )
     _fail_if(result)
-    return 0
+    return Exit.OK
 
 
 def _linkspeed_args(p: argparse.ArgumentParser) -> None:
@@ -242,7 +242,7 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
     what = plan.cluster if names is None else f"{plan.cluster} ({', '.join(names)})"
     was = sorted({before.mode_of(h) for h in hosts})
     _err.print(f"link speed of {what}: {'/'.join(was)} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
-    return 0
+    return Exit.OK
 
 
 def _save_speeds(plan: Plan, mode: str, names: list[str] | None) -> None:
@@ -289,7 +289,7 @@ def serve_cmd(args: argparse.Namespace) -> int:
     tree = render_tree(plan)  # what serving starts is what the inventory says now
     result = run_with_progress("serve.yml", plan, tree, args, {"sparkfab_serve_action": args.action})
     _fail_if(result)
-    return 0
+    return Exit.OK
 
 
 def _reset_args(p: argparse.ArgumentParser) -> None:
@@ -321,4 +321,4 @@ def reset_cmd(args: argparse.Namespace) -> int:
     _err.print(
         f"reset {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} failed={len(result.failures)}"
     )
-    return 0
+    return Exit.OK

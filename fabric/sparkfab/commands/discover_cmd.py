@@ -10,7 +10,7 @@ from pathlib import Path
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
 from sparkfab.discover import discover, merge
-from sparkfab.errors import Unavailable, UsageError
+from sparkfab.errors import Exit, Unavailable, UsageError
 from sparkfab.outputs import check_file, write_file
 from sparkfab.verify.checks import connect
 
@@ -74,4 +74,4 @@ def discover_cmd(args: argparse.Namespace) -> int:
         sys.stderr.write(f"wrote {len(result.cables)} cables to {out}\n")
     else:
         sys.stdout.write(text)
-    return 4 if result.odd else 0
+    return Exit.CHECK if result.odd else Exit.OK

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
-from sparkfab.errors import UsageError
+from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import model as models
 from sparkfab.measure.estimate import Setup, estimate
 
@@ -108,7 +108,7 @@ def estimate_cmd(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         print_estimate(result)
-    return 0
+    return Exit.OK
 
 
 def _mb(x: float) -> str:

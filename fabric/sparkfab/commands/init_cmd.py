@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
+from sparkfab.errors import Exit
 from sparkfab.starter import TOPOLOGIES, starter
 
 
@@ -31,7 +32,7 @@ def init_cmd(args: argparse.Namespace) -> int:
         plan = load_plan(str(Path(tmp) / "inventory.yml"))
     if out is None:
         sys.stdout.write(text)
-        return 0
+        return Exit.OK
     write_file(out, text)
     sys.stderr.write(f"wrote {out}: {len(plan.hosts)} Sparks, {len(plan.rails)} rails; next: sparkfab validate {out}\n")
-    return 0
+    return Exit.OK

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from sparkfab.cli import command, emit_json
 from sparkfab.commands import argtypes as at
+from sparkfab.errors import Exit
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
 
@@ -34,7 +35,7 @@ def validate(args: argparse.Namespace) -> int:
             f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
             f"{n_if} fabric interfaces, {len(plan.instances)} instance(s)\n"
         )
-    return 0
+    return Exit.OK
 
 
 @command("plan", "Resolve an inventory: ranks, rails, subnets, addresses, peers, HCA lists.", _format_arg)
@@ -44,7 +45,7 @@ def plan_cmd(args: argparse.Namespace) -> int:
         emit_json(plan.to_dict())
     else:
         print_plan(plan, Console(width=160))
-    return 0
+    return Exit.OK
 
 
 def print_plan(plan: Plan, console: Console) -> None:
@@ -115,4 +116,4 @@ def schema_cmd(args: argparse.Namespace) -> int:
         write_file(out, schema_text())
     else:
         sys.stdout.write(schema_text())
-    return 0
+    return Exit.OK

@@ -9,7 +9,7 @@ import sys
 import time
 
 from sparkfab.cli import command, emit_json
-from sparkfab.errors import LabError, UsageError
+from sparkfab.errors import Exit, LabError, UsageError
 from sparkfab.lab import build, wire
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import inventory as lab_inventory
@@ -70,7 +70,7 @@ def _down(cluster: str) -> int:
         + ", ".join(f"{v} {k}" for k, v in removed.items())
         + "\n"
     )
-    return 0
+    return Exit.OK
 
 
 def _status(args: argparse.Namespace, plan, sp) -> int:  # type: ignore[no-untyped-def]
@@ -86,7 +86,7 @@ def _status(args: argparse.Namespace, plan, sp) -> int:  # type: ignore[no-untyp
             sys.stdout.write(f"  {host}: {h['ns']} {h['mgmt_ip']}\n")
         for name, s in st["serving"].items():
             sys.stdout.write(f"  instance {name} (TP{s['tp']}, {s['engine']}): {s['url']} model {s['model']}\n")
-    return 0 if st["up"] else 4
+    return Exit.OK if st["up"] else Exit.CHECK
 
 
 def _serving(plan, sp, st: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
@@ -110,7 +110,7 @@ def _serving(plan, sp, st: dict) -> dict:  # type: ignore[no-untyped-def, type-a
 def _up(args: argparse.Namespace, sp, mode: str) -> int:  # type: ignore[no-untyped-def]
     if args.dry_run:
         sys.stdout.write("\n".join(sp.describe()) + "\n")
-        return 0
+        return Exit.OK
     lab_engine.check(args.engine)
     state = build.up(sp)
     try:
@@ -131,7 +131,7 @@ def _up(args: argparse.Namespace, sp, mode: str) -> int:  # type: ignore[no-unty
         f"fabric veths; links {t['links_s']:.2f} s{made}); serving engine: {args.engine}\n{shaped}\n"
     )
     sys.stdout.write(f"{inv}\n")
-    return 0
+    return Exit.OK
 
 
 def _exec(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
@@ -173,4 +173,4 @@ def _wire(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
     else:
         raise UsageError("lab wire needs --swap, --cut, --rate or --docker")
     sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+    return Exit.OK

@@ -10,6 +10,7 @@ import time
 from sparkfab.cli import command
 from sparkfab.commands.deploy_cmds import at_current_speed, inventory_path, plan_state_dir
 from sparkfab.commands.verify_cmd import print_report
+from sparkfab.errors import Exit
 from sparkfab.preflight import preflight
 from sparkfab.target import load as load_target
 
@@ -35,4 +36,4 @@ def preflight_cmd(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
         print_report(report, args.all, "preflight")
-    return 0 if report.ok else 4
+    return Exit.OK if report.ok else Exit.CHECK

@@ -8,6 +8,7 @@ import sys
 
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
+from sparkfab.errors import Exit
 from sparkfab.render.tree import render
 from sparkfab.target import load as load_target
 from sparkfab.writer import assets, write_tree
@@ -45,4 +46,4 @@ def render_cmd(args: argparse.Namespace) -> int:
             f"rendered {len(written)} files for {len(tree.hosts)} hosts of {plan.cluster} "
             f"(link {plan.link_speed}) into {args.output}\n"
         )
-    return 0
+    return Exit.OK

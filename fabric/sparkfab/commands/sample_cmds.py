@@ -12,7 +12,7 @@ from rich.table import Table
 
 from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
-from sparkfab.errors import UsageError
+from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import sampler, traffic
 from sparkfab.outputs import check_file, png_by_sparkfab, starts_with, write_file
 
@@ -68,7 +68,7 @@ def sample_cmd(args: argparse.Namespace) -> int:
         f"{stats.max_gap_ns / 1e6:.2f} ms; bracket p50 {br[len(br) // 2] / 1e3:.1f} us, p99 "
         f"{br[int(0.99 * (len(br) - 1))] / 1e3:.1f} us\n"
     )
-    return 0
+    return Exit.OK
 
 
 def _traffic_args(p: argparse.ArgumentParser) -> None:
@@ -130,7 +130,7 @@ def traffic_cmd(args: argparse.Namespace) -> int:
         sys.stderr.write(f"wrote {plot}\n")
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
-        return 0
+        return Exit.OK
     s = result["summary"]
     c = Console()
     c.print(
@@ -145,4 +145,4 @@ def traffic_cmd(args: argparse.Namespace) -> int:
         label = "whole window (average)" if row.get("whole_window") else f"{row['interval_s'] * 1e3:g} ms"
         t.add_row(label, f"{row['peak_gbps']:.3f} Gb/s", f"+/-{row['uncertainty']:.1%}")
     c.print(t)
-    return 0
+    return Exit.OK

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from sparkfab.cli import command
 from sparkfab.commands.deploy_cmds import at_current_speed, inventory_path, plan_state_dir
+from sparkfab.errors import Exit
 from sparkfab.target import load as load_target
 from sparkfab.verify.result import Report
 from sparkfab.verify.run import verify
@@ -41,7 +42,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
         print_report(report, args.all)
-    return 0 if report.ok else 4
+    return Exit.OK if report.ok else Exit.CHECK
 
 
 def _log(line: str) -> None:
