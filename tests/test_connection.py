@@ -103,3 +103,69 @@ def test_preflight_names_a_host_it_cannot_reach(cli, tmp_path, monkeypatch):
         ("ssh", "spark-b", "unreachable", "fail"),
     }
     assert all("Connection refused" in r["detail"] for r in rows), [r["detail"] for r in rows]
+
+
+class _Result:
+    def __init__(self, rc: int, stdout: str = "", stderr: str = "") -> None:
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+
+
+class _Backend:
+    sudo = False
+
+    @staticmethod
+    def quote(fmt: str, *args: str) -> str:
+        import shlex
+
+        return fmt % tuple(shlex.quote(a) for a in args)
+
+
+class _Host:
+    """A stand-in for a testinfra host: answers `id` as a login user would, with or without sudo."""
+
+    def __init__(self, user: str, sudo_answer: _Result | None = None, ssh_error: str = "") -> None:
+        self.backend, self.user, self.sudo_answer, self.ssh_error = _Backend(), user, sudo_answer, ssh_error
+        self.commands: list[str] = []
+
+    def run(self, command: str) -> _Result:
+        if self.backend.sudo:
+            command = self.backend.get_sudo_command(command, None)
+        self.commands.append(command)
+        if self.ssh_error:
+            raise RuntimeError(_Result(255, "", self.ssh_error))
+        if self.backend.sudo:
+            return self.sudo_answer or _Result(0, "0\n")
+        uid = "0" if self.user == "root" else "1000"
+        return _Result(0, f"{self.user}\n{uid}\n")
+
+
+def test_as_root_uses_sudo_only_for_a_login_that_is_not_root():
+    from sparkfab.verify.checks import as_root
+
+    root = as_root(_Host("root"))
+    assert not root.backend.sudo and root.commands == ["id -un; id -u"]
+    user = as_root(_Host("ops"))
+    assert user.backend.sudo and user.commands[-1] == "sudo -n /bin/sh -c 'id -u'"
+
+
+@pytest.mark.parametrize(
+    ("host", "error", "message"),
+    [
+        (
+            _Host("ops", _Result(1, "", "sudo: a password is required\n")),
+            "NoRoot",
+            "ops cannot become root with sudo -n: sudo: a password is required",
+        ),
+        (
+            _Host("ops", ssh_error="ssh: connect to host 10.0.0.1 port 22: No route to host\n"),
+            "ConnectionError",
+            "ssh: connect to host 10.0.0.1 port 22: No route to host",
+        ),
+    ],
+)
+def test_as_root_names_why_it_cannot(host, error, message):
+    from sparkfab.verify.checks import as_root
+
+    with pytest.raises(Exception) as exc:
+        as_root(host)
+    assert (type(exc.value).__name__, str(exc.value)) == (error, message)
