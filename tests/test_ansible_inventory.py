@@ -116,3 +116,18 @@ def test_the_cli_reads_an_inventory_directory(cli):
     res = cli("validate", str(SPLIT / "ring4-groups"))
     assert res.code == 0, res.err
     assert "4 Sparks, 8 rails" in res.err
+
+
+def test_reading_with_ansible_leaves_this_process_alone():
+    """Importing Ansible patches the importing process (sys.intern, which torch refuses): the
+    read happens in a child, and this process never imports Ansible."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from sparkfab.resolve import load_plan; "
+        f"p = load_plan({str(SPLIT / 'ring4-ini/hosts.ini')!r}); "
+        "assert len(p.hosts) == 4; print(sorted(m for m in sys.modules if m.split('.')[0] == 'ansible'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"

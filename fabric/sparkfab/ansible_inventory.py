@@ -12,6 +12,7 @@ came from is found again and read with line numbers, so problems still point at 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +68,8 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    from ansible import constants
-    from ansible.errors import AnsibleError
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.vars.manager import VariableManager
-
+    """Each host's merged variables and its sparkfab block, from Ansible in a child process
+    (importing Ansible patches this process for good: `sys.intern`, which torch then refuses)."""
     if not path.exists():
         from sparkfab.errors import Unavailable
 
@@ -80,12 +77,62 @@ def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]
     if path.is_dir() and not any(f.is_file() and not f.name.startswith(".") for f in path.iterdir()):
         hint = "an inventory directory holds hosts.ini or *.yml files, with group_vars/ and host_vars/ beside them"
         raise InventoryError([Problem("(file)", "is a directory without inventory files", hint)], str(path))
+    out = _child("view", str(path))
+    if "error" in out:
+        message = f"Ansible cannot read it as an inventory: {out['error']} (its warnings above say why)"
+        raise InventoryError([Problem("(file)", message)], str(path))
+    return _untag(out["hosts"]), _untag(out["blocks"])
+
+
+def _child(*args: str) -> dict[str, Any]:
+    """Run this module's command line in a fresh Python and read its JSON answer (Ansible's
+    warnings go to stderr, where the user sees them)."""
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "sparkfab.ansible_inventory", *args], stdout=subprocess.PIPE, text=True, check=False
+    )
+    if res.returncode != 0:
+        raise RuntimeError(f"reading the inventory with Ansible failed (exit {res.returncode})")
+    answer: dict[str, Any] = json.loads(res.stdout)
+    return answer
+
+
+def _tag(value: Any) -> Any:
+    """JSON cannot say `!vault`: a tagged text travels as {"!tag": tag, "text": text}."""
+    if isinstance(value, yamlload.Tagged):
+        return {"!tag": value.tag, "text": str(value)}
+    if isinstance(value, dict):
+        return {k: _tag(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tag(v) for v in value]
+    return value
+
+
+def _untag(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"!tag", "text"}:
+            return yamlload.Tagged(value["text"], value["!tag"])
+        return {k: _untag(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_untag(v) for v in value]
+    return value
+
+
+def _view_here(path: str) -> dict[str, Any]:
+    """In the child: Ansible's view of the inventory."""
+    from ansible import constants
+    from ansible.errors import AnsibleError
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+
     # a source Ansible cannot parse is an error here, not a warning and an empty inventory
-    saved = constants.INVENTORY_UNPARSED_IS_FAILED, constants.INVENTORY_ANY_UNPARSED_IS_FAILED
     constants.INVENTORY_UNPARSED_IS_FAILED = constants.INVENTORY_ANY_UNPARSED_IS_FAILED = True
     try:
         loader = DataLoader()
-        manager = InventoryManager(loader=loader, sources=[str(path)])
+        manager = InventoryManager(loader=loader, sources=[path])
         variables = VariableManager(loader=loader, inventory=manager)
         hosts, blocks = {}, {}
         for host in manager.get_hosts():
@@ -93,14 +140,17 @@ def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]
             blocks[str(host.name)] = plain(merged.get("sparkfab"))
             hosts[str(host.name)] = {str(k): plain(v) for k, v in merged.items() if k not in MAGIC and k != "sparkfab"}
     except AnsibleError as exc:
-        text = " ".join(str(getattr(exc, "message", exc)).split())[:400]
-        raise InventoryError(
-            [Problem("(file)", f"Ansible cannot read it as an inventory: {text} (its warnings above say why)")],
-            str(path),
-        ) from None
-    finally:
-        constants.INVENTORY_UNPARSED_IS_FAILED, constants.INVENTORY_ANY_UNPARSED_IS_FAILED = saved
-    return hosts, blocks
+        return {"error": " ".join(str(getattr(exc, "message", exc)).split())[:400]}
+    return {"hosts": _tag(hosts), "blocks": _tag(blocks)}
+
+
+def _match_here(path: str, pattern: str) -> dict[str, Any]:
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    manager = InventoryManager(loader=DataLoader(), sources=[path])
+    manager.subset(pattern)
+    return {"hosts": [str(h.name) for h in manager.get_hosts()]}
 
 
 def plain(value: Any) -> Any:
@@ -151,9 +201,11 @@ def _with_lines(path: Path, block: Any) -> tuple[Any, str | None]:
 
 def matching(inventory: Path, pattern: str) -> list[str]:
     """The hosts an Ansible `--limit` pattern selects in an inventory, as Ansible selects them."""
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
+    return [str(h) for h in _child("match", str(inventory), pattern)["hosts"]]
 
-    manager = InventoryManager(loader=DataLoader(), sources=[str(inventory)])
-    manager.subset(pattern)
-    return [str(h.name) for h in manager.get_hosts()]
+
+if __name__ == "__main__":
+    import sys
+
+    command, *rest = sys.argv[1:]
+    sys.stdout.write(json.dumps(_view_here(*rest) if command == "view" else _match_here(*rest)))
