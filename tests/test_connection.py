@@ -31,19 +31,19 @@ def _exe(name: str) -> str:
 @pytest.mark.parametrize(
     ("ansible", "want"),
     [
-        ({}, ["User root"]),
+        ({}, []),  # no user: ssh's default, as Ansible leaves it
         ({"ansible_user": "ops", "ansible_port": 2222}, ["User ops", "Port 2222"]),
         ({"ansible_ssh_user": "old", "ansible_ssh_port": "2200"}, ["User old", "Port 2200"]),
         (
             {"ansible_ssh_private_key_file": "~/.ssh/spark", "ansible_ssh_common_args": "-J admin@bastion"},
-            ["User root", "IdentityFile ~/.ssh/spark", "IdentitiesOnly yes", "ProxyJump admin@bastion"],
+            ["IdentityFile ~/.ssh/spark", "IdentitiesOnly yes", "ProxyJump admin@bastion"],
         ),
         (
             {
                 "ansible_ssh_common_args": "-o ProxyJump=jump -o 'ServerAliveInterval 5'",
                 "ansible_ssh_extra_args": "-oCompression=yes -v",
             },
-            ["User root", "ProxyJump jump", "ServerAliveInterval 5", "Compression yes"],
+            ["ProxyJump jump", "ServerAliveInterval 5", "Compression yes"],
         ),
     ],
 )

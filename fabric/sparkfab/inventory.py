@@ -188,8 +188,10 @@ def read(path: str | Path) -> tuple[Any, str]:
     goes through Ansible's own inventory machinery (`sparkfab.ansible_inventory`).
     """
     p = Path(path)
-    if is_plain_file(p):
-        return load_raw(p), str(p)
+    if p.suffix in (".yml", ".yaml") and not p.is_dir() and not _vars_dirs(p.parent):
+        raw = load_raw(p)  # read once: the plain reader's tree, or the reason to ask Ansible
+        if is_plain(raw):
+            return raw, str(p)
     return _read_with_ansible(p)
 
 

@@ -60,7 +60,8 @@ _FLAGS = {"-J": "ProxyJump", "-i": "IdentityFile", "-p": "Port", "-l": "User", "
 
 
 def ssh_options(ansible: dict[str, Any]) -> list[str]:
-    """The ssh_config lines that reach a host the way Ansible's ssh connection does: its user,
+    """The ssh_config lines that reach a host the way Ansible's ssh connection does: its user
+    (unset: ssh's default, the local user, as Ansible leaves it),
     port and key (the `ansible_ssh_*` aliases too), and what `ansible_ssh_common_args` and
     `ansible_ssh_extra_args` pass to ssh (-o, -J, -i, -p, -l, -F); the first value wins in an
     ssh_config, so the variables come before the free-form arguments, as on Ansible's command line."""
@@ -69,7 +70,8 @@ def ssh_options(ansible: dict[str, Any]) -> list[str]:
     def var(*names: str) -> Any:
         return next((ansible[n] for n in names if ansible.get(n) not in (None, "")), None)
 
-    out = [f"User {var('ansible_user', 'ansible_ssh_user', 'ansible_remote_user') or 'root'}"]
+    user = var("ansible_user", "ansible_ssh_user", "ansible_remote_user")
+    out = [f"User {user}"] if user else []  # none set: ssh's own default, as with Ansible
     port = var("ansible_port", "ansible_ssh_port")
     out += [f"Port {port}"] if port is not None else []
     key = var("ansible_ssh_private_key_file", "ansible_private_key_file")
