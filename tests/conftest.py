@@ -41,6 +41,16 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
     return run
 
 
+@pytest.fixture(autouse=True)
+def _ansible_stays_out_of_this_process():
+    """sparkfab reads inventories and role modules without importing Ansible into its own
+    process: Ansible patches sys.intern process-wide on import, and torch (imported later by
+    the bench and serving code) refuses that patch."""
+    yield
+    leaked = sorted(m for m in sys.modules if m == "ansible" or m.startswith("ansible."))
+    assert not leaked, f"this test imported Ansible into the test process: {leaked[:3]}"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     sys.path.insert(0, str(REPO / "fabric"))
 

@@ -294,3 +294,19 @@ def test_perf_runs_each_rank_with_its_own_nccl_env():
     hosts = [h.split(":")[0] for h in cmd.split(" -H ")[1].split()[0].split(",")]
     assert hosts == [plan.host(h).mgmt_address for h in inst.hosts], "ranks in cable order"
     assert f"btl_tcp_if_include {plan.host(inst.hosts[0]).mgmt_if}" in cmd
+
+
+def test_preflight_names_foreign_netplan_files_without_importing_ansible():
+    from sparkfab import preflight
+    from sparkfab.resolve import load_plan
+
+    host = load_plan(str(REPO / "inventory/ring4.yml")).hosts[0]
+    dev = sorted(host.fabric_ifs)[0]
+    listing = (
+        "\n@@sparkfab-file /etc/netplan/60-sparkfab.yaml\nnetwork: {ethernets: {%s: {}}}\n"
+        "\n@@sparkfab-file /etc/netplan/40-cx7.yaml\nnetwork:\n  ethernets:\n    %s:\n      mtu: 1500\n"
+        "\n@@sparkfab-file /etc/netplan/01-mgmt.yaml\nnetwork: {ethernets: {enP7s7: {dhcp4: true}}}\n"
+    ) % (dev, dev)
+    rows = preflight._netplan(host, _Host({"": _Res(0, listing)}))
+    assert [(r.subject, r.status) for r in rows] == [("/etc/netplan/40-cx7.yaml", "fail")]
+    assert dev in rows[0].detail

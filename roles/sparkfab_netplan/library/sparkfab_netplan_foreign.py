@@ -5,8 +5,6 @@ import fnmatch
 import os
 import shutil
 
-from ansible.module_utils.basic import AnsibleModule
-
 DOCUMENTATION = r"""
 module: sparkfab_netplan_foreign
 short_description: Refuse (or move aside) other netplan files that configure the fabric netdevs
@@ -178,6 +176,10 @@ def run(module):
 
 
 def main():
+    # imported here: sparkfab's preflight loads this file for `touched` and must not import
+    # Ansible (it patches sys.intern for the whole process, which torch then refuses)
+    from ansible.module_utils.basic import AnsibleModule
+
     module = AnsibleModule(
         argument_spec={
             "netdevs": {"type": "list", "elements": "str", "required": True},
