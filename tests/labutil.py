@@ -52,7 +52,7 @@ def ssh(cluster: str, host: str, command: str, timeout: float = 30) -> subproces
     """`command` as root on a lab Spark (through sudo: one Spark of each lab logs in as a user)."""
     import shlex
 
-    from sparkfab.lab.spec import lab_dir
+    from sparkfab.paths import lab_dir
 
     return subprocess.run(
         ["ssh", "-F", str(lab_dir(cluster) / "ssh_config"), host, f"sudo -n sh -c {shlex.quote(command)}"],

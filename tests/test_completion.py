@@ -32,7 +32,7 @@ def test_bash_completes_verbs_choices_and_options(cli, words, expected):
 
 
 def test_every_verb_is_offered_and_zsh_gets_bashcompinit(cli):
-    from sparkfab.cli import _COMMANDS
+    from sparkfab.cli import VERBS
 
-    assert set(_complete(cli, ["sparkfab", ""])) == {*_COMMANDS, "--help", "--version"}
+    assert set(_complete(cli, ["sparkfab", ""])) == {*(v.name for v in VERBS), "--help", "--version"}
     assert cli("completion", "zsh").out.startswith("autoload -U +X bashcompinit && bashcompinit\n")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sparkfab.commands.deploy_cmds import at_current_speed, flipped_instances
 from sparkfab.errors import UsageError
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
+from sparkfab.target import Target, flipped_instances
 from sparkfab.writer import write_tree
 
 
@@ -57,10 +57,12 @@ def test_one_instance_renders_at_its_own_speed(tmp_path):
 
 def test_the_state_of_a_flipped_instance_is_read_back(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path / "state"))
-    plan = load_plan(two_instances(tmp_path))
+    inv = two_instances(tmp_path)
     (tmp_path / "state/two").mkdir(parents=True)
     (tmp_path / "state/two/link_speed.b").write_text("100e\n")
-    assert at_current_speed(plan).host_speeds == {"s2": "100e", "s3": "100e"}
+    target = Target.load(inv)
+    assert target.plan.host_speeds == {"s2": "100e", "s3": "100e"}
+    assert target.state == tmp_path / "state/two" and target.lab is None
 
 
 @pytest.mark.parametrize(
@@ -98,7 +100,7 @@ def test_a_partial_flip_that_would_split_an_instance_is_refused(tmp_path, instan
 
 
 def test_linkspeed_takes_instance_and_limit():
-    from sparkfab.cli import _parser
+    from sparkfab.cli import parser
 
-    args = _parser().parse_args(["linkspeed", "inv.yml", "100e", "--instance", "a", "--limit", "s0"])
+    args = parser().parse_args(["linkspeed", "inv.yml", "100e", "--instance", "a", "--limit", "s0"])
     assert isinstance(args, argparse.Namespace) and (args.instance, args.limit) == ("a", "s0")

@@ -109,7 +109,7 @@ def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
     import sys
     from pathlib import Path
 
-    from sparkfab.lab.spec import lab_dir
+    from sparkfab.paths import lab_dir
     from tests.conftest import REPO
 
     with lab("inventory/pair-1cable.yml", "pair1"):
@@ -134,7 +134,7 @@ def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
 
 
 def test_unreachable_host_is_named_and_others_are_applied():
-    from sparkfab.lab.spec import lab_dir
+    from sparkfab.paths import lab_dir
 
     with lab("inventory/ring4.yml", "ring4"):
         state = json.loads((lab_dir("ring4") / "state.json").read_text())
@@ -157,7 +157,7 @@ def test_dry_run_creates_nothing():
 
 
 def test_down_after_a_crash_finds_everything_by_name():
-    from sparkfab.lab.spec import lab_dir
+    from sparkfab.paths import lab_dir
 
     with lab("inventory/pair-2cables.yml", "pair2"):
         (lab_dir("pair2") / "state.json").unlink()  # as if `lab up` had died half-way
@@ -247,7 +247,7 @@ def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
 
 
 def _mgmt_ips(cluster: str) -> list[str]:
-    from sparkfab.lab.spec import lab_dir
+    from sparkfab.paths import lab_dir
 
     return [h["mgmt_ip"] for h in json.loads((lab_dir(cluster) / "state.json").read_text())["hosts"].values()]
 
@@ -268,7 +268,7 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
     """Issue 9: the discovered cables equal the originals and give the same ranks."""
     import yaml
 
-    from sparkfab.lab.spec import lab_dir
+    from sparkfab.paths import lab_dir
     from sparkfab.resolve import load_plan
 
     with lab(inventory, cluster):
@@ -294,7 +294,7 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
 def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
     import yaml
 
-    from sparkfab.lab.spec import lab_dir
+    from sparkfab.paths import lab_dir
 
     inv = "inventory/ring4.yml"
     with lab(inv, "ring4"):

@@ -130,7 +130,9 @@ def test_lab_exec_and_up_parse_their_arguments(cli):
     res = cli("lab", "exec", "inventory/pair-1cable.yml")
     assert res.code == 2 and "lab exec needs a host and a command" in res.err
     res = cli("lab", "status", "inventory/pair-1cable.yml", "extra")
-    assert res.code == 2 and "lab status takes no command" in res.err
+    assert res.code == 2 and "unrecognized arguments: extra" in res.err
+    res = cli("lab", "wire", "inventory/pair-1cable.yml")
+    assert res.code == 2 and "one of the arguments --swap --cut --rate --docker is required" in res.err
     res = cli("lab", "up", "inventory/pair-1cable.yml", "--engine", "tgi")
     assert res.code == 2 and "invalid choice: 'tgi'" in res.err
 

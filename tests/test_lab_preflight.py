@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkfab.lab.spec import lab_dir
+from sparkfab.paths import lab_dir
 from tests.conftest import REPO
 from tests.labutil import lab, requires_lab, sparkfab, ssh
 from tests.test_netplan_foreign import CX7

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sparkfab.lab.spec import lab_dir
+from sparkfab.paths import lab_dir
 from tests.labutil import lab, requires_lab, sparkfab, ssh
 from tests.test_netplan_foreign import CX7
 

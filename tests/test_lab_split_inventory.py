@@ -9,7 +9,7 @@ import shutil
 import pytest
 import yaml
 
-from sparkfab.lab.spec import lab_dir
+from sparkfab.paths import lab_dir
 from tests.conftest import REPO
 from tests.labutil import lab, requires_lab, sparkfab
 

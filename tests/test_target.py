@@ -6,8 +6,9 @@ import shutil
 
 import yaml
 
+from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
-from sparkfab.target import lab_of, load
+from sparkfab.target import Target, lab_of
 from tests.conftest import REPO
 from tests.test_topology import plan_of
 
@@ -18,14 +19,20 @@ def test_only_the_inventory_of_a_lab_that_is_up_is_a_lab(tmp_path, monkeypatch):
     lab.mkdir(parents=True)
     inv = lab / "inventory.yml"
     shutil.copy(REPO / "inventory/pair-1cable.yml", inv)
-    assert lab_of(str(inv), "pair1") is None  # no state.json: lab up never finished
+    monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path / "state"))
+    assert lab_of(inv, "pair1") is None  # no state.json: lab up never finished
     (lab / "state.json").write_text("{}")
-    assert lab_of(str(inv), "pair1") == lab
-    assert load(str(inv)).group_vars == {"sparkfab_lab": True, "sparkfab_lab_dir": str(lab)}
+    assert lab_of(inv, "pair1") == lab
+    target = Target.load(str(inv))
+    assert (target.lab, target.state, target.inventory) == (lab, lab / "state", inv)
     copy = tmp_path / "copy.yml"
     shutil.copy(inv, copy)
-    assert lab_of(str(copy), "pair1") is None and "sparkfab_lab" not in load(str(copy)).group_vars
-    assert "sparkfab_lab" not in load(str(REPO / "inventory/pair-1cable.yml")).group_vars
+    assert lab_of(copy, "pair1") is None
+    real = Target.load(str(copy))
+    assert (real.lab, real.state) == (None, tmp_path / "state/pair1")
+    # what the roles read: networkd restarted in a lab, `netplan apply` on real hosts
+    assert "sparkfab_lab: true" in render(target.plan, lab=True).inventory.content
+    assert "sparkfab_lab: false" in render(real.plan).inventory.content
 
 
 def test_user_inventory_cannot_turn_lab_behaviour_on(cli, tmp_path):

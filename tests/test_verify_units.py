@@ -302,11 +302,12 @@ def test_preflight_names_foreign_netplan_files_without_importing_ansible():
 
     host = load_plan(str(REPO / "inventory/ring4.yml")).hosts[0]
     dev = sorted(host.fabric_ifs)[0]
-    listing = (
-        "\n@@sparkfab-file /etc/netplan/60-sparkfab.yaml\nnetwork: {ethernets: {%s: {}}}\n"
-        "\n@@sparkfab-file /etc/netplan/40-cx7.yaml\nnetwork:\n  ethernets:\n    %s:\n      mtu: 1500\n"
-        "\n@@sparkfab-file /etc/netplan/01-mgmt.yaml\nnetwork: {ethernets: {enP7s7: {dhcp4: true}}}\n"
-    ) % (dev, dev)
+    files = {
+        "/etc/netplan/60-sparkfab.yaml": f"network: {{ethernets: {{{dev}: {{}}}}}}",
+        "/etc/netplan/40-cx7.yaml": f"network:\n  ethernets:\n    {dev}:\n      mtu: 1500",
+        "/etc/netplan/01-mgmt.yaml": "network: {ethernets: {enP7s7: {dhcp4: true}}}",
+    }
+    listing = "".join(f"\n@@sparkfab-file {path}\n{text}\n" for path, text in files.items())
     rows = preflight._netplan(host, _Host({"": _Res(0, listing)}))
     assert [(r.subject, r.status) for r in rows] == [("/etc/netplan/40-cx7.yaml", "fail")]
     assert dev in rows[0].detail

@@ -8,29 +8,45 @@ that is missing, unreadable or misbehaving.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from sparkfab import __version__
+from sparkfab.commands import (
+    bench_cmds,
+    completion_cmd,
+    deploy_cmds,
+    discover_cmd,
+    estimate_cmd,
+    init_cmd,
+    inventory_cmds,
+    lab_cmds,
+    preflight_cmd,
+    render_cmds,
+    sample_cmds,
+    verify_cmd,
+)
+from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit, InventoryError, SparkfabError, Unavailable
 
-Handler = Callable[[argparse.Namespace], int]
-_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {}
-
-
-def command(
-    name: str, help_text: str, setup: Callable[[argparse.ArgumentParser], None]
-) -> Callable[[Handler], Handler]:
-    def wrap(fn: Handler) -> Handler:
-        _COMMANDS[name] = (help_text, setup, fn)
-        return fn
-
-    return wrap
+#: every verb, in the order `sparkfab --help` lists them
+VERBS: tuple[Verb, ...] = (
+    *inventory_cmds.VERBS,  # validate, plan, schema
+    *init_cmd.VERBS,
+    *render_cmds.VERBS,
+    *lab_cmds.VERBS,
+    *preflight_cmd.VERBS,
+    *deploy_cmds.VERBS,  # apply, linkspeed, serve, reset
+    *verify_cmd.VERBS,
+    *discover_cmd.VERBS,
+    *estimate_cmd.VERBS,
+    *sample_cmds.VERBS,  # sample, traffic
+    *bench_cmds.VERBS,  # bench, battery, report
+    *completion_cmd.VERBS,
+)
 
 
 def _short(text: str, width: int = 300) -> str:
@@ -38,27 +54,21 @@ def _short(text: str, width: int = 300) -> str:
     return "\n".join(line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines())
 
 
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-def _parser() -> argparse.ArgumentParser:
-    from sparkfab import commands  # noqa: F401  (registers the verbs)
-
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sparkfab", description=__doc__.splitlines()[0] if __doc__ else "")
     p.add_argument("--version", action="version", version=f"sparkfab {__version__}")
     sub = p.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name, (help_text, setup, fn) in _COMMANDS.items():
-        sp = sub.add_parser(name, help=help_text, description=help_text)
+    for verb in VERBS:
+        sp = sub.add_parser(verb.name, help=verb.help, description=verb.help)
         sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
         sp.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
-        setup(sp)
-        sp.set_defaults(handler=fn)
+        verb.setup(sp)
+        sp.set_defaults(handler=verb.handler, root_parser=p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     level = (
         logging.ERROR
         if args.quiet

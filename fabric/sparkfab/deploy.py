@@ -1,6 +1,6 @@
 """The deploy seam: one typed wrapper around ansible_runner.run.
 
-Known traps handled here: the venv's bin/ goes on PATH (runner execs `ansible-playbook`),
+Known traps handled here: the venv's bin/ goes on the run's PATH (runner execs `ansible-playbook`),
 `suppress_env_files=True` and a fresh `ident` per run (stale env/cmdline files once turned
 an apply into a silent check run), and `stats` is None when the run never started.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.launchers import repo_dir
+from sparkfab.paths import state_dir
 
 Event = dict[str, Any]
 
@@ -54,13 +55,6 @@ class RunResult:
     @property
     def failures(self) -> list[HostResult]:
         return [h for h in self.hosts.values() if h.failed or h.unreachable]
-
-
-def state_dir(cluster: str) -> Path:
-    base = os.environ.get("SPARKFAB_STATE_DIR") or (
-        "/var/lib/sparkfab" if os.geteuid() == 0 else str(Path.home() / ".local/state/sparkfab")
-    )
-    return Path(base) / cluster
 
 
 class _Collector:
@@ -155,7 +149,6 @@ def run_playbook(
     import ansible_runner
 
     bindir = str(Path(sys.executable).parent)
-    os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     work = workdir or state_dir(cluster)
     pdd = work / "runner"
     pdd.mkdir(parents=True, exist_ok=True)
@@ -164,6 +157,8 @@ def run_playbook(
     envvars = {
         "ANSIBLE_CONFIG": str(repo_dir("ansible.cfg")),
         "ANSIBLE_ROLES_PATH": str(repo_dir("roles")),
+        # runner execs `ansible-playbook`: the one beside this Python (the process's PATH stays as it is)
+        "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
         # multiplexed SSH sockets live with the cluster's state: a rebuilt lab never reuses a master

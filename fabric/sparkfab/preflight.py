@@ -38,8 +38,10 @@ def _foreign_module() -> ModuleType:
     return module
 
 
-def preflight(plan: Plan, workdir: Path, lab: bool) -> Report:
-    cfg, alias = ssh_config_for(plan, workdir)
+def preflight(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Report:
+    """Every row for every host and instance; `lab_dir` when the hosts are a lab's Sparks."""
+    lab = lab_dir is not None
+    cfg, alias = ssh_config_for(plan, workdir, lab_dir)
     report = Report(plan.cluster, plan.link_speed)
     hosts: dict[str, Any] = {}
     with cf.ThreadPoolExecutor(max_workers=16) as pool:

@@ -1,36 +1,148 @@
-"""The one place that decides whether a verb works on the lab or on real Sparks.
+"""What a verb that reaches hosts works on: one `Target`, built once per command.
 
-Lab behaviour (no confirmation, networkd restarted instead of `netplan apply`, no RDMA
-checks, the lab's ssh_config) comes only from the lab itself: the inventory file that
-`sparkfab lab up` wrote, in the lab directory beside its `state.json` (what `--lab`
-points at). Nothing a user writes into an inventory can turn it on.
+A Target is the resolved plan at the speeds the hosts run now, the inventory file the plays
+read, the directory that holds the cluster's state, and whether the hosts are a lab's. That last
+fact comes only from the lab itself: the inventory file that `sparkfab lab up` wrote, in the lab
+directory beside its `state.json` (what `--lab` points at). Nothing a user writes into an
+inventory can turn it on, and it changes only what must differ in a lab: no confirmation,
+networkd restarted instead of `netplan apply`, no RDMA checks, the lab's ssh_config.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
-from sparkfab.lab.spec import lab_dir
+from sparkfab import paths
+from sparkfab.errors import UsageError
 from sparkfab.plan import Plan
+from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
+from sparkfab.writer import assets, write_tree
 
 
-def lab_of(path: str, cluster: str) -> Path | None:
+@dataclass(frozen=True)
+class Target:
+    plan: Plan  # at the speeds the hosts run at now (see `at_current_speed`)
+    inventory: Path  # the inventory the plays read: the user's, or the lab's copy of it
+    state: Path  # the cluster's state directory
+    lab: Path | None  # the lab directory when the hosts are a lab's Sparks
+
+    @classmethod
+    def load(cls, inventory: str, *, lab: bool = False, link_speed: str | None = None) -> Target:
+        """The target of `inventory` (with `lab`: its lab, which must be up). With `link_speed`,
+        the cluster is validated and planned at that speed instead of its current one."""
+        path = Path(lab_inventory(inventory) if lab else inventory)
+        plan = load_plan(str(path), link_speed)
+        d = lab_of(path, plan.cluster)
+        state = d / "state" if d else paths.state_dir(plan.cluster)
+        return cls(plan if link_speed else at_current_speed(plan, state), path, state, d)
+
+    def render(self, plan: Plan | None = None) -> Path:
+        """Render the plan (or `plan`, a variant of it) into the state's `tree/`."""
+        tree = self.state / "tree"
+        if tree.exists():
+            shutil.rmtree(tree)
+        write_tree(render(plan or self.plan, assets(), lab=self.lab is not None), tree)
+        return tree
+
+    def work(self, verb: str) -> Path:
+        """A verb's own working directory in the state (ssh_config, sockets, downloads)."""
+        return self.state / verb
+
+
+def lab_of(path: Path, cluster: str) -> Path | None:
     """The lab directory when `path` is the inventory of a lab that is up, else None."""
-    d = lab_dir(cluster)
     try:
-        same = Path(path).resolve() == (d / "inventory.yml").resolve()
+        same = path.resolve() == paths.lab_inventory(cluster).resolve()
     except OSError:
         return None
-    return d if same and (d / "state.json").exists() else None
+    return paths.lab_dir(cluster) if same and paths.lab_state(cluster).exists() else None
 
 
-def load(path: str, link_speed: str | None = None) -> Plan:
-    """Load and resolve an inventory (at another link speed, validated as such); a lab's own
-    inventory gets the lab's variables."""
-    plan = load_plan(path, link_speed)
-    d = lab_of(path, plan.cluster)
-    if d is None:
-        return plan
-    return replace(plan, group_vars={**plan.group_vars, "sparkfab_lab": True, "sparkfab_lab_dir": str(d)})
+def lab_inventory(inventory: str) -> Path:
+    """Write the lab's copy of a user's inventory (always from the inventory as it is now, so
+    edits since `lab up` take effect) and return its path."""
+    from sparkfab.lab import inventory as lab_inv
+    from sparkfab.lab.spec import spec
+
+    plan = load_plan(inventory)
+    state = paths.lab_state(plan.cluster)
+    if not state.exists():
+        raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {inventory}`")
+    engine = json.loads(state.read_text()).get("engine", "collective")
+    return lab_inv.write(inventory, spec(plan), engine)
+
+
+def current_link_speed(plan: Plan, state: Path) -> str:
+    """The cluster's link-speed mode now: its last `linkspeed`, else the inventory's."""
+    f = state / "link_speed"
+    return f.read_text().strip() if f.exists() else plan.link_speed
+
+
+def at_current_speed(plan: Plan, state: Path) -> Plan:
+    """The plan at the speeds the hosts run at now: the cluster's, and that of any instance
+    flipped on its own (`linkspeed --instance`)."""
+    out = plan.with_link_speed(current_link_speed(plan, state))
+    for inst in plan.instances:
+        f = state / f"link_speed.{inst.name}"
+        if f.exists():
+            out = out.with_instance_speed(inst.name, f.read_text().strip())
+    return out
+
+
+def save_speeds(target: Target, plan: Plan, mode: str, names: list[str] | None) -> None:
+    """Record a flip: the whole cluster's (`names` None) or that of some instances."""
+    state = target.state
+    state.mkdir(parents=True, exist_ok=True)
+    if names is None:
+        (state / "link_speed").write_text(mode + "\n")
+        for f in state.glob("link_speed.*"):
+            f.unlink()
+        return
+    for name in names:
+        f = state / f"link_speed.{name}"
+        if plan.mode_of(plan.instance(name).hosts[0]) == plan.link_speed:
+            f.unlink(missing_ok=True)
+        else:
+            f.write_text(mode + "\n")
+
+
+def forget_speeds(target: Target) -> None:
+    """After a reset nothing is configured any more: the inventory's speed holds again."""
+    for f in target.state.glob("link_speed*"):
+        f.unlink()
+
+
+def instance_limit(plan: Plan, instance: str | None, limit: str | None) -> str | None:
+    """An Ansible --limit for one instance's hosts (and a user's pattern on top)."""
+    if instance is None:
+        return limit
+    names = [i.name for i in plan.instances]
+    if instance not in names:
+        raise UsageError(f"--instance {instance}: {plan.cluster} has the instance(s) {', '.join(names) or '(none)'}")
+    hosts = ",".join(plan.instance(instance).hosts)
+    return f"{hosts}:&{limit}" if limit else hosts
+
+
+def flipped_instances(plan: Plan, tree: Path, instance: str | None, limit: str | None) -> list[str] | None:
+    """The instances a partial flip covers (None: the whole cluster). A --limit is matched the
+    way Ansible matches it, against the rendered inventory, and must cover whole instances."""
+    instance_limit(plan, instance, None)  # an unknown instance is refused here
+    if limit is None:
+        return [instance] if instance else None
+    from sparkfab.ansible_inventory import matching
+
+    chosen = set(matching(tree / "inventory.yml", limit))
+    names = [instance] if instance else [i.name for i in plan.instances if chosen & set(i.hosts)]
+    for name in names:
+        missing = sorted(set(plan.instance(name).hosts) - chosen)
+        if missing:
+            raise UsageError(
+                f"--limit {limit} leaves out {', '.join(missing)} of {name}: its ranks share one link speed"
+            )
+    if not names:
+        raise UsageError(f"--limit {limit} matches no host of an instance")
+    return names

@@ -12,8 +12,8 @@ from typing import Any
 
 from rich.progress import Progress
 
-from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
+from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit, ServerError, Unavailable, UsageError
 from sparkfab.measure import bench, plans, sampler
 from sparkfab.measure.access import Access
@@ -89,11 +89,11 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
         if args.lab or args.instance:
             raise UsageError(f"{'--lab' if args.lab else '--instance'} needs --inventory (the cluster measured)")
         return {}
-    from sparkfab.commands.deploy_cmds import at_current_speed, instance_limit, inventory_path
     from sparkfab.measure.report import SPEEDS
-    from sparkfab.target import load
+    from sparkfab.target import Target, instance_limit
 
-    plan = at_current_speed(load(inventory_path(args)))
+    target = Target.load(args.inventory, lab=args.lab)
+    plan = target.plan
     port = urllib.parse.urlsplit(args.url).port
     served = [i for i in plan.instances if i.port == port] or list(plan.instances)
     if args.instance:
@@ -102,7 +102,7 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
     # the speed of the instance measured (one may run at its own: `linkspeed --instance`)
     mode = plan.mode_of(served[0].hosts[0]) if len(served) == 1 else plan.link_speed
     ctx: dict[str, Any] = {"path": str(args.inventory), "cluster": plan.cluster, "link_speed": mode}
-    if plan.group_vars.get("sparkfab_lab"):
+    if target.lab is not None:
         from sparkfab.lab import engine
 
         ctx.update(lab=True, link_gbps=engine.rate_gbps(mode), link_rate=engine.rate_text(mode))
@@ -133,9 +133,6 @@ def _run_dir(path: Path, resume: bool) -> Path:
     return path
 
 
-@command(
-    "bench", "Drive the serving endpoint with the fixed plan P1-P6; record TTFT, decode speed and traffic.", _bench_args
-)
 def bench_cmd(args: argparse.Namespace) -> int:
     tests = plans.load_plan(args.plan, args.output_tokens)
     devices = args.counters
@@ -202,7 +199,6 @@ def _battery_args(p: argparse.ArgumentParser) -> None:
     _access_args(p)
 
 
-@command("battery", "Quality checks: count to 100, Hangul, tool call, needle, prefix reuse.", _battery_args)
 def battery_cmd(args: argparse.Namespace) -> int:
     from sparkfab.measure.battery import run_sync
 
@@ -226,9 +222,6 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=at.path, required=True, help="directory (new, empty or an earlier report)")
 
 
-@command(
-    "report", "Two runs side by side: TTFT, decode speed, traffic per token, plots and an HTML page.", _report_args
-)
 def report_cmd(args: argparse.Namespace) -> int:
     from sparkfab.measure import model as models
     from sparkfab.measure.estimate import Setup
@@ -270,3 +263,22 @@ def report_cmd(args: argparse.Namespace) -> int:
     sys.stdout.write((args.output / "report.md").read_text())
     sys.stderr.write("wrote " + ", ".join(str(p) for p in written if p.name != "tables.json") + "\n")
     return Exit.OK
+
+
+VERBS = (
+    Verb(
+        "bench",
+        "Drive the serving endpoint with the fixed plan P1-P6; record TTFT, decode speed and traffic.",
+        _bench_args,
+        bench_cmd,
+    ),
+    Verb(
+        "battery", "Quality checks: count to 100, Hangul, tool call, needle, prefix reuse.", _battery_args, battery_cmd
+    ),
+    Verb(
+        "report",
+        "Two runs side by side: TTFT, decode speed, traffic per token, plots and an HTML page.",
+        _report_args,
+        report_cmd,
+    ),
+)

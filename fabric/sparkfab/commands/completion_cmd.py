@@ -6,7 +6,7 @@ import argparse
 import shlex
 import sys
 
-from sparkfab.cli import command
+from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit
 
 
@@ -15,11 +15,14 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def words(parser: argparse.ArgumentParser) -> dict[str, tuple[list[str], list[str]]]:
-    """verb -> (its options, the choices of its first positional argument)."""
+    """verb -> (its options, the choices of its first positional argument); a verb with
+    actions of its own (`lab up|down|...`) offers its actions first and the options of all of them."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     out: dict[str, tuple[list[str], list[str]]] = {}
     for verb, sp in sub.choices.items():
-        opts = sorted(o for a in sp._actions for o in a.option_strings if o.startswith("--"))
+        nested = [a for a in sp._actions if isinstance(a, argparse._SubParsersAction)]
+        parsers = [sp, *(p for a in nested for p in a.choices.values())]
+        opts = sorted({o for q in parsers for a in q._actions for o in a.option_strings if o.startswith("--")})
         first = next((a for a in sp._actions if not a.option_strings and a.dest != "help"), None)
         choices = [str(c) for c in first.choices] if first is not None and first.choices else []
         out[verb] = (opts, choices)
@@ -52,12 +55,12 @@ def bash_script(table: dict[str, tuple[list[str], list[str]]]) -> str:
     )
 
 
-@command("completion", 'Print shell completion: eval "$(sparkfab completion bash)".', _args)
 def completion_cmd(args: argparse.Namespace) -> int:
-    from sparkfab.cli import _parser
-
-    script = bash_script(words(_parser()))
+    script = bash_script(words(args.root_parser))  # the CLI hands every verb its own parser
     if args.shell == "zsh":
         script = "autoload -U +X bashcompinit && bashcompinit\n" + script
     sys.stdout.write(script)
     return Exit.OK
+
+
+VERBS = (Verb("completion", 'Print shell completion: eval "$(sparkfab completion bash)".', _args, completion_cmd),)

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
+from sparkfab.commands.common import Verb, add_format
 from sparkfab.discover import discover, merge
 from sparkfab.errors import Exit, Unavailable, UsageError
 from sparkfab.outputs import check_file, write_file
@@ -27,10 +27,9 @@ def _args(p: argparse.ArgumentParser) -> None:
         "--settle", type=at.number(0, 120), default=2.5, help="seconds to let LLDP announce after bringing ports up"
     )
     p.add_argument("-o", "--output", type=at.path, help="write the inventory to this new file (default stdout)")
-    p.add_argument("--format", choices=("yaml", "json"), default="yaml")
+    add_format(p, "yaml", "json")
 
 
-@command("discover", "Read the cabling over LLDP and write it as the cables of an inventory.", _args)
 def discover_cmd(args: argparse.Namespace) -> int:
     if bool(args.hosts) == bool(args.inventory):
         raise UsageError("give the Sparks' addresses, or --inventory FILE (not both)")
@@ -39,9 +38,8 @@ def discover_cmd(args: argparse.Namespace) -> int:
         raise Unavailable(f"--ssh-config {args.ssh_config}: no such file")
     raw_text = None
     if args.inventory:
-        from sparkfab.commands.deploy_cmds import inventory_path
         from sparkfab.inventory import is_plain_file
-        from sparkfab.target import load as load_target
+        from sparkfab.target import Target
         from sparkfab.verify.run import ssh_config_for
 
         if args.format != "json" and not is_plain_file(args.inventory):
@@ -50,10 +48,9 @@ def discover_cmd(args: argparse.Namespace) -> int:
                 "use --format json and write the cables where its sparkfab block is"
             )
         raw_text = Path(args.inventory).read_text() if args.format != "json" else None
-        plan = load_target(inventory_path(args))
-        from sparkfab.commands.deploy_cmds import plan_state_dir
-
-        cfg, alias = ssh_config_for(plan, plan_state_dir(plan) / "discover")
+        target = Target.load(args.inventory, lab=args.lab)
+        plan = target.plan
+        cfg, alias = ssh_config_for(plan, target.work("discover"), target.lab)
         targets = [(h.name, h.mgmt_address, connect(alias[h.name], cfg)) for h in plan.hosts]
         result = discover(targets, args.settle)
         cluster = plan.cluster
@@ -75,3 +72,8 @@ def discover_cmd(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return Exit.CHECK if result.odd else Exit.OK
+
+
+VERBS = (
+    Verb("discover", "Read the cabling over LLDP and write it as the cables of an inventory.", _args, discover_cmd),
+)

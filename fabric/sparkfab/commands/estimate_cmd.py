@@ -9,8 +9,8 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
+from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import model as models
 from sparkfab.measure.estimate import Setup, estimate
@@ -74,7 +74,7 @@ def _lab(
 ) -> tuple[float, float, str | None]:
     """The lab's shaped rates for 200 and 100e, and its model's config unless another is named."""
     from sparkfab.lab import engine
-    from sparkfab.lab.spec import lab_dir
+    from sparkfab.paths import lab_dir
     from sparkfab.resolve import load_plan
 
     if not args.inventory:
@@ -87,7 +87,6 @@ def _lab(
     return from_gbps or engine.rate_gbps("200"), to_gbps or engine.rate_gbps("100e"), config
 
 
-@command("estimate", "Estimate the network cost of tensor parallelism from a model's architecture.", _args)
 def estimate_cmd(args: argparse.Namespace) -> int:
     from sparkfab.measure.plans import load_plan as bench_plan
 
@@ -192,3 +191,10 @@ def print_estimate(r: dict) -> None:  # type: ignore[type-arg]
         f"switch for {r['tp']} Sparks: at 200G {sw['200']['switch'] or 'none in the catalog'} "
         f"({sw['200']['breakout']}); at 100G {sw['100']['switch'] or 'none'} ({sw['100']['breakout']})"
     )
+
+
+VERBS = (
+    Verb(
+        "estimate", "Estimate the network cost of tensor parallelism from a model's architecture.", _args, estimate_cmd
+    ),
+)

@@ -7,8 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
+from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit
 from sparkfab.starter import TOPOLOGIES, starter
 
@@ -20,7 +20,6 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=at.path, help="write to this new file (default: stdout)")
 
 
-@command("init", "Write a commented starter inventory for a pair, a switchless ring or a switch.", _args)
 def init_cmd(args: argparse.Namespace) -> int:
     from sparkfab.outputs import check_file, write_file
     from sparkfab.resolve import load_plan
@@ -36,3 +35,8 @@ def init_cmd(args: argparse.Namespace) -> int:
     write_file(out, text)
     sys.stderr.write(f"wrote {out}: {len(plan.hosts)} Sparks, {len(plan.rails)} rails; next: sparkfab validate {out}\n")
     return Exit.OK
+
+
+VERBS = (
+    Verb("init", "Write a commented starter inventory for a pair, a switchless ring or a switch.", _args, init_cmd),
+)

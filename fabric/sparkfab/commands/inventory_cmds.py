@@ -10,8 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sparkfab.cli import command, emit_json
 from sparkfab.commands import argtypes as at
+from sparkfab.commands.common import Verb, emit_json
 from sparkfab.errors import Exit
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
@@ -26,7 +26,6 @@ def _format_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table")
 
 
-@command("validate", "Check an inventory: every problem at once (exit 2), or nothing (exit 0).", _inventory_arg)
 def validate(args: argparse.Namespace) -> int:
     plan = load_plan(args.inventory)
     n_if = sum(len(h.ifaces) for h in plan.hosts)
@@ -38,7 +37,6 @@ def validate(args: argparse.Namespace) -> int:
     return Exit.OK
 
 
-@command("plan", "Resolve an inventory: ranks, rails, subnets, addresses, peers, HCA lists.", _format_arg)
 def plan_cmd(args: argparse.Namespace) -> int:
     plan = load_plan(args.inventory)
     if args.format == "json":
@@ -105,7 +103,6 @@ def _is_schema(path: Path) -> bool:
     return isinstance(data, dict) and data.get("title") == "sparkfab inventory"
 
 
-@command("schema", "Print the inventory's JSON Schema (generated from the model).", _schema_args)
 def schema_cmd(args: argparse.Namespace) -> int:
     from sparkfab.schema import schema_text
 
@@ -117,3 +114,12 @@ def schema_cmd(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(schema_text())
     return Exit.OK
+
+
+VERBS = (
+    Verb(
+        "validate", "Check an inventory: every problem at once (exit 2), or nothing (exit 0).", _inventory_arg, validate
+    ),
+    Verb("plan", "Resolve an inventory: ranks, rails, subnets, addresses, peers, HCA lists.", _format_arg, plan_cmd),
+    Verb("schema", "Print the inventory's JSON Schema (generated from the model).", _schema_args, schema_cmd),
+)

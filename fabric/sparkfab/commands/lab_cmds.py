@@ -1,4 +1,4 @@
-"""`sparkfab lab up|down|status|wire|exec`."""
+"""`sparkfab lab up|down|status|wire|exec INVENTORY ...`: one sub-command per action, each with its own flags."""
 
 from __future__ import annotations
 
@@ -7,49 +7,62 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
-from sparkfab.cli import command, emit_json
+from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
 from sparkfab.errors import Exit, LabError, UsageError
 from sparkfab.lab import build, wire
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import inventory as lab_inventory
-from sparkfab.lab.spec import spec
+from sparkfab.lab.spec import LabSpec, spec
+from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("up", "down", "status", "wire", "exec"))
-    p.add_argument("inventory", metavar="INVENTORY")
-    p.add_argument(
-        "command",
-        nargs="*",
-        metavar="HOST [--] COMMAND",
-        help="exec: run COMMAND on a lab Spark, in its network namespace (put -- before a command with options)",
-    )
-    p.add_argument(
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = sub.add_parser("up", help="build the cluster on this machine (root)", description="build the lab (root)")
+    add_inventory(up)
+    up.add_argument(
         "--engine",
         choices=lab_engine.ENGINES,
         default="vllm",
-        help="up: what `serve` runs: vLLM's CPU build with the lab's model (default), or the collective workload",
+        help="what `serve` runs: vLLM's CPU build with the lab's model (default), or the collective workload",
     )
-    p.add_argument("--dry-run", action="store_true", help="print what `up` would create")
-    p.add_argument("--format", choices=("table", "json"), default="table")
-    p.add_argument("--swap", nargs=2, metavar=("CABLE", "CABLE"), help="wire: swap two cables (cables[N])")
-    p.add_argument("--cut", metavar="CABLE", help="wire: cut a cable or one rail (cables[N] or cables[N].r1)")
-    p.add_argument("--rate", nargs=2, metavar=("CABLE", "RATE"), help="wire: shape a cable, e.g. cables[0] 1gbit")
-    p.add_argument(
-        "--docker", metavar="HOST", help="wire: Docker's FORWARD policy (DROP) and DOCKER-USER chain on a Spark"
+    up.add_argument("--dry-run", action="store_true", help="print what `up` would create")
+    down = sub.add_parser("down", help="remove everything the lab made, by its prefix")
+    add_inventory(down)
+    status = sub.add_parser("status", help="up or down, its processes, where each instance answers")
+    add_inventory(status)
+    add_format(status)
+    wire_p = sub.add_parser("wire", help="rewire or shape a lab that is up (faults on purpose)")
+    add_inventory(wire_p)
+    what = wire_p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--swap", nargs=2, metavar=("CABLE", "CABLE"), help="swap two cables (cables[N])")
+    what.add_argument("--cut", metavar="CABLE", help="cut a cable or one rail (cables[N] or cables[N].r1)")
+    what.add_argument("--rate", nargs=2, metavar=("CABLE", "RATE"), help="shape a cable, e.g. cables[0] 1gbit")
+    what.add_argument(
+        "--docker", metavar="HOST", help="Docker's FORWARD policy (DROP) and DOCKER-USER chain on a Spark"
     )
+    run = sub.add_parser("exec", help="run COMMAND on a lab Spark, in its network namespace")
+    add_inventory(run)
+    run.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="HOST [--] COMMAND",
+        help="the Spark, then the command (put -- before a command with options)",
+    )
+    for sp in (up, down, status, wire_p, run):
+        # the verb's own -v/-q, given after the action too (SUPPRESS: the verb's value stands)
+        sp.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more logging on stderr")
+        sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="only errors on stderr")
 
 
-@command("lab", "Rehearse a cluster on this machine: namespaces, veths, bridges, sshd, networkd, lldpd.", _args)
 def lab_cmd(args: argparse.Namespace) -> int:
     plan = load_plan(args.inventory)
     sp = spec(plan)
     if args.action == "exec":
         return _exec(args, sp)
-    if args.command:
-        raise UsageError(f"lab {args.action} takes no command (only `lab exec INVENTORY HOST COMMAND...`)")
     if args.action == "up":
         return _up(args, sp, plan.link_speed)
     if args.action == "down":
@@ -73,7 +86,7 @@ def _down(cluster: str) -> int:
     return Exit.OK
 
 
-def _status(args: argparse.Namespace, plan, sp) -> int:  # type: ignore[no-untyped-def]
+def _status(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
     st = build.status(plan.cluster)
     st["serving"] = _serving(plan, sp, st)
     if args.format == "json":
@@ -89,7 +102,7 @@ def _status(args: argparse.Namespace, plan, sp) -> int:  # type: ignore[no-untyp
     return Exit.OK if st["up"] else Exit.CHECK
 
 
-def _serving(plan, sp, st: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
+def _serving(plan: Plan, sp: LabSpec, st: dict[str, Any]) -> dict[str, Any]:
     """Where each instance answers in the lab (rank 0's management address) and under what model name."""
     engine = st.get("engine")
     out = {}
@@ -107,7 +120,7 @@ def _serving(plan, sp, st: dict) -> dict:  # type: ignore[no-untyped-def, type-a
     return out
 
 
-def _up(args: argparse.Namespace, sp, mode: str) -> int:  # type: ignore[no-untyped-def]
+def _up(args: argparse.Namespace, sp: LabSpec, mode: str) -> int:
     if args.dry_run:
         sys.stdout.write("\n".join(sp.describe()) + "\n")
         return Exit.OK
@@ -134,7 +147,7 @@ def _up(args: argparse.Namespace, sp, mode: str) -> int:  # type: ignore[no-unty
     return Exit.OK
 
 
-def _exec(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
+def _exec(args: argparse.Namespace, sp: LabSpec) -> int:
     """Replace this process with COMMAND inside a lab Spark's network namespace (its own /sys,
     so its fabric netdevs' counters are the ones `sample` and `bench --counters` read)."""
     if not args.command or len(args.command) < 2:
@@ -153,14 +166,14 @@ def _exec(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
     os.execvp("ip", ["ip", "netns", "exec", sp.node(host).ns, *command])
 
 
-def _up_here(args: argparse.Namespace, sp) -> None:  # type: ignore[no-untyped-def]
+def _up_here(args: argparse.Namespace, sp: LabSpec) -> None:
     """The lab is up, and it is the one this lab directory describes (namespaces of the same name
     that another lab directory made are not ours to rewire)."""
     if not build.existing_namespaces(sp.cluster) or not (sp.dir / "state.json").is_file():
         raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
 
 
-def _wire(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
+def _wire(args: argparse.Namespace, sp: LabSpec) -> int:
     _up_here(args, sp)
     if args.swap:
         lines = wire.swap(sp, *args.swap)
@@ -168,9 +181,14 @@ def _wire(args: argparse.Namespace, sp) -> int:  # type: ignore[no-untyped-def]
         lines = wire.cut(sp, args.cut)
     elif args.rate:
         lines = wire.rate(sp, *args.rate)
-    elif args.docker:
-        lines = wire.docker(sp, args.docker)
     else:
-        raise UsageError("lab wire needs --swap, --cut, --rate or --docker")
+        lines = wire.docker(sp, args.docker)
     sys.stdout.write("\n".join(lines) + "\n")
     return Exit.OK
+
+
+VERBS = (
+    Verb(
+        "lab", "Rehearse a cluster on this machine: namespaces, veths, bridges, sshd, networkd, lldpd.", _args, lab_cmd
+    ),
+)

@@ -5,17 +5,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 
-from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
+from sparkfab.commands.common import Verb, add_inventory
 from sparkfab.errors import Exit
 from sparkfab.render.tree import render
-from sparkfab.target import load as load_target
+from sparkfab.resolve import load_plan
+from sparkfab.target import lab_of
 from sparkfab.writer import assets, write_tree
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inventory", metavar="INVENTORY")
+    add_inventory(p)
     p.add_argument(
         "-o",
         "--output",
@@ -27,17 +29,12 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nccl-graph", action="store_true", help="also write an NCCL ring graph (NCCL_GRAPH_FILE)")
 
 
-def render_plan(inventory: str, link_speed: str | None = None, graph: bool = False):  # type: ignore[no-untyped-def]
-    plan = load_target(inventory, link_speed)
-    if graph:
-        plan = dataclasses.replace(plan, nccl_graph=True)
-    return plan
-
-
-@command("render", "Generate every host's configuration into DIR/<host>/etc/... plus an Ansible inventory.", _args)
 def render_cmd(args: argparse.Namespace) -> int:
-    plan = render_plan(args.inventory, args.link_speed, args.nccl_graph)
-    tree = render(plan, assets())
+    plan = load_plan(args.inventory, args.link_speed)
+    if args.nccl_graph:
+        plan = dataclasses.replace(plan, nccl_graph=True)
+    # a lab's own inventory renders as the lab pushes it
+    tree = render(plan, assets(), lab=lab_of(Path(args.inventory), plan.cluster) is not None)
     for w in tree.warnings:
         sys.stderr.write(f"warning: {w}\n")
     written = write_tree(tree, args.output, [args.inventory])
@@ -47,3 +44,13 @@ def render_cmd(args: argparse.Namespace) -> int:
             f"(link {plan.link_speed}) into {args.output}\n"
         )
     return Exit.OK
+
+
+VERBS = (
+    Verb(
+        "render",
+        "Generate every host's configuration into DIR/<host>/etc/... plus an Ansible inventory.",
+        _args,
+        render_cmd,
+    ),
+)

@@ -10,8 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sparkfab.cli import command
 from sparkfab.commands import argtypes as at
+from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import sampler, traffic
 from sparkfab.outputs import check_file, png_by_sparkfab, starts_with, write_file
@@ -39,17 +39,15 @@ def _devices(args: argparse.Namespace) -> list[str]:
 def host_devices(inventory: str, name: str, source: str) -> list[str]:
     """The counters of one Spark of an inventory: its RDMA devices in the current link-speed
     mode, or with source netdev every fabric netdev it has."""
-    from sparkfab.commands.deploy_cmds import at_current_speed
-    from sparkfab.target import load
+    from sparkfab.target import Target
 
-    plan = at_current_speed(load(inventory))
+    plan = Target.load(inventory).plan
     if name not in {h.name for h in plan.hosts}:
         raise UsageError(f"{name} is not a host of {inventory}")
     host = plan.host(name)
     return list(host.hca[plan.mode_of(name)]) if source == "rdma" else list(host.fabric_ifs)
 
 
-@command("sample", "Sample RDMA (or netdev) counters at 1 ms into a file, streamed as it goes.", _sample_args)
 def sample_cmd(args: argparse.Namespace) -> int:
     devs = _devices(args)
     counters = sampler.counters_of(devs, args.source, args.root)
@@ -99,7 +97,6 @@ def _export_target(args: argparse.Namespace) -> Path | None:
     return check_file(args.export, [args.file], ours, "--export")
 
 
-@command("traffic", "Rates from a sample file: peaks per averaging interval, window averages, plot.", _traffic_args)
 def traffic_cmd(args: argparse.Namespace) -> int:
     plot = check_file(args.plot, [args.file], png_by_sparkfab, "--plot", ".png") if args.plot else None
     export = _export_target(args)
@@ -146,3 +143,16 @@ def traffic_cmd(args: argparse.Namespace) -> int:
         t.add_row(label, f"{row['peak_gbps']:.3f} Gb/s", f"+/-{row['uncertainty']:.1%}")
     c.print(t)
     return Exit.OK
+
+
+VERBS = (
+    Verb(
+        "sample", "Sample RDMA (or netdev) counters at 1 ms into a file, streamed as it goes.", _sample_args, sample_cmd
+    ),
+    Verb(
+        "traffic",
+        "Rates from a sample file: peaks per averaging interval, window averages, plot.",
+        _traffic_args,
+        traffic_cmd,
+    ),
+)

@@ -23,10 +23,10 @@ from typing import Any
 from sparkfab import proc
 from sparkfab.errors import LabError
 from sparkfab.lab import login
-from sparkfab.lab.spec import LabSpec, Node, Veth, lab_dir, lab_id, ns_prefix, root_prefix
+from sparkfab.lab.spec import LabSpec, Node, Veth, lab_id, ns_prefix, root_prefix
+from sparkfab.paths import HOST_MOUNTPOINTS, NETNS_ETC, lab_dir
 
 log = logging.getLogger("sparkfab.lab")
-NETNS_ETC = Path("/etc/netns")
 ETC_ENTRIES = ("ssh", "netplan", "sparkfab", "sysctl.d", "lldpd.d")
 NETWORKD = "/lib/systemd/systemd-networkd"
 LLDP_CONF = "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n"
@@ -198,9 +198,6 @@ def ssh_config(spec: LabSpec) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-HOST_MOUNTPOINTS = (Path("/etc/sparkfab"),)
 
 
 def _etc(spec: LabSpec) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkfab.paths import lab_dir
 from sparkfab.plan import Plan
 
 #: RFC 2544 benchmarking range: never routed on real networks.
@@ -30,11 +30,6 @@ def ns_prefix(cluster: str) -> str:
 
 def root_prefix(cluster: str) -> str:
     return f"sf-{lab_id(cluster)}-"
-
-
-def lab_dir(cluster: str) -> Path:
-    base = Path(os.environ.get("SPARKFAB_LAB_DIR", "/var/lib/sparkfab/lab"))
-    return base / cluster
 
 
 def mgmt_net(cluster: str) -> ipaddress.IPv4Network:

@@ -49,22 +49,24 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
     return sorted(files, key=lambda f: f.path)
 
 
-def render(plan: Plan, assets: dict[str, str] | None = None) -> Tree:
+def render(plan: Plan, assets: dict[str, str] | None = None, *, lab: bool = False) -> Tree:
+    """Every host's files and the inventory; `lab` when the hosts are a lab's Sparks (the
+    roles then restart networkd instead of `netplan apply` and leave the host firewall alone)."""
     assets = assets or {}
     hosts = {h.name: tuple(host_files(plan, h, assets)) for h in plan.hosts}
     return Tree(
         hosts,
-        _inventory(plan),
+        _inventory(plan, lab),
         {h.name: _host_vars(plan, h, hosts[h.name]) for h in plan.hosts},
         tuple(nccl.warnings(plan)),
     )
 
 
-def _inventory(plan: Plan) -> File:
+def _inventory(plan: Plan, lab: bool) -> File:
     hosts = {h.name: {"ansible_host": h.mgmt_address, **h.ansible} for h in plan.hosts}
     group = {
-        "sparkfab_lab": False,
         **plan.group_vars,
+        "sparkfab_lab": lab,
         "sparkfab_cluster": plan.cluster,
         "sparkfab_control_plane": plan.control_plane,
     }

@@ -17,11 +17,10 @@ from sparkfab.verify.result import Report, Result
 LLDP_WAIT_S = 8.0
 
 
-def ssh_config_for(plan: Plan, workdir: Path) -> tuple[str, dict[str, str]]:
-    """The lab's ssh_config, or one written for real hosts (with a ControlPath)."""
-    lab = plan.group_vars.get("sparkfab_lab_dir")
-    if lab:
-        return str(Path(lab) / "ssh_config"), {h.name: h.name for h in plan.hosts}
+def ssh_config_for(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> tuple[str, dict[str, str]]:
+    """The lab's ssh_config (`lab_dir`), or one written for real hosts (with a ControlPath)."""
+    if lab_dir is not None:
+        return str(lab_dir / "ssh_config"), {h.name: h.name for h in plan.hosts}
     workdir.mkdir(parents=True, exist_ok=True)
     lines = []
     for h in plan.hosts:
@@ -135,16 +134,18 @@ def verify(
     perf: bool = False,
     sizes: str = "4K,256K,4M,16M",
     workdir: Path,
+    lab: Path | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> Report:
-    lab = bool(plan.group_vars.get("sparkfab_lab"))
-    cfg, alias = ssh_config_for(plan, workdir)
-    files = {h: {f.path: f.content for f in fs} for h, fs in render(plan, {}).hosts.items()}
+    """Every check on every host; `lab` (the lab directory) when the hosts are a lab's Sparks."""
+    cfg, alias = ssh_config_for(plan, workdir, lab)
+    files = {h: {f.path: f.content for f in fs} for h, fs in render(plan, {}, lab=lab is not None).hosts.items()}
+    in_lab = lab is not None
     hosts = {h.name: checks.connect(alias[h.name], cfg) for h in plan.hosts}
     report = Report(plan.cluster, plan.link_speed)
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        parts = pool.map(lambda h: _per_host(plan, h, hosts[h.name], lab, files[h.name]), plan.hosts)
+        parts = pool.map(lambda h: _per_host(plan, h, hosts[h.name], in_lab, files[h.name]), plan.hosts)
         for part in parts:
             report.results += part
     unreachable = {r.host for r in report.results if r.check == "ssh"}
@@ -152,14 +153,14 @@ def verify(
     report.timing["hosts_s"] = round(time.perf_counter() - t0, 2)
     report.results += _cabling(plan, hosts, reachable)
     report.results += _consistency(plan, hosts, reachable)
-    report.results += images.image_checks(plan, hosts, reachable, lab)
+    report.results += images.image_checks(plan, hosts, reachable, in_lab)
     blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == "fail"}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:
             report.results += checks.mesh(plan, inst, hosts, blocked)
     report.timing["checks_s"] = round(time.perf_counter() - t0, 2)
     if perf:
-        report.results += _perf(plan, lab, hosts)
+        report.results += _perf(plan, in_lab, hosts)
     if collective:
         report.collective = {}
         for inst in plan.instances:
@@ -183,7 +184,7 @@ def verify(
                     )
                 )
                 continue
-            res = checks.collective(plan, inst, hosts, lab, sizes, log)
+            res = checks.collective(plan, inst, hosts, in_lab, sizes, log)
             report.collective[inst.name] = res
             report.results.append(
                 Result(

@@ -1,0 +1,70 @@
+"""What every verb module shares: the `Verb` record it exports, the argument groups several
+verbs take (so one flag means one thing everywhere), and JSON output.
+
+A verb module exports `VERBS`, a tuple of `Verb`; `sparkfab.cli` lists the modules by name.
+Nothing here imports a verb module or the CLI, so the command layer has no circle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Handler = Callable[[argparse.Namespace], int]
+Setup = Callable[[argparse.ArgumentParser], None]
+
+
+@dataclass(frozen=True)
+class Verb:
+    name: str
+    help: str
+    setup: Setup
+    handler: Handler
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def add_inventory(p: argparse.ArgumentParser, help_text: str = "the cluster inventory") -> None:
+    p.add_argument("inventory", metavar="INVENTORY", help=help_text)
+
+
+def add_lab(p: argparse.ArgumentParser, help_text: str = "use the lab inventory of this cluster") -> None:
+    p.add_argument("--lab", action="store_true", help=help_text)
+
+
+def add_target(p: argparse.ArgumentParser) -> None:
+    """INVENTORY and --lab: a verb that reaches the hosts of a cluster (`sparkfab.target`)."""
+    add_inventory(p)
+    add_lab(p)
+
+
+def add_changes(
+    p: argparse.ArgumentParser,
+    *,
+    limit: str = "only these hosts (Ansible pattern)",
+    check: str | None = None,
+    diff: str | None = None,
+) -> None:
+    """The flags of a verb that changes hosts: -y, --limit, and --check/--diff where it previews."""
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask before changing real hosts")
+    p.add_argument("--limit", help=limit)
+    if check:
+        p.add_argument("--check", action="store_true", help=check)
+    if diff:
+        p.add_argument("--diff", action="store_true", help=diff)
+
+
+def add_format(p: argparse.ArgumentParser, *choices: str) -> None:
+    """--format, first choice the default (table and json unless told)."""
+    options = choices or ("table", "json")
+    p.add_argument("--format", choices=options, default=options[0])
+
+
+def add_all_rows(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", action="store_true", help="table: also list passing checks")

@@ -1,0 +1,43 @@
+"""Every place sparkfab keeps files on this machine, in one module.
+
+- A cluster's state (rendered tree, Ansible artifacts, link speeds, verify's ssh_config):
+  `$SPARKFAB_STATE_DIR/<cluster>`, else `/var/lib/sparkfab/<cluster>` as root and
+  `~/.local/state/sparkfab/<cluster>` otherwise.
+- A lab: `$SPARKFAB_LAB_DIR/<cluster>`, else `/var/lib/sparkfab/lab/<cluster>`; its state
+  lives inside it (`state/`), so `lab down` removes everything at once.
+- Files this machine's tools read per network namespace: `/etc/netns/<namespace>/`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+STATE_ENV = "SPARKFAB_STATE_DIR"
+LAB_ENV = "SPARKFAB_LAB_DIR"
+#: `ip netns exec` bind-mounts /etc/netns/<ns>/<name> over /etc/<name>
+NETNS_ETC = Path("/etc/netns")
+#: directories the lab bind-mounts per Spark, created on this machine when missing
+HOST_MOUNTPOINTS = (Path("/etc/sparkfab"),)
+
+
+def state_dir(cluster: str) -> Path:
+    """Where sparkfab keeps the state of a cluster of real hosts."""
+    base = os.environ.get(STATE_ENV) or (
+        "/var/lib/sparkfab" if os.geteuid() == 0 else str(Path.home() / ".local/state/sparkfab")
+    )
+    return Path(base) / cluster
+
+
+def lab_dir(cluster: str) -> Path:
+    """The directory of the lab of a cluster (its inventory, ssh_config, keys, pids, state)."""
+    return Path(os.environ.get(LAB_ENV, "/var/lib/sparkfab/lab")) / cluster
+
+
+def lab_inventory(cluster: str) -> Path:
+    return lab_dir(cluster) / "inventory.yml"
+
+
+def lab_state(cluster: str) -> Path:
+    """The lab's `state.json`: present while the lab is up."""
+    return lab_dir(cluster) / "state.json"
