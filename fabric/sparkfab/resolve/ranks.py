@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import ipaddress
 from collections import deque
-from typing import Any, Protocol
 
 from sparkfab.plan import Host, Rank, Route
+from sparkfab.resolve.cables import Cable
 
 
 class RingError(Exception):
@@ -23,21 +23,10 @@ class RingError(Exception):
         self.hint = hint
 
 
-class _End(Protocol):
-    node: str
-    port: str
-
-
-class _Cable(Protocol):
-    index: int
-    a: Any
-    b: Any
-
-
 Link = tuple[int, str, str, str]  # cable index, my port, peer host, peer port
 
 
-def adjacency(hosts: list[str], cables: list[Any]) -> dict[str, list[Link]]:
+def adjacency(hosts: list[str], cables: list[Cable]) -> dict[str, list[Link]]:
     adj: dict[str, list[Link]] = {h: [] for h in hosts}
     for c in sorted(cables, key=lambda c: c.index):
         adj[c.a.node].append((c.index, c.a.port, c.b.node, c.b.port))
@@ -46,7 +35,7 @@ def adjacency(hosts: list[str], cables: list[Any]) -> dict[str, list[Link]]:
 
 
 def order_ring(
-    hosts: list[str], head: str, cables: list[Any], given: dict[str, int | None], tp: int
+    hosts: list[str], head: str, cables: list[Cable], given: dict[str, int | None], tp: int
 ) -> tuple[str, list[Rank]]:
     adj = adjacency(hosts, cables)
     if len(hosts) > 2:

@@ -1,0 +1,132 @@
+"""Validate an inventory's meaning and resolve it into a Plan, collecting every problem.
+
+Order of work: parse cable ends -> allocate subnets -> check switches -> resolve each
+instance's topology and ranks -> addresses, peers, HCA lists, control plane.
+Allocation is stable: rails are numbered in file order of first use (explicit subnets are
+reserved first), and a Spark's host part on a switch comes from its switch port and lane,
+so appending a cable or a Spark never renumbers what exists.
+
+The stages, one module each, run in this order and share a `context.Ctx`:
+
+- `cables`: cable ends against hosts, switches and breakouts;
+- `rails`: a subnet per rail;
+- `instances` (with `ranks`): each instance's topology and ranks in cable order;
+- `hosts`: interfaces, addresses, peers, HCA lists, control plane;
+
+then `assemble` builds the Plan.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+from sparkfab import catalog
+from sparkfab.errors import InventoryError, Problem
+from sparkfab.inventory import Inventory, parse_partial, read
+from sparkfab.launchers import search_path
+from sparkfab.plan import Host, Instance, Plan, Rail, Switch
+from sparkfab.resolve.cables import Cable, check_names_and_ports, check_switches, parse_cables, switch_model
+from sparkfab.resolve.context import Ctx
+from sparkfab.resolve.hosts import resolve_hosts
+from sparkfab.resolve.instances import ResolvedInstance, instances
+from sparkfab.resolve.rails import RailKey, allocate
+
+
+def resolve(
+    inv: Inventory, raw: Any = None, earlier: list[Problem] | None = None, recipe_dirs: tuple[Path, ...] | None = None
+) -> Plan:
+    ctx = Ctx(inv, raw, list(earlier or []), recipe_dirs)
+    check_names_and_ports(ctx)
+    cables = parse_cables(ctx)
+    subnets = allocate(ctx, cables)
+    check_switches(ctx, cables)
+    resolved = instances(ctx, cables)
+    if ctx.problems:
+        raise InventoryError(ctx.problems, inv.source)
+    hosts = resolve_hosts(ctx, cables, subnets, resolved)
+    if ctx.problems:
+        raise InventoryError(ctx.problems, inv.source)
+    return assemble(ctx, cables, subnets, hosts, resolved)
+
+
+# ----------------------------------------------------------------------------- names
+
+
+def assemble(
+    ctx: Ctx,
+    cables: list[Cable],
+    subnets: dict[RailKey, ipaddress.IPv4Network],
+    hosts: dict[str, Host],
+    instances: list[ResolvedInstance],
+) -> Plan:
+    inv = ctx.inv
+    sf = inv.sparkfab
+    rails = []
+    for key, net in subnets.items():
+        members = tuple(sorted((h.name, i.netdev) for h in hosts.values() for i in h.ifaces if i.rail == key.name))
+        rails.append(Rail(key.name, str(net), key.root, key.cable, key.switch, members))
+    rails.sort(key=lambda r: ipaddress.IPv4Network(r.subnet))
+    insts = []
+    for ri in instances:
+        spec = sf.instances[ri.name]
+        insts.append(
+            Instance(
+                name=ri.name,
+                topology=ri.topology,
+                tp=spec.tp,
+                ranks=tuple(ri.ranks),
+                launcher=spec.launcher,
+                recipe=ctx.recipes()[spec.launcher] if spec.launcher else None,
+                backend=spec.backend,
+                runtime=spec.runtime,
+                port=spec.port,
+                flags=dict(spec.flags),
+                env=dict(spec.env),
+                master_addr=hosts[ri.ranks[0].host].control_address,
+                switch=ri.switch,
+                model=spec.model,
+                secrets=tuple(spec.secrets),
+                hf_cache=spec.hf_cache,
+            )
+        )
+    switches = tuple(
+        Switch(
+            n,
+            switch_model(inv, n).name,
+            {m: switch_model(inv, n).capacity(catalog.LANE_GBPS[m]) for m in ("200", "100")},
+            sum(1 for c in cables if c.switched and n in (c.a.node, c.b.node)),
+        )
+        for n in sf.switches
+    )
+    return Plan(
+        cluster=sf.cluster,
+        link_speed=sf.link_speed,
+        mtu=sf.mtu,
+        rail_prefix=sf.rail_prefix,
+        control_plane=sf.control_plane,
+        nccl_version=sf.nccl_version,
+        nccl_graph=sf.nccl_graph if sf.nccl_graph is not None else any(i.topology == "ring" for i in instances),
+        nccl_channels=sf.nccl_channels,
+        master_port=sf.master_port,
+        hosts=tuple(hosts.values()),
+        instances=tuple(insts),
+        rails=tuple(rails),
+        switches=switches,
+        group_vars=dict(inv.group_vars),
+        netplan_renderer=sf.netplan_renderer,
+        source=inv.source,
+    )
+
+
+def load_plan(path: str, link_speed: str | None = None) -> Plan:
+    """Load, validate and resolve an inventory file in one step (`link_speed` replaces the
+    file's and is validated like it)."""
+    raw, source = read(path)
+    inv, problems = parse_partial(raw, source)
+    if inv is None:
+        raise InventoryError(problems, source)
+    if link_speed is not None:
+        inv = inv.model_copy(update={"sparkfab": inv.sparkfab.model_copy(update={"link_speed": link_speed})})
+    return resolve(inv, raw, problems, search_path(path))
