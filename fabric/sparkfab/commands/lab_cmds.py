@@ -11,7 +11,7 @@ from typing import Any
 
 from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
 from sparkfab.errors import Exit, LabError, UsageError
-from sparkfab.lab import build, wire
+from sparkfab.lab import build, links, wire
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import inventory as lab_inventory
 from sparkfab.lab.spec import LabSpec, spec
@@ -169,7 +169,7 @@ def _exec(args: argparse.Namespace, sp: LabSpec) -> int:
 def _up_here(args: argparse.Namespace, sp: LabSpec) -> None:
     """The lab is up, and it is the one this lab directory describes (namespaces of the same name
     that another lab directory made are not ours to rewire)."""
-    if not build.existing_namespaces(sp.cluster) or not (sp.dir / "state.json").is_file():
+    if not links.existing_namespaces(sp.cluster) or not (sp.dir / "state.json").is_file():
         raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import UsageError
-from sparkfab.lab.build import _netns, make_veth
+from sparkfab.lab.links import make_veth, netns
 from sparkfab.lab.spec import LabSpec, Veth
 
 _REF = re.compile(r"^cables\[(\d+)\](?:\.r([01]))?$")
@@ -51,7 +51,7 @@ def _select(veths: list[Veth], ref: str) -> list[int]:
 
 
 def _delete(v: Veth) -> None:
-    with _netns(v.a_ns) as a:
+    with netns(v.a_ns) as a:
         found = a.link_lookup(ifname=v.a_if)
         if found:
             a.link("del", index=found[0])
@@ -86,7 +86,7 @@ def cut(spec: LabSpec, ref: str) -> list[str]:
     done = []
     for i in _select(veths, ref):
         v = veths[i]
-        with _netns(v.b_ns) as b:
+        with netns(v.b_ns) as b:
             b.link("set", index=b.link_lookup(ifname=v.b_if)[0], state="down")
         veths[i] = replace(v, label=v.label + " (cut)")
         done.append(f"cut {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if}")
@@ -129,7 +129,7 @@ def _switch_names(spec: LabSpec) -> set[str]:
 
 def _shape(v: Veth, rate_text: str) -> None:
     for ns_name, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
-        with _netns(ns_name) as ns:
+        with netns(ns_name) as ns:
             idx = ns.link_lookup(ifname=ifname)[0]
             ns.tc("replace", "tbf", index=idx, handle="1:", rate=rate_text, burst=131072, latency="50ms")
 
