@@ -5,39 +5,20 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.cli import CliResult, run
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "inventory").glob("*.yml"))
 REGEN = os.environ.get("SPARKFAB_REGEN") == "1"
 
 
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
+def cli() -> Callable[..., CliResult]:
     """Run `sparkfab ARGS` in-process from the repository root."""
-    from sparkfab.cli import main
-
-    monkeypatch.chdir(REPO)
-
-    def run(*args: str) -> CliResult:
-        capsys.readouterr()
-        try:
-            code = main(list(args))
-        except SystemExit as exc:  # argparse refused the arguments
-            code = int(exc.code or 0)
-        cap = capsys.readouterr()
-        return CliResult(code, cap.out, cap.err)
-
     return run
 
 
@@ -55,8 +36,21 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.path.insert(0, str(REPO / "fabric"))
 
 
+#: a test's tier is its folder: tests/lab, tests/slow and tests/quality carry their marker
+TIERS = {"lab": "lab", "slow": "slow", "quality": "quality"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = TIERS.get(Path(str(item.path)).relative_to(REPO / "tests").parts[0])
+        if tier is not None:
+            item.add_marker(tier)
+
+
 def start_double(*args: str) -> tuple[subprocess.Popen[str], str]:
-    p = subprocess.Popen([sys.executable, "-m", "tests.fakeserver", *args], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tests.doubles.openai_server", *args], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
     url = p.stdout.readline().strip() if p.stdout else ""
     assert url.startswith(("http://127.0.0.1:", "https://127.0.0.1:")), url
     return p, url

@@ -1,0 +1,1 @@
+"""Test doubles: programs and trees that stand in for a server or a host."""

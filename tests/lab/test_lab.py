@@ -1,0 +1,383 @@
+"""Issue 4: the namespace lab and the real Ansible push, end to end (root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+
+def _leftovers(cluster: str) -> list[str]:
+    from sparkfab.lab import build
+
+    found = build.leftovers(cluster)
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if f"sf-{cluster}-" in cmd or f"/lab/{cluster}/" in cmd:
+                found.append(f"process {pid}: {cmd[:80]}")
+    return found
+
+
+def green_hosts(inventory: str) -> list[str]:
+    from sparkfab.resolve import load_plan
+
+    return [h.name for h in load_plan(inventory).hosts]
+
+
+def _verify(inventory: str, *extra: str) -> dict:
+    res = sparkfab("verify", inventory, "--lab", "--format", "json", *extra)
+    report = json.loads(res.out)
+    failed = [r for r in report["results"] if r["status"] == "fail"]
+    assert res.code == 0 and report["ok"], failed
+    assert report["counts"]["pass"] > 0
+    return report
+
+
+def _changed(err: str) -> int:
+    line = next(x for x in err.splitlines() if x.startswith("apply "))
+    return int(line.split("changed=")[1].split()[0])
+
+
+@pytest.mark.parametrize(
+    "inventory,cluster,hosts",
+    [
+        ("inventory/ring4.yml", "ring4", 4),
+        ("inventory/switch8-crs804-200.yml", "sw8", 8),
+    ],
+)
+def test_full_cycle(inventory, cluster, hosts):
+    """lab up -> apply -> apply (changed=0) -> serve -> linkspeed 100e -> 200 -> lab down, nothing left."""
+    with lab(inventory, cluster) as up:
+        assert f"{hosts} Sparks" in up.err
+        first = sparkfab("apply", inventory, "--lab", "-q")
+        assert first.code == 0, first.err
+        assert _changed(first.err) > 0
+        again = sparkfab("apply", inventory, "--lab", "-q")
+        assert again.code == 0 and _changed(again.err) == 0, again.err
+        host = "spark-01" if hosts == 8 else "spark-355d"
+        assert "9000" in ssh(cluster, host, "cat /sys/class/net/enP2p1s0f1np1/mtu").stdout
+        green = _verify(inventory, "--collective")
+        assert green["collective"]["glm"]["ok"] and green["collective"]["glm"]["backend"] == "gloo"
+        assert {r["host"] for r in green["results"] if r["check"] == "reach"} == set(green_hosts(inventory))
+        started = sparkfab("serve", "start", inventory, "--lab", "-q")
+        assert started.code == 0, started.err
+        pid_before = ssh(cluster, host, "cat /etc/sparkfab/launch/glm.pid").stdout.strip()
+        flip = sparkfab("linkspeed", inventory, "100e", "--lab", "-q")
+        assert flip.code == 0, flip.err
+        assert "-> =rocep1s0f" in flip.out and f"serving restarted on {hosts} host(s)" in flip.err
+        env = ssh(cluster, host, "grep ^NCCL_IB_HCA= /etc/sparkfab/nccl.env").stdout
+        assert "roceP2" not in env and "rocep1s0f" in env
+        pid_after = ssh(cluster, host, "cat /etc/sparkfab/launch/glm.pid").stdout.strip()
+        assert pid_after and pid_after != pid_before  # the engine really restarted with the new env
+        assert ssh(cluster, host, f"kill -0 {pid_after}").returncode == 0
+        assert _verify(inventory)["link_speed"] == "100e"
+        back = sparkfab("linkspeed", inventory, "200", "--lab", "-q")
+        assert back.code == 0 and "roceP2p1s0f" in ssh(cluster, host, "cat /etc/sparkfab/nccl.env").stdout
+        rank0 = json.loads(ssh(cluster, host, "cat /etc/sparkfab/launch/glm.json").stdout)
+        assert rank0["runtime"] == "process"
+    assert _leftovers(cluster) == []
+
+
+def test_check_diff_on_a_fresh_lab_changes_nothing():
+    with lab("inventory/ring4.yml", "ring4"):
+        res = sparkfab("apply", "inventory/ring4.yml", "--lab", "--check", "--diff", "-q")
+        assert res.code == 0, res.err
+        assert "+++ spark-329f:/etc/sparkfab/nccl.env (planned)" in res.out
+        assert "+network:" in res.out  # the netplan file's diff
+        probe = ssh(
+            "ring4", "spark-329f", "ls -A /etc/netplan /etc/sparkfab; ip -4 -o addr show | grep -c 192.168 || true"
+        )
+        assert probe.stdout.split() == ["/etc/netplan:", "/etc/sparkfab:", "0"], probe.stdout
+
+
+def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sparkfab.paths import lab_dir
+    from tests.conftest import REPO
+
+    with lab("inventory/pair-1cable.yml", "pair1"):
+        out = tmp_path / "tree"
+        assert sparkfab("render", str(lab_dir("pair1") / "inventory.yml"), "-o", str(out)).code == 0
+        env = {
+            **os.environ,
+            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        }
+        res = subprocess.run(
+            ["ansible-playbook", "-i", str(out / "inventory.yml"), str(REPO / "playbooks/site.yml")],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
+        assert res.returncode == 0, res.stdout[-3000:]
+        assert "failed=0" in res.stdout and "unreachable=0" in res.stdout
+        assert "192.168.100.1/24" in ssh("pair1", "spark-a", "ip -4 -o addr").stdout
+
+
+def test_unreachable_host_is_named_and_others_are_applied():
+    from sparkfab.paths import lab_dir
+
+    with lab("inventory/ring4.yml", "ring4"):
+        state = json.loads((lab_dir("ring4") / "state.json").read_text())
+        os.kill(state["pids"]["spark-c049.sshd"], signal.SIGTERM)
+        res = sparkfab("apply", "inventory/ring4.yml", "--lab", "-q")
+        assert res.code == 3
+        assert "spark-c049: unreachable" in res.err
+        assert "spark-329f" not in res.err.split("deploy failed on:")[1]
+        assert "192.168.100.1/24" in ssh("ring4", "spark-329f", "ip -4 -o addr").stdout
+
+
+def test_dry_run_creates_nothing():
+    from sparkfab.lab import build
+
+    build.down("tri3")
+    res = sparkfab("lab", "up", "inventory/triangle.yml", "--dry-run")
+    assert res.code == 0
+    assert "veth sf-tri3-spark-1:enp1s0f0np0 <-> sf-tri3-spark-2:enp1s0f1np1, MTU 9000" in res.out
+    assert build.leftovers("tri3") == []
+
+
+def test_down_after_a_crash_finds_everything_by_name():
+    from sparkfab.paths import lab_dir
+
+    with lab("inventory/pair-2cables.yml", "pair2"):
+        (lab_dir("pair2") / "state.json").unlink()  # as if `lab up` had died half-way
+    assert _leftovers("pair2") == []
+
+
+def test_verify_names_swapped_and_cut_cables():
+    inv = "inventory/switch8-crs804-200.yml"
+    with lab(inv, "sw8"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        res = sparkfab("lab", "wire", inv, "--swap", "cables[2]", "cables[3]")
+        assert res.code == 0 and "now meets sf-sw8-sw.sw1:p2s2r0" in res.out
+        swapped = sparkfab("verify", inv, "--lab", "--format", "json")
+        assert swapped.code == 4
+        bad = {
+            (r["host"], r["subject"], r["expected"], r["actual"])
+            for r in json.loads(swapped.out)["results"]
+            if r["check"] == "cabling" and r["status"] == "fail"
+        }
+        assert bad == {
+            ("spark-03", "enp1s0f1np1 (p1)", "sw1:p2s1r0", "sw1:p2s2r0"),
+            ("spark-03", "enP2p1s0f1np1 (p1)", "sw1:p2s1r1", "sw1:p2s2r1"),
+            ("spark-04", "enp1s0f1np1 (p1)", "sw1:p2s2r0", "sw1:p2s1r0"),
+            ("spark-04", "enP2p1s0f1np1 (p1)", "sw1:p2s2r1", "sw1:p2s1r1"),
+        }
+        cut = sparkfab("lab", "wire", inv, "--cut", "cables[5].r1")
+        assert cut.code == 0
+        dead = json.loads(sparkfab("verify", inv, "--lab", "--format", "json").out)["results"]
+        named = {(r["check"], r["host"], r["subject"]) for r in dead if r["status"] == "fail"}
+        assert ("carrier", "spark-06", "enP2p1s0f1np1") in named
+        assert ("cabling", "spark-06", "enP2p1s0f1np1 (p1)") in named
+        links = ssh("sw8", "spark-06", "ip -br link").stdout
+        assert "enP2p1s0f1np1" in links and "NO-CARRIER" in links
+    with lab(inv, "sw8"):  # down and up again: green
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        _verify(inv)
+
+
+def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
+    """Issue 7 in the lab: 1 ms samples of one Spark's fabric netdevs while a gloo all-reduce runs."""
+    import subprocess
+    import sys
+
+    from sparkfab.measure import sampler, traffic
+
+    inv = "inventory/ring4.yml"
+    out = tmp_path / "ring.smp"
+    with lab(inv, "ring4"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        devs = "enp1s0f0np0,enp1s0f1np1,enP2p1s0f0np0,enP2p1s0f1np1"
+        proc = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                "sf-ring4-spark-329f",
+                sys.executable,
+                "-m",
+                "sparkfab",
+                "sample",
+                "--source",
+                "netdev",
+                "--devices",
+                devs,
+                "--duration",
+                "20",
+                "-o",
+                str(out),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        res = sparkfab("verify", inv, "--lab", "--collective", "--sizes", "1M,16M,32M", "--format", "json")
+        assert res.code == 0, res.out[-2000:]
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    s = sampler.read(out)
+    sr = traffic.series(s)
+    first = sum(v * c["unit"] for v, c in zip(s.values[0], s.counters, strict=True) if c["direction"] == "tx")
+    last = sum(v * c["unit"] for v, c in zip(s.values[-1], s.counters, strict=True) if c["direction"] == "tx")
+    assert sr.total["tx"] == last - first > 100 * 2**20  # the sweep moved well over 100 MiB
+    _, per_ms = traffic.rates(sr, 0.001)
+    assert round(sum(per_ms) * 0.001 * 1e9 / 8) == last - first  # spreading kept every byte
+    peaks = {round(r["interval_s"], 3): r["peak_gbps"] for r in traffic.peaks(sr, [0.001, 0.1])}
+    whole = traffic.peaks(sr, [])[-1]["peak_gbps"]
+    assert peaks[0.001] > 5 * whole and peaks[0.001] > peaks[0.1]  # bursts only show at 1 ms
+
+
+def _mgmt_ips(cluster: str) -> list[str]:
+    from sparkfab.paths import lab_dir
+
+    return [h["mgmt_ip"] for h in json.loads((lab_dir(cluster) / "state.json").read_text())["hosts"].values()]
+
+
+def _cable_set(cables) -> set[frozenset[str]]:
+    return {frozenset(c["ends"] if isinstance(c, dict) else c) for c in cables}
+
+
+@pytest.mark.parametrize(
+    "inventory,cluster",
+    [
+        ("inventory/ring4.yml", "ring4"),
+        ("inventory/triangle.yml", "tri3"),
+        ("inventory/switch8-crs804-200.yml", "sw8"),
+    ],
+)
+def test_discover_from_management_addresses(tmp_path, inventory, cluster):
+    """Issue 9: the discovered cables equal the originals and give the same ranks."""
+    import yaml
+
+    from sparkfab.paths import lab_dir
+    from sparkfab.resolve import load_plan
+
+    with lab(inventory, cluster):
+        out = tmp_path / "found.yml"
+        res = sparkfab(
+            "discover",
+            *_mgmt_ips(cluster),
+            "--ssh-config",
+            str(lab_dir(cluster) / "ssh_config"),
+            "--cluster",
+            cluster,
+            "-o",
+            str(out),
+        )
+        assert res.code == 0, res.err
+    found = yaml.safe_load(out.read_text())["all"]["vars"]["sparkfab"]
+    original = yaml.safe_load((REPO / inventory).read_text())["all"]["vars"]["sparkfab"]
+    assert _cable_set(found["cables"]) == _cable_set(original["cables"])
+    assert sparkfab("validate", str(out)).code == 0
+    assert load_plan(str(out)).instances[0].hosts == load_plan(inventory).instances[0].hosts
+
+
+def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
+    import yaml
+
+    from sparkfab.paths import lab_dir
+
+    inv = "inventory/ring4.yml"
+    with lab(inv, "ring4"):
+        state = json.loads((lab_dir("ring4") / "state.json").read_text())
+        assert sparkfab("lab", "wire", inv, "--swap", "cables[1]", "cables[3]").code == 0
+        merged = tmp_path / "merged.yml"
+        res = sparkfab("discover", "--inventory", inv, "--lab", "-o", str(merged))
+        assert res.code == 0, res.err
+        text = merged.read_text()
+        assert text.startswith("# yaml-language-server") and "control traffic routed over the fabric" in text
+        cables = yaml.safe_load(text)["all"]["vars"]["sparkfab"]["cables"]
+        assert _cable_set(cables) == {
+            frozenset({"spark-329f:p1", "spark-355d:p1"}),
+            frozenset({"spark-355d:p0", "spark-3d38:p1"}),
+            frozenset({"spark-3d38:p0", "spark-c049:p1"}),
+            frozenset({"spark-c049:p0", "spark-329f:p0"}),
+        }
+        assert {
+            "ends": ["spark-329f:p1", "spark-355d:p1"],
+            "subnets": ["192.168.100.0/24", "192.168.102.0/24"],
+        } in cables
+    with lab(inv, "ring4"):
+        state = json.loads((lab_dir("ring4") / "state.json").read_text())
+        os.kill(state["pids"]["spark-c049.sshd"], signal.SIGTERM)
+        res = sparkfab(
+            "discover", *_mgmt_ips("ring4"), "--ssh-config", str(lab_dir("ring4") / "ssh_config"), "--format", "json"
+        )
+        data = json.loads(res.out)
+        assert res.code == 4
+        assert any(
+            o.startswith(f"{state['hosts']['spark-c049']['mgmt_ip']} (") and "does not answer" in o for o in data["odd"]
+        )
+        # its cables are still found, from the other ends
+        original = yaml.safe_load((REPO / inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
+        assert _cable_set(data["cables"]) == _cable_set(original)
+        assert sum("seen from one end only (spark-c049 did not answer" in o for o in data["odd"]) == 2
+
+
+def test_netplan_is_not_reapplied_under_a_running_engine(tmp_path):
+    """Re-applying netplan changes the RoCE GID tables and kills a live engine: refuse."""
+    inv = tmp_path / "pair.yml"
+    inv.write_text((REPO / "inventory/pair-1cable.yml").read_text())
+    with lab(str(inv), "pair1"):
+        assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
+        assert sparkfab("serve", "start", str(inv), "--lab", "-q").code == 0
+        inv.write_text(inv.read_text().replace("mtu: 9000", "mtu: 8000"))
+        res = sparkfab("apply", str(inv), "--lab", "-q")
+        assert res.code == 3
+        assert "Refuse to re-apply netplan under a running engine" in res.err
+        assert "9000" in ssh("pair1", "spark-a", "cat /sys/class/net/enp1s0f1np1/mtu").stdout
+        assert sparkfab("serve", "stop", str(inv), "--lab", "-q").code == 0
+        assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
+        assert "8000" in ssh("pair1", "spark-a", "cat /sys/class/net/enp1s0f1np1/mtu").stdout
+
+
+def test_rate_shapes_a_cable():
+    inv = "inventory/pair-2cables.yml"
+    with lab(inv, "pair2"):
+        res = sparkfab("lab", "wire", inv, "--rate", "cables[1]", "1gbit")
+        assert res.code == 0 and res.out.count("shaped") == 2
+        qdisc = ssh("pair2", "spark-a", "tc qdisc show dev enp1s0f1np1").stdout
+        assert "tbf" in qdisc and "rate 1Gbit" in qdisc
+
+
+def test_secrets_reach_the_engine_from_a_root_only_file(tmp_path, monkeypatch):
+    """A secret named on the instance travels from apply's environment into a 0600 root file on
+    each Spark and from there into the engine's environment, and into no rendered file."""
+    secret = "s3cr3t-$(touch /tmp/sparkfab-canary) 'q'"
+    monkeypatch.setenv("SPARKFAB_LAB_SECRET", secret)
+    data = yaml.safe_load((REPO / "inventory/pair-1cable.yml").read_text())
+    for inst in data["all"]["vars"]["sparkfab"]["instances"].values():
+        inst["secrets"] = ["SPARKFAB_LAB_SECRET"]
+    inv = tmp_path / "pair.yml"
+    inv.write_text(yaml.safe_dump(data))
+    with lab(str(inv), "pair1"):
+        assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
+        stat = ssh("pair1", "spark-a", "stat -c '%a %U %G' /etc/sparkfab/secrets.env").stdout.split()
+        assert stat == ["600", "root", "root"]
+        assert sparkfab("serve", "start", str(inv), "--lab", "-q").code == 0
+        inst = next(iter(data["all"]["vars"]["sparkfab"]["instances"]))
+        environ = ssh("pair1", "spark-b", f"tr '\\0' '\\n' < /proc/$(cat /etc/sparkfab/launch/{inst}.pid)/environ")
+        assert f"SPARKFAB_LAB_SECRET={secret}" in environ.stdout.splitlines()
+        assert ssh("pair1", "spark-b", "test -e /tmp/sparkfab-canary").returncode != 0
+        readable = ssh("pair1", "spark-b", f"grep -rlF {shlex.quote('s3cr3t')} /etc/sparkfab /etc/netplan || true")
+        assert readable.stdout.split() == ["/etc/sparkfab/secrets.env"]
+        assert sparkfab("serve", "stop", str(inv), "--lab", "-q").code == 0

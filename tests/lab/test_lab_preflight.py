@@ -1,0 +1,79 @@
+"""Issue 17 in the lab: `sparkfab preflight` is green on a healthy lab and names what is
+broken on purpose: a missing netdev, a foreign netplan file, another image (root)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sparkfab.paths import lab_dir
+from tests.conftest import REPO
+from tests.helpers.inventories import CX7
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+CLUSTER = "preflight"
+
+
+def _inventory(tmp_path: Path) -> str:
+    text = (REPO / "inventory/pair-1cable.yml").read_text().replace("cluster: pair1", f"cluster: {CLUSTER}")
+    (tmp_path / "inv.yml").write_text(text)
+    return str(tmp_path / "inv.yml")
+
+
+def _results(inv: str) -> tuple[int, list[dict[str, str]]]:
+    res = sparkfab("preflight", inv, "--lab", "--format", "json")
+    return res.code, json.loads(res.out)["results"]
+
+
+def test_preflight_is_green_on_a_healthy_lab_and_names_what_is_broken(tmp_path):
+    inv = _inventory(tmp_path)
+    with lab(inv, CLUSTER, engine="vllm"):
+        code, results = _results(inv)
+        assert code == 0, [r for r in results if r["status"] == "fail"]
+        seen = {(r["check"], r["host"]): r for r in results}
+        # both logins become root, one of them through sudo
+        assert seen["sudo", "spark-b"]["detail"] == f"sf-{CLUSTER} through sudo -n"
+        assert seen["sudo", "spark-a"]["detail"] == "login is root"
+        # hardware the lab does not have says so
+        for check in ("rdma", "clock", "docker", "nccl-version"):
+            assert any(r["check"] == check and r["detail"].startswith("not in lab") for r in results), check
+        assert {r["check"] for r in results if r["status"] == "pass"} >= {
+            "ssh",
+            "sudo",
+            "netdev",
+            "netplan",
+            "image",
+            "model",
+            "port",
+        }
+
+        # break the hosts: a netdev with another name, a netplan file of NVIDIA's guide, another build
+        assert (
+            ssh(
+                CLUSTER, "spark-a", "ip link set enp1s0f1np1 down && ip link set enp1s0f1np1 name cx7-renamed"
+            ).returncode
+            == 0
+        )
+        assert ssh(CLUSTER, "spark-b", f"cat > /etc/netplan/40-cx7.yaml <<'EOF'\n{CX7}EOF").returncode == 0
+        other = lab_dir(CLUSTER) / "other-vllm"
+        other.write_text("#!/bin/sh\necho another build\n")
+        other.chmod(0o755)
+        wrapper = lab_dir(CLUSTER) / "image" / "bin" / "vllm"
+        assert ssh(CLUSTER, "spark-b", f"mount --bind {other} {wrapper}").returncode == 0  # its own mount namespace
+
+        code, results = _results(inv)
+        assert code == 4
+        failed = {(r["check"], r["host"], r["subject"]): r for r in results if r["status"] == "fail"}
+        assert set(failed) == {
+            ("netdev", "spark-a", "enp1s0f1np1"),
+            ("netplan", "spark-b", "/etc/netplan/40-cx7.yaml"),
+            ("image", "spark-b", "llama"),
+        }
+        assert "--take-over-netplan" in failed["netplan", "spark-b", "/etc/netplan/40-cx7.yaml"]["detail"]
+        assert "differs from rank 0's" in failed["image", "spark-b", "llama"]["detail"]
+        table = sparkfab("preflight", inv, "--lab")
+        assert table.code == 4 and "FAIL: " in table.out and "3 failed" in table.out

@@ -1,0 +1,154 @@
+"""Issue 15: the real engine in the lab. vLLM's CPU build serves the lab's model at TP2 across two
+lab Sparks (rank 1 headless), its all-reduces over Gloo on the pair's shaped fabric veth; bench
+measures it from rank 0's Spark with the fabric counters, the link flips to 100e with an ordered
+restart, report compares both runs with the estimate, and `serve stop` leaves nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+
+VLLM_PY = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.slow,
+    requires_lab,
+    pytest.mark.skipif(not VLLM_PY.exists(), reason="no vLLM environment (scripts/setup.sh makes .venv-vllm)"),
+]
+INV = "inventory/pair-1cable.yml"
+CLUSTER = "pair1"
+
+
+def _bench(out: Path, label: str, plan: str, status: dict) -> dict:
+    """bench on rank 0's Spark (`lab exec`: a real process in its namespace), sampling its fabric netdevs."""
+    s = status["serving"]["llama"]
+    cmd = [sys.executable, "-m", "sparkfab", "lab", "exec", INV, s["head"], "--", sys.executable, "-m", "sparkfab"]
+    cmd += ["bench", "--url", s["url"], "--model", s["model"], "--plan", plan, "--rounds", "1", "--warmup", "1"]
+    cmd += ["--idle-seconds", "1", "--inventory", INV, "--lab", "--counters-host", s["head"], "--source", "netdev"]
+    cmd += ["--label", label, "-o", str(out)]
+    res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads((out / "summary.json").read_text())
+
+
+def _engines(cluster: str, hosts: list[str] | None = None) -> list[str]:
+    """vLLM processes still alive in the lab Sparks' network namespaces."""
+    found = []
+    for host in hosts or ["spark-a", "spark-b"]:
+        pids = subprocess.run(["ip", "netns", "pids", f"sf-{cluster}-{host}"], capture_output=True, text=True)
+        for pid in pids.stdout.split():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "vllm" in cmd.lower():
+                found.append(f"{host}: {cmd[:100]}")
+    return found
+
+
+def test_real_vllm_tp2_over_the_lab_fabric(tmp_path):
+    from sparkfab.measure.estimate import Setup, bytes_per_token
+    from sparkfab.measure.model import from_config
+
+    with lab(INV, CLUSTER, engine="vllm") as up:
+        assert "serving engine: vllm" in up.err and "400 Mbit/s (200 Gb/s at 1:500)" in up.err
+        assert sparkfab("apply", INV, "--lab", "-q").code == 0
+        started = sparkfab("serve", "start", INV, "--lab", "-q")
+        assert started.code == 0, started.err
+        status = json.loads(sparkfab("lab", "status", INV, "--format", "json").out)
+        head = status["serving"]["llama"]
+        assert head["engine"] == "vllm" and head["tp"] == 2
+
+        # the same launch path as on a Spark: rank 1 headless, the master on the pair's fabric address
+        rank1 = json.loads(ssh(CLUSTER, "spark-b", "cat /etc/sparkfab/launch/llama.json").stdout)
+        assert rank1["argv"][:2] == ["vllm", "serve"] and "--headless" in rank1["argv"]
+        assert rank1["argv"][rank1["argv"].index("--master-addr") + 1] == "192.168.100.1"
+        log = ssh(CLUSTER, "spark-b", "cat /etc/sparkfab/launch/llama.log").stdout
+        assert "world_size=2" in log and "backend=gloo" in log
+        assert len(_engines(CLUSTER)) >= 4  # the check below can see them
+        checked = sparkfab("verify", INV, "--lab", "--format", "json")  # engine flags agree across ranks
+        assert checked.code == 0, [r for r in json.loads(checked.out)["results"] if r["status"] == "fail"]
+
+        run200 = _bench(tmp_path / "run-200", "200", "L1,L2,L4", status)
+        rows = [json.loads(x) for x in (tmp_path / "run-200/requests.jsonl").read_text().splitlines()]
+        requests = [r for r in rows if r.get("kind") != "traffic"]
+        assert requests and all(r["prompt_tokens"] == r["prompt_tokens_planned"] for r in requests)  # vLLM's count
+        config = from_config(str(Path(status["inventory"]).parent / "model/config.json"))
+        estimate = bytes_per_token(Setup(config, 2))
+        for name in ("L1", "L2"):
+            measured = run200["tests"][name]["prefill_bytes_per_token"]["mean"]
+            assert abs(measured / estimate - 1) < 0.02, (name, measured, estimate)
+
+        battery = subprocess.run(
+            [sys.executable, "-m", "sparkfab", "battery", "--url", head["url"], "--model", head["model"]]
+            + ["--checks", "count,prefix", "--context-chars", "3000", "--format", "json", "--timeout", "120"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert battery.returncode in (0, 4), battery.stderr  # random weights: the checks run, the answers are noise
+        assert {c["name"] for c in json.loads(battery.stdout)} == {"count", "prefix"}
+
+        pid = ssh(CLUSTER, "spark-a", "cat /etc/sparkfab/launch/llama.pid").stdout.strip()
+        flip = sparkfab("linkspeed", INV, "100e", "--lab", "-q")
+        assert flip.code == 0, flip.err
+        assert "200 Mbit/s (emulated 100 Gb/s at 1:500)" in flip.err and "serving restarted on 2 host(s)" in flip.err
+        assert "rate 200Mbit" in ssh(CLUSTER, "spark-b", "tc qdisc show dev enp1s0f1np1").stdout
+        assert ssh(CLUSTER, "spark-a", "cat /etc/sparkfab/launch/llama.pid").stdout.strip() != pid
+
+        _bench(tmp_path / "run-100e", "100e", "L2", status)
+        meta = json.loads((tmp_path / "run-100e/run.json").read_text())
+        assert meta["inventory"]["link_gbps"] == 0.2 and meta["inventory"]["tp"] == 2
+        rep = sparkfab(
+            "report", str(tmp_path / "run-200"), str(tmp_path / "run-100e"), "--estimate", "-o", str(tmp_path / "rep")
+        )
+        assert rep.code == 0, rep.err
+        assert "at TP2; 200 = 0.4 Gb/s -> 100e = 0.2 Gb/s" in rep.err
+        tables = json.loads((tmp_path / "rep/tables.json").read_text())
+        l2 = next(r for r in tables["ttft"] if r["test"] == "L2")
+        assert l2["bound_s"] == pytest.approx(8192 * estimate * 8 * (1 / 0.2e9 - 1 / 0.4e9))
+        assert l2["increase_s"] > 0
+
+        stop = sparkfab("serve", "stop", INV, "--lab", "-q")
+        assert stop.code == 0, stop.err
+        assert _engines(CLUSTER) == []
+
+
+def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
+    """The four-Spark ring of the write-up at TP4: Gloo over the control addresses routed around
+    the ring (the rendered firewall admits the master port), one prefill measured on rank 0."""
+    from sparkfab.measure.estimate import Setup, bytes_per_token
+    from sparkfab.measure.model import from_config
+
+    inv, cluster = "inventory/ring4.yml", "ring4"
+    with lab(inv, cluster, engine="vllm"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        started = sparkfab("serve", "start", inv, "--lab", "-q")
+        assert started.code == 0, started.err
+        status = json.loads(sparkfab("lab", "status", inv, "--format", "json").out)
+        s = status["serving"]["glm"]
+        assert s["tp"] == 4
+        cmd = [sys.executable, "-m", "sparkfab", "lab", "exec", inv, s["head"], "--", sys.executable, "-m", "sparkfab"]
+        cmd += ["bench", "--url", s["url"], "--model", s["model"], "--plan", "L1", "--rounds", "1", "--warmup", "0"]
+        cmd += ["--idle-seconds", "1", "--inventory", inv, "--lab", "--counters-host", s["head"], "--source", "netdev"]
+        cmd += ["-o", str(tmp_path / "run")]
+        res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        summary = json.loads((tmp_path / "run/summary.json").read_text())
+        config = from_config(str(tmp_path / "run/model-config.json"))  # bench kept the checkpoint's config
+        measured = summary["tests"]["L1"]["prefill_bytes_per_token"]["mean"]
+        assert abs(measured / bytes_per_token(Setup(config, 4)) - 1) < 0.02, measured
+        assert sparkfab("serve", "stop", inv, "--lab", "-q").code == 0
+        assert (
+            _engines(cluster, [h["name"] for h in json.loads(sparkfab("plan", inv, "--format", "json").out)["hosts"]])
+            == []
+        )

@@ -1,0 +1,100 @@
+"""Issue 17, packaging: a wheel installed outside any checkout handles every example and runs a
+lab cycle, because the launch recipes, roles, playbooks and ansible.cfg travel inside it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, REPO
+from tests.helpers.lab import lab_ready
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The wheel built from this checkout, installed into a new virtual environment."""
+    base = tmp_path_factory.mktemp("pkg")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    [wheel] = (base / "dist").glob("sparkfab-*.whl")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    pip = subprocess.run(
+        [str(venv / "bin/python"), "-m", "pip", "install", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    empty = base / "empty"
+    empty.mkdir()
+    return {"wheel": wheel, "bin": venv / "bin", "cwd": empty}
+
+
+def _run(installed: dict[str, Path], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARKFAB_HOME", "PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{installed['bin']}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    return subprocess.run(
+        [str(installed["bin"] / "sparkfab"), *args],
+        cwd=installed["cwd"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_the_wheel_carries_recipes_roles_playbooks_and_config(installed):
+    names = zipfile.ZipFile(installed["wheel"]).namelist()
+    for want in (
+        "sparkfab/_shipped/ansible.cfg",
+        "sparkfab/_shipped/launchers/lab-vllm.yml",
+        "sparkfab/_shipped/launchers/vllm-serve-flags.txt",
+        "sparkfab/_shipped/playbooks/site.yml",
+        "sparkfab/_shipped/roles/sparkfab_files/tasks/main.yml",
+        "sparkfab/collective.py",
+        "sparkfab/lab/model.py",
+    ):
+        assert want in names, want
+    assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]
+
+
+def test_an_installed_sparkfab_handles_every_example_from_an_empty_directory(installed):
+    assert _run(installed, "--version").stdout.startswith("sparkfab ")
+    for path in EXAMPLES:
+        for verb in (("validate", str(path)), ("plan", str(path), "--format", "json")):
+            res = _run(installed, *verb)
+            assert res.returncode == 0, (path.name, verb[0], res.stderr[-800:])
+        out = installed["cwd"] / f"render-{path.stem}"
+        res = _run(installed, "render", str(path), "-o", str(out))
+        assert res.returncode == 0, (path.name, res.stderr[-800:])
+        assert any(out.glob("*/etc/sparkfab/launch/*.sh")), path.name
+    assert sorted(p.name for p in installed["cwd"].iterdir()) == sorted(f"render-{p.stem}" for p in EXAMPLES)
+
+
+@pytest.mark.lab
+@pytest.mark.skipif(lab_ready() is not None, reason=lab_ready() or "")
+def test_an_installed_sparkfab_runs_a_lab_cycle(installed):
+    inv = str(REPO / "inventory/pair-2cables.yml")
+    _run(installed, "lab", "down", inv)
+    try:
+        up = _run(installed, "lab", "up", inv, "--engine", "collective")
+        assert up.returncode == 0, up.stderr[-1500:]
+        for verb in (("apply", inv, "--lab", "-q"), ("apply", inv, "--lab", "--check", "-q"), ("verify", inv, "--lab")):
+            res = _run(installed, *verb, timeout=600)
+            assert res.returncode == 0, (verb, res.stdout[-1500:], res.stderr[-1500:])
+    finally:
+        down = _run(installed, "lab", "down", inv)
+    assert down.returncode == 0, down.stderr[-800:]

@@ -1,0 +1,78 @@
+"""The files role's module, run directly the way Ansible runs it (JSON arguments in, JSON out)."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+MODULE = REPO / "roles/sparkfab_files/library/sparkfab_install.py"
+
+
+def _run(tmp_path, bundle, **args):
+    (tmp_path / "bundle.json").write_text(json.dumps(bundle))
+    args = {"bundle": str(tmp_path / "bundle.json"), **args}
+    (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    res = subprocess.run([sys.executable, str(MODULE), str(tmp_path / "args.json")], capture_output=True, text=True)
+    return json.loads(res.stdout)
+
+
+def _bundle(tmp_path, **files):
+    return {"files": {str(tmp_path / "etc" / k): v for k, v in files.items()}}
+
+
+def test_check_diff_then_install_then_nothing_to_do(tmp_path):
+    b = _bundle(
+        tmp_path,
+        **{
+            "nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"},
+            "run.sh": {"content": "echo\n", "mode": "0755", "kind": "launch"},
+        },
+    )
+    check = _run(tmp_path, b, _ansible_check_mode=True, _ansible_diff=True)
+    assert check["changed"] and check["kinds"] == ["nccl", "launch"]
+    assert [d["after"] for d in check["diff"]] == ["A=1\n", "echo\n"]
+    assert not (tmp_path / "etc").exists()
+    first = _run(tmp_path, b)
+    assert first["changed"] and "diff" not in first
+    st = os.stat(tmp_path / "etc/run.sh")
+    assert oct(st.st_mode & 0o7777) == "0o755" and (st.st_uid, st.st_gid) == (0, 0)
+    assert (tmp_path / "etc/nccl.env").read_text() == "A=1\n"
+    assert sorted(p.name for p in (tmp_path / "etc").iterdir()) == ["nccl.env", "run.sh"]  # no temporaries left
+    again = _run(tmp_path, b)
+    assert again["changed"] is False and again["files"] == []
+
+
+def test_a_mode_change_alone_is_a_change_with_its_own_diff(tmp_path):
+    b = _bundle(tmp_path, **{"run.sh": {"content": "echo\n", "mode": "0755", "kind": "launch"}})
+    _run(tmp_path, b)
+    os.chmod(tmp_path / "etc/run.sh", 0o644)
+    res = _run(tmp_path, b, _ansible_diff=True)
+    assert res["changed"] and res["diff"][0]["before"] == "mode 0644\n" and res["diff"][0]["after"] == "mode 0755\n"
+    assert os.stat(tmp_path / "etc/run.sh").st_mode & 0o777 == 0o755
+
+
+def test_kinds_limit_what_is_installed(tmp_path):
+    b = _bundle(
+        tmp_path,
+        **{
+            "nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"},
+            "fw.nft": {"content": "table\n", "mode": "0644", "kind": "control"},
+        },
+    )
+    res = _run(tmp_path, b, kinds=["control"])
+    assert res["files"] == [str(tmp_path / "etc/fw.nft")] and not (tmp_path / "etc/nccl.env").exists()
+
+
+def test_an_unreadable_bundle_fails_with_its_path(tmp_path):
+    (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"bundle": str(tmp_path / "missing.json")}}))
+    res = subprocess.run([sys.executable, str(MODULE), str(tmp_path / "args.json")], capture_output=True, text=True)
+    out = json.loads(res.stdout)
+    assert out["failed"] and out["msg"].startswith(f"cannot read bundle {tmp_path}/missing.json: ")
+
+
+def test_a_file_that_cannot_be_written_fails_with_its_path(tmp_path):
+    (tmp_path / "etc").write_text("a file where a directory should be")
+    res = _run(tmp_path, _bundle(tmp_path, **{"x.conf": {"content": "1\n", "mode": "0644", "kind": "nccl"}}))
+    assert res["failed"] and res["msg"].startswith(f"cannot write {tmp_path}/etc/x.conf: ")

@@ -1,0 +1,90 @@
+"""Issue 13: other netplan files that configure a fabric netdev (the netplan role's module, run as Ansible runs it)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+from tests.helpers.inventories import CX7
+
+MODULE = REPO / "roles/sparkfab_netplan/library/sparkfab_netplan_foreign.py"
+FABRIC = ["enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"]
+
+MGMT = "network:\n  version: 2\n  ethernets:\n    enP7s7:\n      dhcp4: true\n"
+
+
+def _run(root: Path, **args):
+    args = {"netdevs": FABRIC, "root": str(root), **args}
+    f = root / "args.json"
+    f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    res = subprocess.run([sys.executable, str(MODULE), str(f)], capture_output=True, text=True)
+    return json.loads(res.stdout)
+
+
+def _tree(tmp_path: Path, **files: str) -> Path:
+    for rel, text in files.items():
+        p = tmp_path / rel.replace("__", "/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tmp_path
+
+
+def test_nvidia_file_is_refused_with_file_and_netdevs_named(tmp_path):
+    root = _tree(
+        tmp_path,
+        **{"etc/netplan/40-cx7.yaml": CX7, "etc/netplan/50-cloud-init.yaml": MGMT, "etc/netplan/60-sparkfab.yaml": CX7},
+    )
+    res = _run(root)
+    assert res["failed"]
+    assert f"foreign netplan file: {root}/etc/netplan/40-cx7.yaml configures enP2p1s0f1np1, enp1s0f1np1." in res["msg"]
+    assert "--take-over-netplan" in res["msg"] and "50-cloud-init" not in res["msg"]
+    assert (root / "etc/netplan/40-cx7.yaml").exists()
+
+
+def test_clean_host_changes_nothing(tmp_path):
+    res = _run(_tree(tmp_path, **{"etc/netplan/50-cloud-init.yaml": MGMT}))
+    assert res["changed"] is False and res["foreign"] == []
+
+
+def test_match_globs_set_name_bonds_and_vlans_count(tmp_path):
+    root = _tree(
+        tmp_path,
+        **{
+            "etc/netplan/10-glob.yaml": "network:\n  ethernets:\n    cx:\n      match: {name: 'enp1s0f*'}\n",
+            "etc/netplan/20-bond.yaml": "network:\n  bonds:\n    bond0:\n      interfaces: [enP2p1s0f0np0]\n",
+            "etc/netplan/30-vlan.yaml": "network:\n  vlans:\n    v5: {id: 5, link: enP2p1s0f1np1}\n",
+            "etc/netplan/40-bad.yaml": "network: [unclosed\n",
+        },
+    )
+    res = _run(root)
+    assert res["failed"]
+    found = {Path(f["path"]).name: f["netdevs"] for f in res["foreign"]}
+    assert found == {
+        "10-glob.yaml": ["enp1s0f0np0", "enp1s0f1np1"],
+        "20-bond.yaml": ["enP2p1s0f0np0"],
+        "30-vlan.yaml": ["enP2p1s0f1np1"],
+    }
+
+
+def test_take_over_checks_then_moves_and_keeps_older_backups(tmp_path):
+    root = _tree(tmp_path, **{"etc/netplan/40-cx7.yaml": CX7, "etc/sparkfab/backup/netplan/40-cx7.yaml": "old\n"})
+    check = _run(root, take_over=True, _ansible_check_mode=True, _ansible_diff=True)
+    assert check["changed"] and check["diff"][0]["before"] == CX7 and check["diff"][0]["after"] == ""
+    assert (root / "etc/netplan/40-cx7.yaml").exists()
+    done = _run(root, take_over=True)
+    assert done["changed"] and not (root / "etc/netplan/40-cx7.yaml").exists()
+    assert done["moved"] == [
+        {"from": f"{root}/etc/netplan/40-cx7.yaml", "to": f"{root}/etc/sparkfab/backup/netplan/40-cx7.yaml.1"}
+    ]
+    assert (root / "etc/sparkfab/backup/netplan/40-cx7.yaml.1").read_text() == CX7
+    assert (root / "etc/sparkfab/backup/netplan/40-cx7.yaml").read_text() == "old\n"
+    assert _run(root, take_over=True)["changed"] is False
+
+
+def test_files_outside_etc_are_refused_even_with_take_over(tmp_path):
+    root = _tree(tmp_path, **{"run/netplan/90-cloud.yaml": CX7, "lib/netplan/90-cloud.yaml": MGMT})
+    res = _run(root, take_over=True)
+    assert res["failed"] and "run/netplan/90-cloud.yaml is not under /etc/netplan and cannot be moved" in res["msg"]
+    # /run shadows /lib for one file name, as netplan reads them
+    assert [Path(f["path"]).parts[-3:] for f in res["foreign"]] == [("run", "netplan", "90-cloud.yaml")]

@@ -1,0 +1,53 @@
+"""Issue 13: lab-ness comes from the lab, never from the inventory; the ring graph is the ring's default."""
+
+from __future__ import annotations
+
+import shutil
+
+import yaml
+
+from sparkfab.render.tree import render
+from sparkfab.resolve import load_plan
+from sparkfab.target import Target, lab_of
+from tests.conftest import REPO
+from tests.helpers.inventories import plan_of
+
+
+def test_only_the_inventory_of_a_lab_that_is_up_is_a_lab(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARKFAB_LAB_DIR", str(tmp_path / "labs"))
+    lab = tmp_path / "labs" / "pair1"
+    lab.mkdir(parents=True)
+    inv = lab / "inventory.yml"
+    shutil.copy(REPO / "inventory/pair-1cable.yml", inv)
+    monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path / "state"))
+    assert lab_of(inv, "pair1") is None  # no state.json: lab up never finished
+    (lab / "state.json").write_text("{}")
+    assert lab_of(inv, "pair1") == lab
+    target = Target.load(str(inv))
+    assert (target.lab, target.state, target.inventory) == (lab, lab / "state", inv)
+    copy = tmp_path / "copy.yml"
+    shutil.copy(inv, copy)
+    assert lab_of(copy, "pair1") is None
+    real = Target.load(str(copy))
+    assert (real.lab, real.state) == (None, tmp_path / "state/pair1")
+    # what the roles read: networkd restarted in a lab, `netplan apply` on real hosts
+    assert "sparkfab_lab: true" in render(target.plan, lab=True).inventory.content
+    assert "sparkfab_lab: false" in render(real.plan).inventory.content
+
+
+def test_user_inventory_cannot_turn_lab_behaviour_on(cli, tmp_path):
+    raw = yaml.safe_load((REPO / "inventory/ring4.yml").read_text())
+    raw["all"]["vars"]["sparkfab_lab"] = True
+    f = tmp_path / "ring4.yml"
+    f.write_text(yaml.safe_dump(raw))
+    res = cli("apply", str(f), "--check")
+    assert res.code == 2 and "all.vars.sparkfab_lab: reserved" in res.err
+
+
+def test_ring_graph_is_on_by_default_on_rings_only():
+    assert load_plan(str(REPO / "inventory/ring4.yml")).nccl_graph is True
+    for name in ("triangle", "pair-1cable", "switch8-crs804-200"):
+        assert load_plan(str(REPO / f"inventory/{name}.yml")).nccl_graph is False, name
+    raw = yaml.safe_load((REPO / "inventory/ring4.yml").read_text())
+    raw["all"]["vars"]["sparkfab"]["nccl_graph"] = False
+    assert plan_of(raw).nccl_graph is False

@@ -1,0 +1,245 @@
+"""Issue 8: the benchmark driver, the quality battery and the report, against the streaming
+protocol double (run in its own process, as a real server would be)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, start_double
+from tests.helpers.bench import bench, measured_rows, plan
+
+
+def _timing_misses(double, cli, tmp: Path, chunk: int) -> list[str]:
+    """Run the plan once against a fresh double; return every bound it misses (empty: all met)."""
+    prefill, interval, n = 25e-6, 0.003, 120
+    url = double(
+        "--prefill-s-per-token", str(prefill), "--token-interval-s", str(interval), "--tokens-per-chunk", str(chunk)
+    )
+    p = plan(
+        tmp,
+        [
+            {"name": "one", "requests": 1, "prompt_tokens": 800, "output_tokens": n},
+            {"name": "four", "requests": 4, "prompt_tokens": 400, "output_tokens": n},
+        ],
+    )
+    res = bench(cli, url, p, "--rounds", "3", "-o", str(tmp / "run"))
+    assert res.code == 0, res.err
+    rows = measured_rows(tmp / "run")
+    chunks = -(-n // chunk)
+    want_decode = (n - 1) / ((chunks - 1) * chunk * interval)
+    misses = []
+    for test, tokens in (("one", 800), ("four", 400)):
+        mine = [r for r in rows if r["test"] == test]
+        # the client stamps each first token within 1 ms of the moment the server sent it
+        lag = statistics.median((r["first_ns"] - r["server_first_ns"]) / 1e9 for r in mine)
+        if not 0 <= lag < 0.001:
+            misses.append(f"{test}: first-token lag {lag * 1e3:.2f} ms")
+        # and the TTFT it reports is what the server was told (the double times prefill from the
+        # kernel's receive stamp, so four requests arriving together are timed as they arrived)
+        ttft = statistics.median(r["ttft_s"] for r in mine)
+        if abs(ttft - tokens * prefill) >= 0.001:
+            misses.append(f"{test}: TTFT {ttft * 1e3:.2f} ms, told {tokens * prefill * 1e3:.2f} ms")
+        for r in mine:
+            if abs(r["decode_tps"] / want_decode - 1) >= 0.01:
+                misses.append(f"{test}: decode {r['decode_tps']:.1f} tok/s, told {want_decode:.1f}")
+            assert r["completion_tokens"] == n and r["prompt_tokens"] == tokens
+            assert sum(t for _, t in r["chunks"]) == n and len(r["chunks"]) == chunks
+    summary = json.loads((tmp / "run/summary.json").read_text())
+    four = summary["tests"]["four"]
+    assert four["last_first_token_s"]["n"] == 3 and len(four["first_token_order"]) == 3
+    assert sorted(four["first_token_order"][0]) == [0, 1, 2, 3]
+    return misses
+
+
+@pytest.mark.timing  # wall-clock bounds: a loaded machine misses them without a bug
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_timing_is_measured_as_programmed(double, cli, tmp_path, chunk):
+    """TTFT within 1 ms, decode speed within 1 % of what the server was told, at 1 and 4 requests.
+    Timing on a shared two-core machine: a first measurement that misses is repeated once, and the
+    second must meet every bound."""
+    misses = _timing_misses(double, cli, tmp_path / "a", chunk)
+    if misses:
+        misses = _timing_misses(double, cli, tmp_path / "b", chunk)
+    assert not misses, misses
+
+
+def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
+    url = double("--drop-tokens", "3", "--token-interval-s", "0.001")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 100, "output_tokens": 50}])
+    res = bench(
+        cli,
+        url,
+        p,
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "-o",
+        str(tmp_path / "run"),
+    )
+    assert res.code == 5 and "1 error(s)" in res.out
+    assert measured_rows(tmp_path / "run")[0]["error"] == "rejected: output 47 tokens, planned 50"
+
+
+def test_server_down_at_the_start_is_named(cli, tmp_path):
+    p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 10, "output_tokens": 5}])
+    res = bench(cli, "http://127.0.0.1:9", p, "--rounds", "2", "--warmup", "0", "-o", str(tmp_path / "run"), model="m")
+    assert res.code == 5 and "cannot reach http://127.0.0.1:9: ConnectError" in res.err, res.err
+    assert "Traceback" not in res.err
+
+
+def test_server_lost_mid_run_is_recorded_and_the_run_goes_on(tmp_path):
+    proc, url = start_double("--token-interval-s", "0.002")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 50, "output_tokens": 30}])
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "sparkfab", "bench", "--url", url, "--model", "fake-model", "--plan", p]
+    driver = subprocess.Popen([*cmd, "--rounds", "8", "--warmup", "0", "-q", "-o", str(run)], cwd=REPO)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+        (run / "requests.jsonl").exists() and len((run / "requests.jsonl").read_text().splitlines()) >= 2
+    ):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert driver.wait(timeout=60) == 5
+    rows = measured_rows(run)
+    assert [r["round"] for r in rows] == list(range(8))  # every round has its record
+    ok = [r for r in rows if r["error"] is None]
+    lost = [r for r in rows if r["error"] is not None]
+    assert len(ok) >= 2 and len(lost) >= 5, [r["error"] for r in rows]
+    assert all(r["completion_tokens"] == 30 for r in ok)
+    assert all(any(w in r["error"] for w in ("Connection", "Errno", "IncompleteRead")) for r in lost), lost
+
+
+def test_killing_the_driver_keeps_every_finished_request(double, tmp_path):
+    url = double("--token-interval-s", "0.005")
+    p = plan(tmp_path, [{"name": "slow", "requests": 1, "prompt_tokens": 50, "output_tokens": 40}])
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sparkfab",
+            "bench",
+            "--url",
+            url,
+            "--model",
+            "fake-model",
+            "--plan",
+            p,
+            "--rounds",
+            "50",
+            "--warmup",
+            "0",
+            "-q",
+            "-o",
+            str(run),
+        ],
+        cwd=REPO,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if (run / "requests.jsonl").exists() and len((run / "requests.jsonl").read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    lines = (run / "requests.jsonl").read_text().splitlines()
+    assert len(lines) >= 3 and (run / "requests.jsonl").read_text().endswith("\n")
+    records = [json.loads(x) for x in lines]  # every line is a whole record
+    assert all(r["completion_tokens"] == 40 and r["error"] is None for r in records)
+    assert [r["round"] for r in records] == list(range(len(records)))
+
+
+def test_traffic_windows_with_counters(double, cli, tmp_path):
+    from tests.doubles.sysfs import fake_tree
+
+    fake_tree(tmp_path / "sys", ["rocep1s0f1", "roceP2p1s0f1"])
+    url = double("--prefill-s-per-token", "1e-4", "--token-interval-s", "0.002")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 500, "output_tokens": 30}])
+    counters = ("--counters", "rocep1s0f1,roceP2p1s0f1", "--root", str(tmp_path / "sys"))
+    res = bench(
+        cli,
+        url,
+        p,
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        *counters,
+        "--idle-seconds",
+        "0.2",
+        "-o",
+        str(tmp_path / "run"),
+    )
+    assert res.code == 0, res.err
+    row = measured_rows(tmp_path / "run")[0]
+    assert row["traffic_file"] == "x-r0.smp" and row["prefill_bytes"] == 0 and row["decode_bytes"] == 0
+    assert (tmp_path / "run/traffic/x-r0.smp").stat().st_size > 0
+
+
+def test_battery_passes_a_good_model_and_names_what_breaks(double, cli):
+    good = double("--cached-prefix-factor", "0.1", "--prefill-s-per-token", "2e-6", "--token-interval-s", "0.0005")
+    res = cli("battery", "--url", good, "--model", "fake-model", "--format", "json")
+    checks = {c["name"]: c for c in json.loads(res.out)}
+    assert res.code == 0 and all(c["passed"] for c in checks.values()), checks
+    assert checks["tools"]["evidence"] == 'get_weather({"city": "Istanbul"})'
+    bad = double("--behaviour", "broken", "--prefill-s-per-token", "2e-6", "--token-interval-s", "0.0005")
+    res = cli("battery", "--url", bad, "--model", "fake-model", "--format", "json")
+    checks = {c["name"]: c for c in json.loads(res.out)}
+    assert res.code == 4 and not any(c["passed"] for c in checks.values())
+    assert checks["count"]["evidence"] == "99 numbers; first difference at position 57: '58' instead of '57'"
+    assert checks["hangul"]["evidence"] == "3 replacement characters over 3 passes"
+
+
+@pytest.mark.timing  # the two runs differ by their measured prefill time
+def test_report_two_runs(double, cli, tmp_path):
+    p = plan(
+        tmp_path,
+        [
+            {"name": "P2", "requests": 1, "prompt_tokens": 2000, "output_tokens": 20},
+            {"name": "P4", "requests": 4, "prompt_tokens": 1000, "output_tokens": 20},
+        ],
+    )
+    fast = double("--prefill-s-per-token", "10e-6", "--token-interval-s", "0.002")
+    slow = double("--prefill-s-per-token", "12e-6", "--token-interval-s", "0.002")
+    for url, label in ((fast, "200"), (slow, "100e")):
+        assert (
+            bench(
+                cli,
+                url,
+                p,
+                "--rounds",
+                "2",
+                "--label",
+                label,
+                "-o",
+                str(tmp_path / label),
+            ).code
+            == 0
+        )
+    implicit = cli("report", str(tmp_path / "200"), str(tmp_path / "100e"), "--estimate", "-o", str(tmp_path / "x"))
+    assert implicit.code == 2 and "--estimate needs the served model" in implicit.err
+    res = cli(
+        "report", str(tmp_path / "200"), str(tmp_path / "100e"), "--estimate", "--model", "glm-5.3",
+        "-o", str(tmp_path / "rep"),
+    )  # fmt: skip
+    assert res.code == 0, res.err
+    assert "estimate: glm-5.3 (preset glm-5.3: hidden 6144, 78 layers) at TP8; " in res.err
+    assert "200 = 200 Gb/s -> 100e = 109 Gb/s" in res.err
+    assert "Estimate: glm-5.3" in res.out and "| engine | vllm 0.32.0 | vllm 0.32.0 |" in res.out
+    tables = json.loads((tmp_path / "rep/tables.json").read_text())
+    p2 = next(r for r in tables["ttft"] if r["test"] == "P2")
+    assert 0.15 < p2["increase"] < 0.25  # 10 -> 12 us per token, plus a little fixed time
+    assert p2["bound_s"] == pytest.approx(2000 * 3.376128e6 * 8 * (1 / 109e9 - 1 / 200e9), rel=1e-6)
+    html = (tmp_path / "rep/report.html").read_text()
+    assert html.count("data:image/png;base64,") == 2 and "<table>" in html
+    assert "| P2 |" in res.out

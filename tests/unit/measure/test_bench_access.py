@@ -1,0 +1,204 @@
+"""Issue 18: bench and battery over https with an API key, and results in the terms of
+`vllm bench serve` and vLLM's /metrics (against the protocol double)."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.bench import VLLM_KEYS, bench, plan
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory) -> dict[str, Path]:
+    """A CA and a server certificate for 127.0.0.1, made here."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    d = tmp_path_factory.mktemp("tls")
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("sparkfab test CA"))
+        .issuer_name(name("sparkfab test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    files = {"ca": d / "ca.pem", "cert": d / "cert.pem", "key": d / "key.pem"}
+    files["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files["cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files["key"].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return files
+
+
+def _tls_double(double, tls_files, *extra: str) -> str:
+    url = double(
+        "--token-interval-s", "0.002", "--tls-cert", str(tls_files["cert"]), "--tls-key", str(tls_files["key"]), *extra
+    )
+    assert url.startswith("https://")
+    return url
+
+
+def test_https_with_a_ca_and_an_api_key(double, cli, tmp_path, tls_files, monkeypatch):
+    url = _tls_double(double, tls_files, "--api-key", "k-123")
+    monkeypatch.setenv("SPARKFAB_TEST_KEY", "k-123")
+    p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 40, "output_tokens": 6}])
+    res = bench(
+        cli, url, p, "--rounds", "1", "--warmup", "0", "--idle-seconds", "0", "-o", str(tmp_path / "run"),
+        "--api-key-env", "SPARKFAB_TEST_KEY", "--ca-file", str(tls_files["ca"]),
+    )  # fmt: skip
+    assert res.code == 0, res.err
+    rows = [json.loads(x) for x in (tmp_path / "run/requests.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["error"] is None for r in rows)
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert "k-123" not in json.dumps(meta) and "k-123" not in (tmp_path / "run/requests.jsonl").read_text()
+
+
+def test_the_certificate_is_checked_unless_told_not_to(double, cli, tmp_path, tls_files):
+    url = _tls_double(double, tls_files)
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 20, "output_tokens": 4}])
+    common = ("--rounds", "1", "--warmup", "0", "--idle-seconds", "0")
+    res = bench(cli, url, p, *common, "-o", str(tmp_path / "a"))
+    assert res.code == 5 and "CERTIFICATE_VERIFY_FAILED" in res.err.upper().replace(" ", "_"), res.err
+    ok = bench(cli, url, p, *common, "--insecure", "-o", str(tmp_path / "b"))
+    assert ok.code == 0, ok.err
+
+
+def test_a_wrong_or_missing_key_is_named(double, cli, tmp_path, monkeypatch):
+    url = double("--token-interval-s", "0.001", "--api-key", "right")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 20, "output_tokens": 4}])
+    common = ("--rounds", "1", "--warmup", "0", "--idle-seconds", "0")
+    monkeypatch.setenv("SPARKFAB_TEST_KEY", "wrong")
+    res = bench(cli, url, p, *common, "--api-key-env", "SPARKFAB_TEST_KEY", "-o", str(tmp_path / "a"))
+    assert res.code == 5 and "401" in res.err, res.err
+    missing = bench(cli, url, p, *common, "--api-key-env", "SPARKFAB_NOT_SET_ANYWHERE", "-o", str(tmp_path / "b"))
+    assert missing.code == 2 and "SPARKFAB_NOT_SET_ANYWHERE" in missing.err
+    key = ("--api-key-env", "SPARKFAB_TEST_KEY")
+    battery = cli("battery", "--url", url, "--model", "fake-model", "--checks", "count", *key)
+    assert battery.code == 4 and "401" in battery.out
+
+
+def test_battery_over_https_with_the_key(double, cli, tls_files, monkeypatch):
+    url = _tls_double(double, tls_files, "--api-key", "k-9")
+    monkeypatch.setenv("SPARKFAB_TEST_KEY", "k-9")
+    res = cli(
+        "battery", "--url", url, "--model", "fake-model", "--checks", "count,hangul",
+        "--api-key-env", "SPARKFAB_TEST_KEY", "--ca-file", str(tls_files["ca"]),
+    )  # fmt: skip
+    assert res.code == 0, res.out + res.err
+
+
+def test_results_in_vllm_bench_serve_terms_with_the_servers_view(double, cli, tmp_path):
+    url = double("--token-interval-s", "0.004", "--prefill-s-per-token", "0.0001")
+    p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 200, "output_tokens": 30}])
+    res = bench(cli, url, p, "--rounds", "3", "--warmup", "1", "--idle-seconds", "0", "-o", str(tmp_path / "run"))
+    assert res.code == 0, res.err
+    doc = json.loads((tmp_path / "run/result_x.json").read_text())
+    assert set(doc) >= VLLM_KEYS, sorted(VLLM_KEYS - set(doc))
+    assert doc["completed"] == 6 and doc["failed"] == 0 and doc["num_prompts"] == 6
+    assert doc["total_output_tokens"] == 180 and len(doc["ttfts"]) == 6
+    # the double sends a token every 4 ms: client and server see the same cadence
+    assert doc["mean_itl_ms"] == pytest.approx(4.0, rel=0.25)
+    assert doc["mean_tpot_ms"] == pytest.approx(4.0, rel=0.25)
+    assert doc["p50_ttft_ms"] <= doc["p90_ttft_ms"] <= doc["p99_ttft_ms"]
+    # the server's own view, from /metrics around the measured rounds (warm-up excluded)
+    assert doc["server_count_ttft"] == 6
+    assert doc["server_mean_itl_ms"] == pytest.approx(4.0, rel=0.05)
+    assert doc["server_mean_ttft_ms"] == pytest.approx(doc["mean_ttft_ms"], rel=0.5)
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert meta["engine"] == {"name": "vllm", "version": "0.32.0"} and meta["sparkfab_version"]
+    summary = json.loads((tmp_path / "run/summary.json").read_text())
+    assert summary["tests"]["x"]["vllm"]["mean_tpot_ms"] == doc["mean_tpot_ms"]
+
+
+def test_percentiles_match_numpy():
+    np = pytest.importorskip("numpy")
+    from sparkfab.measure.vllmstats import describe, percentile
+
+    xs = [0.5, 0.1, 0.9, 0.3, 0.7, 0.2, 1.5]
+    for p in (0, 50, 90, 95, 99, 100):
+        assert percentile(xs, p) == pytest.approx(float(np.percentile(xs, p)))
+    d = describe("ttft", xs)
+    assert d["std_ttft_ms"] == pytest.approx(float(np.std(xs)) * 1000)
+    assert d["median_ttft_ms"] == pytest.approx(float(np.median(xs)) * 1000)
+
+
+def test_prometheus_histograms_are_summed_over_labels():
+    from sparkfab.measure.vllmstats import parse_prometheus, server_side
+
+    before = parse_prometheus('vllm:time_to_first_token_seconds_sum{model_name="m",engine="0"} 1.0\n')
+    after = parse_prometheus(
+        "# HELP vllm:time_to_first_token_seconds x\n"
+        'vllm:time_to_first_token_seconds_sum{model_name="m",engine="0"} 1.5\n'
+        'vllm:time_to_first_token_seconds_sum{model_name="m",engine="1"} 0.5\n'
+        'vllm:time_to_first_token_seconds_count{model_name="m",engine="0"} 4\n'
+        'vllm:time_to_first_token_seconds_bucket{le="0.1"} 2\n'
+    )
+    assert server_side(before, after) == {"server_mean_ttft_ms": 250.0, "server_count_ttft": 4}
+
+
+def test_report_estimate_reads_the_served_models_config(cli, tmp_path):
+    """A run whose model is a local checkpoint is estimated from that checkpoint's config.json."""
+    from tests.helpers.bench import run_dir_files
+
+    model = tmp_path / "ckpt"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps({"model_type": "tiny", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 16})
+    )
+    files = run_dir_files("a", meta={"url": "http://x", "model": str(model), "label": "200", "plan": []})
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    res = cli("report", str(tmp_path / "a"), "--estimate", "--tp", "2", "-o", str(tmp_path / "rep"))
+    assert res.code == 0, res.err
+    assert f"estimate: tiny (--config {model}/config.json: hidden 1024, 2 layers) at TP2" in res.err
+
+
+def test_bench_keeps_the_served_checkpoints_config_for_a_later_report(double, cli, tmp_path):
+    """A lab is torn down after its runs: report --estimate still finds the model in the run."""
+    import shutil
+
+    model = tmp_path / "ckpt"
+    model.mkdir()
+    config = {"model_type": "tiny", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 16}
+    (model / "config.json").write_text(json.dumps(config))
+    url = double("--token-interval-s", "0.001", "--root", str(model))
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 20, "output_tokens": 4}])
+    res = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "--idle-seconds", "0", "-o", str(tmp_path / "a"))
+    assert res.code == 0, res.err
+    assert json.loads((tmp_path / "a/run.json").read_text())["engine"]["model_root"] == str(model)
+    assert json.loads((tmp_path / "a/model-config.json").read_text()) == config
+    shutil.rmtree(model)
+    rep = cli("report", str(tmp_path / "a"), "--estimate", "--tp", "2", "-o", str(tmp_path / "rep"))
+    assert rep.code == 0, rep.err
+    assert f"estimate: tiny (--config {tmp_path}/a/model-config.json: hidden 1024, 2 layers) at TP2" in rep.err
