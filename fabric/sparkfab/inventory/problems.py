@@ -1,253 +1,24 @@
-"""The inventory: one YAML file that is both an Ansible inventory and the cluster description.
-
-Loading is strict: the sparkfab block is parsed into frozen pydantic models that forbid
-unknown keys, and every structural problem comes back at once as a `Problem` with its path
-in the file, its line and a hint. Semantic checks (cabling, subnets, rings) live in
-`sparkfab.validate`.
-"""
+"""Structural validation: the raw tree against the model, every problem at once with its
+path, its line and a hint (pydantic's errors mapped to the words of the file)."""
 
 from __future__ import annotations
 
 import difflib
-import ipaddress
-import math
 import re
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StringConstraints,
     ValidationError,
-    field_validator,
 )
 
-from sparkfab import spark, yamlload
-from sparkfab.errors import InventoryError, Problem, Unavailable
-from sparkfab.launchers import MODEL
-
-Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)]
-CLUSTER_PATTERN = r"^[a-z0-9][a-z0-9-]{0,19}$"
-ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_PATTERN)]
-IfName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")]
-EndRef = Annotated[str, StringConstraints(pattern=r"^[^:\s]+:[^:\s]+$")]
-Mtu = Annotated[int, Field(ge=1280, le=9216)]
-LinkSpeed = Literal["200", "100e", "100"]
-
-
-def _as_str(v: Any) -> Any:
-    return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
-
-
-_PRIVATE = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
-
-
-def _private(net: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
-    if not any(net.subnet_of(p) for p in _PRIVATE):
-        raise ValueError(
-            f"{net} is not a private range: fabric subnets live inside 10.0.0.0/8, 172.16.0.0/12, "
-            "192.168.0.0/16 or 100.64.0.0/10"
-        )
-    return net
-
-
-def hostname(v: str) -> str:
-    """An IP address or a DNS name (RFC 1123 labels), nothing a shell or ssh would read as more."""
-    try:
-        ipaddress.ip_address(v)
-        return v
-    except ValueError:
-        pass
-    if not _HOSTNAME.match(v):
-        raise ValueError(f"{v!r} is neither an IP address nor a host name")
-    return v
-
-
-_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
-Subnet = Annotated[ipaddress.IPv4Network, AfterValidator(_private)]
-#: A Unix port an engine may listen on: unprivileged (not sshd's 22), below the top one
-Port = Annotated[int, Field(ge=1024, le=65535)]
-#: Environment names and values as both `docker --env-file` and a shell take them literally.
-EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
-EnvValue = Annotated[str, StringConstraints(pattern=r"^[^\n\r\x00]*$", max_length=4096), BeforeValidator(_as_str)]
-FlagName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
-FlagValue = str | int | float | bool | None
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class HostVars(Strict):
-    """Per-host keys sparkfab reads; `ansible_*` keys pass through to Ansible untouched."""
-
-    ansible_host: Annotated[str, AfterValidator(hostname)] | None = None
-    rank: Annotated[int, Field(ge=0)] | None = None
-    mgmt_if: IfName = spark.DEFAULT_MGMT_IF
-    ansible: dict[str, Any] = Field(default_factory=dict, exclude=True)
-
-
-class Switch(Strict):
-    model: Literal["CRS804", "CRS812", "generic"]
-    ports: Annotated[int, Field(ge=1, le=512)] | None = None
-    speed: Literal[100, 200, 400, 800] | None = None
-    subnets: list[Subnet] | None = None
-
-
-class Cable(Strict):
-    ends: list[EndRef]
-    subnets: list[Subnet] | None = None
-
-    @field_validator("ends")
-    @classmethod
-    def _two_ends(cls, v: list[str]) -> list[str]:
-        if len(v) != 2:
-            raise ValueError(f"a cable has two ends, this one lists {len(v)}")
-        return v
-
-
-def _cable_form(v: Any) -> Any:
-    return {"ends": v} if isinstance(v, list) else v
-
-
-class Instance(Strict):
-    hosts: Annotated[list[Name], Field(min_length=1)]
-    tp: Annotated[int, Field(ge=1)]
-    launcher: str | None = None
-    head: Name | None = None
-    backend: Literal["mp", "ray"] | None = None
-    runtime: Literal["docker", "process"] | None = None
-    port: Port = 8000
-    flags: dict[FlagName, FlagValue] = Field(default_factory=dict)
-    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
-    #: the checkpoint: a Hugging Face id (org/name) or an absolute path in the container (default: the recipe's)
-    model: Annotated[str, StringConstraints(pattern=MODEL.pattern)] | None = None
-    #: more env names read from the host's /etc/sparkfab/secrets.env (HF_TOKEN and VLLM_API_KEY always are)
-    secrets: list[EnvName] = Field(default_factory=list)
-    #: the host directory mounted as the container's Hugging Face cache (default /root/.cache/huggingface)
-    hf_cache: Annotated[str, StringConstraints(pattern=r"^/[^\s:,]*$")] | None = None
-
-    @field_validator("flags")
-    @classmethod
-    def _one_line(cls, v: dict[str, FlagValue]) -> dict[str, FlagValue]:
-        for key, value in v.items():
-            if isinstance(value, str) and any(c in value for c in "\n\r\x00"):
-                raise ValueError(f"flag '{key}' has a line break or NUL in its value")
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"flag '{key}' is {value}")
-        return v
-
-
-class Sparkfab(Strict):
-    cluster: ClusterName
-    link_speed: Annotated[LinkSpeed, BeforeValidator(_as_str)] = "200"
-    mtu: Mtu = 9000
-    subnet_pool: Subnet = ipaddress.IPv4Network("192.168.96.0/20")
-    rail_prefix: Annotated[int, Field(ge=8, le=30)] = 24
-    control_plane: Literal["management", "fabric"] = "management"
-    nccl_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "2.30.7"
-    nccl_graph: bool | None = None  # default: on for switchless rings (the 4-ring write-up's recipe)
-    nccl_channels: Annotated[int, Field(ge=1, le=64)] = 8
-    master_port: Annotated[int, Field(ge=1024, le=65534)] = 29501  # + 1: verify --collective
-    netplan_renderer: Literal["networkd", "NetworkManager"] = "networkd"
-    switches: dict[Name, Switch] = Field(default_factory=dict)
-    cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)
-    instances: dict[Name, Instance] = Field(default_factory=dict)
-
-
-class Inventory(Strict):
-    hosts: dict[Name, HostVars]
-    sparkfab: Sparkfab
-    group_vars: dict[str, Any] = Field(default_factory=dict)
-    source: str = ""
-
-
-# ---------------------------------------------------------------------------- loading
+from sparkfab import yamlload
+from sparkfab.errors import InventoryError, Problem
+from sparkfab.inventory.locate import line_of, path_text, walk
+from sparkfab.inventory.model import Inventory
 
 _TOP_KEYS = ("all",)
 _ALL_KEYS = ("hosts", "vars", "children")
-
-
-def load(path: str | Path) -> tuple[Inventory, Any]:
-    """Load and structurally validate an inventory; return it with the raw YAML tree."""
-    raw, source = read(path)
-    return parse(raw, source), raw
-
-
-def read(path: str | Path) -> tuple[Any, str]:
-    """Any inventory Ansible reads, as one tree in the plain single-file shape (`all: {hosts,
-    vars: {sparkfab}}`, one merged mapping per host), and the file its line numbers are in.
-
-    The plain shape is read directly (it is what Ansible makes of it: a test holds the two
-    readers equal); everything else (INI, groups, directories, group_vars/ and host_vars/)
-    goes through Ansible's own inventory machinery (`sparkfab.ansible_inventory`).
-    """
-    p = Path(path)
-    if p.suffix in (".yml", ".yaml") and not p.is_dir() and not _vars_dirs(p.parent):
-        raw = load_raw(p)  # read once: the plain reader's tree, or the reason to ask Ansible
-        if is_plain(raw):
-            return raw, str(p)
-    return _read_with_ansible(p)
-
-
-def is_plain_file(path: str | Path) -> bool:
-    """A YAML file in the plain shape, with no group_vars/ or host_vars/ beside it."""
-    p = Path(path)
-    if p.suffix not in (".yml", ".yaml") or p.is_dir() or _vars_dirs(p.parent):
-        return False
-    return not p.exists() or is_plain(load_raw(p))
-
-
-def is_plain(raw: Any) -> bool:
-    """`all:` alone at the top, without groups below it. Something that is not a set of
-    Ansible groups at all stays with the plain reader too: its messages say what is wrong."""
-    if not isinstance(raw, dict):
-        return True
-    groups = all(isinstance(v, dict) and v and set(v) <= {"hosts", "vars", "children"} for v in raw.values())
-    return not groups or (set(raw) == {"all"} and "children" not in raw["all"])
-
-
-def _vars_dirs(base: Path) -> bool:
-    return (base / "group_vars").is_dir() or (base / "host_vars").is_dir()
-
-
-def _read_with_ansible(path: Path) -> tuple[Any, str]:
-    from sparkfab import ansible_inventory
-
-    return ansible_inventory.read(path)
-
-
-def load_raw(path: str | Path) -> Any:
-    """The YAML tree as Ansible reads it, with line numbers, bounded (`sparkfab.yamlload`)."""
-    path = Path(path)
-    try:
-        return yamlload.parse(yamlload.read_text(path, "inventory"))
-    except FileNotFoundError:
-        raise Unavailable(f"{path}: no such file") from None
-    except PermissionError:
-        raise Unavailable(f"{path}: permission denied") from None
-    except yamlload.YamlProblem as exc:
-        raise InventoryError([Problem("(file)", exc.message, line=exc.line)], str(path)) from None
-
-
-def load_roundtrip(path: str | Path) -> Any:
-    """The same file through ruamel's round-trip loader (comments kept), for files sparkfab
-    rewrites; call it only on an inventory `load_raw` accepted."""
-    from ruamel.yaml import YAML
-
-    return YAML(typ="rt").load(Path(path).read_text(encoding="utf-8"))
-
-
-def parse(raw: Any, source: str = "") -> Inventory:
-    inv, problems = parse_partial(raw, source)
-    if problems or inv is None:
-        raise InventoryError(problems, source)
-    return inv
 
 
 def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Problem]]:
@@ -263,7 +34,7 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
                 "all.vars",
                 "no 'sparkfab' block",
                 "put the cluster under all.vars.sparkfab",
-                _line(raw, ("all", "vars")),
+                line_of(raw, ("all", "vars")),
             )
         )
         raise InventoryError(problems, source)
@@ -280,7 +51,7 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
                 f"all.vars.{key}",
                 "reserved: sparkfab writes the sparkfab_* variables of its rendered inventory itself",
                 "remove it; lab behaviour comes only from `--lab` or the inventory `sparkfab lab up` wrote",
-                _line(raw, ("all", "vars", key)),
+                line_of(raw, ("all", "vars", key)),
             )
         )
         del others[key]
@@ -338,12 +109,15 @@ def _ansible_vars(hosts: dict[str, dict[str, Any]], group: dict[str, Any], raw: 
         key = str(path[-1])
         if isinstance(value, str) and not isinstance(value, yamlload.Tagged) and any(c in value for c in "\n\r\x00"):
             problems.append(
-                Problem(path_text(path), "has a line break or NUL", "write it on one line", _line(raw, path))
+                Problem(path_text(path), "has a line break or NUL", "write it on one line", line_of(raw, path))
             )
         elif key in _SSH_VARS and not _templated(value) and not _SSH_VARS[key](value):
             problems.append(
                 Problem(
-                    path_text(path), f"{str(value)[:60]!r} is not a valid {key}", _HINTS.get(key, ""), _line(raw, path)
+                    path_text(path),
+                    f"{str(value)[:60]!r} is not a valid {key}",
+                    _HINTS.get(key, ""),
+                    line_of(raw, path),
                 )
             )
     return problems
@@ -363,7 +137,7 @@ def _top(raw: Any, source: str) -> tuple[dict[str, Any], dict[str, Any], list[Pr
             f"all.{key}",
             f"must be a mapping, not a {type(value).__name__}",
             "write 'hosts:' as {name: {ansible_host: ...}} and 'vars:' as {sparkfab: {...}}",
-            _line(raw, ("all", key)),
+            line_of(raw, ("all", key)),
         )
         for key, value in parts.items()
         if not isinstance(value, dict)
@@ -403,7 +177,7 @@ def _tagged(node: Any, path: tuple[Any, ...], raw: Any) -> list[Problem]:
                 path_text(path),
                 f"a {node.tag} value: sparkfab reads its own keys as plain text",
                 "encrypted or tagged values belong to Ansible's variables (e.g. ansible_become_password)",
-                _line(raw, path),
+                line_of(raw, path),
             )
         ]
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
@@ -456,7 +230,7 @@ def _plain(v: Any) -> Any:
 
 def _unknown(node: Any, path: tuple[Any, ...], allowed: tuple[str, ...], raw: Any) -> list[Problem]:
     return [
-        Problem(_path_text(path + (k,)), f"unknown key '{k}'", _did_you_mean(str(k), allowed), _line(raw, path + (k,)))
+        Problem(path_text(path + (k,)), f"unknown key '{k}'", _did_you_mean(str(k), allowed), line_of(raw, path + (k,)))
         for k in node
         if k not in allowed
     ]
@@ -500,9 +274,9 @@ def _from_pydantic(err: Any, raw: Any) -> Problem:
     if kind == "extra_forbidden":
         model = _model_at(tuple(err["loc"][:-1]))
         fields = [f for f in (model.model_fields if model else {}) if f != "ansible"]
-        return Problem(_path_text(loc), f"unknown key '{key}'", _did_you_mean(str(key), fields), _line(raw, loc))
+        return Problem(path_text(loc), f"unknown key '{key}'", _did_you_mean(str(key), fields), line_of(raw, loc))
     msg = _message(err)
-    return Problem(_path_text(loc), msg, _hint_for(key, kind), _line(raw, loc))
+    return Problem(path_text(loc), msg, _hint_for(key, kind), line_of(raw, loc))
 
 
 def _message(err: Any) -> str:
@@ -563,53 +337,3 @@ def _inner_model(annotation: Any) -> type[BaseModel] | None:
             return found
     meta = getattr(annotation, "__origin__", None)
     return _inner_model(meta) if meta is not None and meta is not annotation else None
-
-
-def _path_text(path: tuple[Any, ...]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def walk(raw: Any, path: tuple[Any, ...]) -> Any:
-    """The node at `path` in a YAML tree, or None."""
-    node = raw
-    for part in path:
-        try:
-            node = node[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return node
-
-
-def _line(raw: Any, path: tuple[Any, ...]) -> int | None:
-    """1-based line of the deepest node on `path` that the YAML tree knows about."""
-    node, line = raw, None
-    for part in path:
-        lc = getattr(node, "lc", None)
-        try:
-            if lc is not None:
-                pos = lc.key(part) if isinstance(node, dict) else lc.item(part)
-                line = pos[0] + 1
-            node = node[part]
-        except (KeyError, IndexError, TypeError, AttributeError):
-            break
-    return line
-
-
-def line_of(raw: Any, path: tuple[Any, ...]) -> int | None:
-    return _line(raw, path)
-
-
-def path_text(path: tuple[Any, ...]) -> str:
-    return _path_text(path)
-
-
-_SUFFIX = re.compile(r"^(.*):([^:]+)$")
-
-
-def split_end(end: str) -> tuple[str, str]:
-    m = _SUFFIX.match(end)
-    assert m is not None  # guaranteed by EndRef
-    return m.group(1), m.group(2)

@@ -1,0 +1,159 @@
+"""The inventory's model: frozen pydantic models that forbid unknown keys, with the bounds and
+forms every value must have. What the values mean together (cabling, subnets, rings) is
+checked by `sparkfab.resolve`."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
+
+from sparkfab import spark
+from sparkfab.launchers import MODEL
+
+Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)]
+CLUSTER_PATTERN = r"^[a-z0-9][a-z0-9-]{0,19}$"
+ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_PATTERN)]
+IfName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")]
+EndRef = Annotated[str, StringConstraints(pattern=r"^[^:\s]+:[^:\s]+$")]
+Mtu = Annotated[int, Field(ge=1280, le=9216)]
+LinkSpeed = Literal["200", "100e", "100"]
+
+
+def _as_str(v: Any) -> Any:
+    return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+_PRIVATE = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+
+
+def _private(net: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
+    if not any(net.subnet_of(p) for p in _PRIVATE):
+        raise ValueError(
+            f"{net} is not a private range: fabric subnets live inside 10.0.0.0/8, 172.16.0.0/12, "
+            "192.168.0.0/16 or 100.64.0.0/10"
+        )
+    return net
+
+
+def hostname(v: str) -> str:
+    """An IP address or a DNS name (RFC 1123 labels), nothing a shell or ssh would read as more."""
+    try:
+        ipaddress.ip_address(v)
+        return v
+    except ValueError:
+        pass
+    if not _HOSTNAME.match(v):
+        raise ValueError(f"{v!r} is neither an IP address nor a host name")
+    return v
+
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+Subnet = Annotated[ipaddress.IPv4Network, AfterValidator(_private)]
+#: A Unix port an engine may listen on: unprivileged (not sshd's 22), below the top one
+Port = Annotated[int, Field(ge=1024, le=65535)]
+#: Environment names and values as both `docker --env-file` and a shell take them literally.
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+EnvValue = Annotated[str, StringConstraints(pattern=r"^[^\n\r\x00]*$", max_length=4096), BeforeValidator(_as_str)]
+FlagName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+FlagValue = str | int | float | bool | None
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HostVars(Strict):
+    """Per-host keys sparkfab reads; `ansible_*` keys pass through to Ansible untouched."""
+
+    ansible_host: Annotated[str, AfterValidator(hostname)] | None = None
+    rank: Annotated[int, Field(ge=0)] | None = None
+    mgmt_if: IfName = spark.DEFAULT_MGMT_IF
+    ansible: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+
+class Switch(Strict):
+    model: Literal["CRS804", "CRS812", "generic"]
+    ports: Annotated[int, Field(ge=1, le=512)] | None = None
+    speed: Literal[100, 200, 400, 800] | None = None
+    subnets: list[Subnet] | None = None
+
+
+class Cable(Strict):
+    ends: list[EndRef]
+    subnets: list[Subnet] | None = None
+
+    @field_validator("ends")
+    @classmethod
+    def _two_ends(cls, v: list[str]) -> list[str]:
+        if len(v) != 2:
+            raise ValueError(f"a cable has two ends, this one lists {len(v)}")
+        return v
+
+
+def _cable_form(v: Any) -> Any:
+    return {"ends": v} if isinstance(v, list) else v
+
+
+class Instance(Strict):
+    hosts: Annotated[list[Name], Field(min_length=1)]
+    tp: Annotated[int, Field(ge=1)]
+    launcher: str | None = None
+    head: Name | None = None
+    backend: Literal["mp", "ray"] | None = None
+    runtime: Literal["docker", "process"] | None = None
+    port: Port = 8000
+    flags: dict[FlagName, FlagValue] = Field(default_factory=dict)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
+    #: the checkpoint: a Hugging Face id (org/name) or an absolute path in the container (default: the recipe's)
+    model: Annotated[str, StringConstraints(pattern=MODEL.pattern)] | None = None
+    #: more env names read from the host's /etc/sparkfab/secrets.env (HF_TOKEN and VLLM_API_KEY always are)
+    secrets: list[EnvName] = Field(default_factory=list)
+    #: the host directory mounted as the container's Hugging Face cache (default /root/.cache/huggingface)
+    hf_cache: Annotated[str, StringConstraints(pattern=r"^/[^\s:,]*$")] | None = None
+
+    @field_validator("flags")
+    @classmethod
+    def _one_line(cls, v: dict[str, FlagValue]) -> dict[str, FlagValue]:
+        for key, value in v.items():
+            if isinstance(value, str) and any(c in value for c in "\n\r\x00"):
+                raise ValueError(f"flag '{key}' has a line break or NUL in its value")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"flag '{key}' is {value}")
+        return v
+
+
+class Sparkfab(Strict):
+    cluster: ClusterName
+    link_speed: Annotated[LinkSpeed, BeforeValidator(_as_str)] = "200"
+    mtu: Mtu = 9000
+    subnet_pool: Subnet = ipaddress.IPv4Network("192.168.96.0/20")
+    rail_prefix: Annotated[int, Field(ge=8, le=30)] = 24
+    control_plane: Literal["management", "fabric"] = "management"
+    nccl_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "2.30.7"
+    nccl_graph: bool | None = None  # default: on for switchless rings (the 4-ring write-up's recipe)
+    nccl_channels: Annotated[int, Field(ge=1, le=64)] = 8
+    master_port: Annotated[int, Field(ge=1024, le=65534)] = 29501  # + 1: verify --collective
+    netplan_renderer: Literal["networkd", "NetworkManager"] = "networkd"
+    switches: dict[Name, Switch] = Field(default_factory=dict)
+    cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)
+    instances: dict[Name, Instance] = Field(default_factory=dict)
+
+
+class Inventory(Strict):
+    hosts: dict[Name, HostVars]
+    sparkfab: Sparkfab
+    group_vars: dict[str, Any] = Field(default_factory=dict)
+    source: str = ""
