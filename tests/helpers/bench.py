@@ -22,7 +22,7 @@ def bench(cli, url: str, plan_file: str, *args: str, model: str = "fake-model"):
 
 
 def measured_rows(run: Path) -> list[dict]:
-    from sparkfab.measure.bench import read_requests
+    from sparkfab.measure.records import read_requests
 
     return [r for r in read_requests(run) if not r["warmup"]]
 

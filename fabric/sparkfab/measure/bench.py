@@ -14,7 +14,6 @@ import asyncio
 import json
 import os
 import secrets
-import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from sparkfab.measure import sampler, traffic, vllmstats
 from sparkfab.measure.access import Access
 from sparkfab.measure.plans import Test
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
+from sparkfab.measure.records import read_lines, read_requests, summarize
 from sparkfab.measure.stream import RequestResult, stream_completion
 
 #: the served checkpoint's config.json, kept in the run directory
@@ -343,112 +343,3 @@ def _round_prefill(sr: traffic.Series, results: list[RequestResult]) -> dict[str
     if b <= a:
         return {}
     return {"round_prefill_bytes": traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]}
-
-
-def _prefill_per_token(ok: list[dict[str, Any]]) -> list[float]:
-    """Sent bytes per prompt token, per round: the round's prefill bytes over all its prompt tokens
-    (older runs without the round's total: per request)."""
-    out = []
-    for k in sorted({r["round"] for r in ok}):
-        mine = [r for r in ok if r["round"] == k]
-        if all("round_prefill_bytes" in r for r in mine):
-            out.append(mine[0]["round_prefill_bytes"] / sum(r["prompt_tokens_planned"] for r in mine))
-        else:
-            out += [r["prefill_bytes"] / r["prompt_tokens_planned"] for r in mine if "prefill_bytes" in r]
-    return out
-
-
-def _stats(xs: list[float]) -> dict[str, float] | None:
-    return {"mean": statistics.fmean(xs), "min": min(xs), "max": max(xs), "n": len(xs)} if xs else None
-
-
-def merge(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Request records with their traffic records (written after the round) folded in."""
-    extra = {(x["test"], x["round"], x["index"]): x for x in lines if x.get("kind") == "traffic"}
-    rows = [x for x in lines if x.get("kind") != "traffic"]
-    for r in rows:
-        t = extra.get((r["test"], r["round"], r["index"]))
-        if t:
-            r.update({k: v for k, v in t.items() if k not in ("kind", "test", "round", "index")})
-    return rows
-
-
-def read_requests(run_dir: Path) -> list[dict[str, Any]]:
-    return merge(read_lines(run_dir / "requests.jsonl")[0])
-
-
-def read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The records of a requests.jsonl and how many lines were skipped: torn (a killed bench
-    leaves half a line), not JSON, or not a record of the shape bench writes."""
-    if not path.exists():
-        return [], 0
-    out, skipped = [], 0
-    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            skipped += 1
-            continue
-        if _well_formed(rec):
-            out.append(rec)
-        else:
-            skipped += 1
-    return out, skipped
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _well_formed(rec: Any) -> bool:
-    if not isinstance(rec, dict) or not isinstance(rec.get("test"), str):
-        return False
-    if not (isinstance(rec.get("round"), int) and isinstance(rec.get("index"), int)):
-        return False
-    if rec.get("kind") == "traffic":
-        return all(_num(v) for k, v in rec.items() if k.endswith(("_bytes", "_gbps")))
-    if not isinstance(rec.get("prompt_tokens_planned"), int) or not isinstance(rec.get("error"), str | None):
-        return False
-    if rec.get("error"):
-        return True
-    return (
-        _num(rec.get("ttft_s"))
-        and isinstance(rec.get("first_ns"), int)
-        and (rec.get("decode_tps") is None or _num(rec.get("decode_tps")))
-    )
-
-
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    tests: dict[str, Any] = {}
-    for name in dict.fromkeys(r["test"] for r in rows):
-        mine = [r for r in rows if r["test"] == name and not r.get("warmup")]
-        ok = [r for r in mine if not r.get("error")]
-        rounds = sorted({r["round"] for r in ok})
-        per_round_last = [max(r["ttft_s"] for r in ok if r["round"] == k) for k in rounds]
-        per_round_decode = [
-            statistics.fmean([r["decode_tps"] for r in ok if r["round"] == k and r["decode_tps"]])
-            for k in rounds
-            if any(r["decode_tps"] for r in ok if r["round"] == k)
-        ]
-        orders = [
-            [r["index"] for r in sorted((r for r in ok if r["round"] == k), key=lambda r: r["first_ns"])]
-            for k in rounds
-        ]
-        prefill = _prefill_per_token(ok)
-        tests[name] = {
-            "requests": max((r["index"] for r in mine), default=-1) + 1,
-            "prompt_tokens": mine[0]["prompt_tokens_planned"] if mine else 0,
-            "ttft_s": _stats([r["ttft_s"] for r in ok]),
-            "last_first_token_s": _stats(per_round_last),
-            "decode_tps": _stats(per_round_decode),
-            "first_token_order": orders,
-            "prefill_bytes_per_token": _stats(prefill),
-            "prefill_gbps": _stats([r["prefill_gbps"] for r in ok if "prefill_gbps" in r]),
-            "decode_gbps": _stats([r["decode_gbps"] for r in ok if "decode_gbps" in r]),
-            "errors": [r["error"] for r in mine if r.get("error")],
-            # the same requests in vllm bench serve's terms (ms; lists left to result_<test>.json)
-            "vllm": {k: v for k, v in vllmstats.test_result(mine).items() if not isinstance(v, list)},
-        }
-    return {"tests": tests, "requests": len(rows), "errors": sum(len(t["errors"]) for t in tests.values())}

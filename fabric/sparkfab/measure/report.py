@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import Unavailable, UsageError
-from sparkfab.measure import bench, sampler, traffic
+from sparkfab.measure import bench, records, sampler, traffic
 from sparkfab.measure.estimate import EMULATED_GBPS, Setup, bytes_per_token, extra_time
 from sparkfab.outputs import PNG_METADATA
 
@@ -66,14 +66,14 @@ def load_run(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}/run.json: not JSON ({str(exc)[:80]})") from None
     if not isinstance(meta, dict):
         raise UsageError(f"{path}/run.json: not a JSON object")
-    lines, skipped = bench.read_lines(path / "requests.jsonl")
-    rows = bench.merge(lines)
+    lines, skipped = records.read_lines(path / "requests.jsonl")
+    rows = records.merge(lines)
     label = meta.get("label")
     return {
         "dir": path,
         "meta": meta,
         "rows": rows,
-        "summary": bench.summarize(rows),
+        "summary": records.summarize(rows),
         "label": str(label)[:40] if label else path.name,
         "skipped": skipped,
     }

@@ -11,7 +11,7 @@ from typing import Any
 
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
-from sparkfab.verify import checks, images
+from sparkfab.verify import checks, images, mesh
 from sparkfab.verify.result import Report, Result
 
 LLDP_WAIT_S = 8.0
@@ -157,7 +157,7 @@ def verify(
     blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == "fail"}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:
-            report.results += checks.mesh(plan, inst, hosts, blocked)
+            report.results += mesh.mesh(plan, inst, hosts, blocked)
     report.timing["checks_s"] = round(time.perf_counter() - t0, 2)
     if perf:
         report.results += _perf(plan, in_lab, hosts)

@@ -148,15 +148,15 @@ def test_lab_plan_is_built_in():
 
 
 def test_round_prefill_counts_concurrent_requests_once():
-    from sparkfab.measure.bench import _prefill_per_token
+    from sparkfab.measure.records import prefill_per_token
 
     rows = [
         {"round": 0, "index": i, "prompt_tokens_planned": 4096, "prefill_bytes": b, "round_prefill_bytes": 8192e4}
         for i, b in enumerate((8192e4, 4096e4))  # the first window also holds the second's prefill
     ]
-    assert _prefill_per_token(rows) == [1e4]
+    assert prefill_per_token(rows) == [1e4]
     old = [{k: v for k, v in r.items() if k != "round_prefill_bytes"} for r in rows]
-    assert _prefill_per_token(old) == [2e4, 1e4]
+    assert prefill_per_token(old) == [2e4, 1e4]
 
 
 def _run(tmp: Path, label: str, inventory: dict | None, engine: dict | None = None) -> dict:

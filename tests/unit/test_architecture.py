@@ -1,0 +1,130 @@
+"""The package's shape: its import graph has no circle and no import from a lower layer to a
+higher one, and no module is longer than 400 lines without saying why at its top."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "fabric" / "sparkfab"
+
+#: top to bottom; a module imports from its own layer or a lower one
+LAYERS = (
+    ("cli", ("sparkfab.cli", "sparkfab.__main__")),
+    ("commands", ("sparkfab.commands",)),
+    ("operations", ("sparkfab.target", "sparkfab.preflight", "sparkfab.discover")),
+    ("drivers", ("sparkfab.deploy", "sparkfab.verify", "sparkfab.lab", "sparkfab.measure")),
+    ("generators", ("sparkfab.render", "sparkfab.writer", "sparkfab.outputs")),
+    ("plan", ("sparkfab.resolve", "sparkfab.plan", "sparkfab.starter", "sparkfab.schema")),
+    ("input", ("sparkfab.inventory", "sparkfab.ansible_inventory", "sparkfab.yamlload")),
+    (
+        "facts",
+        (
+            "sparkfab.launchers",
+            "sparkfab.catalog",
+            "sparkfab.spark",
+            "sparkfab.errors",
+            "sparkfab.paths",
+            "sparkfab.proc",
+            "sparkfab.collective",
+        ),
+    ),
+)
+LONG = 400
+REASON = "Longer than 400 lines because"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in PACKAGE.rglob("*.py"):
+        parts = list(f.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Every sparkfab module `name` imports, at the top or inside a function."""
+    deps = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "sparkfab":
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                deps.add(sub if sub in known else node.module)
+        elif isinstance(node, ast.Import):
+            deps |= {a.name for a in node.names if a.name.split(".")[0] == "sparkfab"}
+    # a package's own __init__ is not an edge of its modules
+    return {d for d in deps if d in known and d != name and not name.startswith(d + ".")}
+
+
+def _graph() -> dict[str, set[str]]:
+    known = _modules()
+    return {name: _imports(name, path, known) for name, path in known.items()}
+
+
+def _layer(module: str) -> int:
+    if module == "sparkfab":
+        return len(LAYERS) - 1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                return [*stack[stack.index(dep) :], dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_import_graph_has_no_circle():
+    assert _cycle(_graph()) is None, " -> ".join(_cycle(_graph()) or [])
+
+
+def test_no_module_imports_from_a_higher_layer():
+    graph = _graph()
+    upward = [
+        f"{m} ({LAYERS[_layer(m)][0]}) imports {d} ({LAYERS[_layer(d)][0]})"
+        for m, deps in sorted(graph.items())
+        for d in sorted(deps)
+        if _layer(d) < _layer(m)
+    ]
+    assert upward == []
+
+
+def test_the_checks_themselves_find_a_circle_and_an_upward_import():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _layer("sparkfab.render.tree") > _layer("sparkfab.commands.deploy_cmds")
+    with pytest.raises(AssertionError, match="in no layer"):
+        _layer("sparkfab.somewhere_new")
+
+
+def test_a_long_module_says_why_at_its_top():
+    long = {
+        str(f.relative_to(REPO)): n
+        for f in PACKAGE.rglob("*.py")
+        if (n := len(f.read_text().splitlines())) > LONG
+        and REASON not in (ast.get_docstring(ast.parse(f.read_text())) or "")
+    }
+    assert long == {}, f"split these, or say '{REASON} ...' in their docstring"
