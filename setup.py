@@ -35,6 +35,6 @@ class BuildWithContent(build_py):
 
 
 setup(
-    ext_modules=[Extension("sparkfab._sampleloop", ["fabric/sparkfab/_sampleloop.c"], optional=True)],
+    ext_modules=[Extension("sparkfab.measure._sampleloop", ["fabric/sparkfab/measure/_sampleloop.c"], optional=True)],
     cmdclass={"build_py": BuildWithContent},
 )

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The NCCL path of `verify --collective`, for real on GPUs: fabric/sparkfab/collective.py,
+# The NCCL path of `verify --collective`, for real on GPUs: fabric/sparkfab/assets/collective.py,
 # one process per GPU, over NVLink and over NCCL's socket transport (loopback), with NCCL's
 # own log. Usage (on a machine with 2 GPUs): benchmarks/gpu_collective.sh OUTDIR
 set -euo pipefail
@@ -10,7 +10,7 @@ sizes=4K,64K,1M,16M,64M,256M,1G
 run() {  # name, port, extra env...
   local name=$1 port=$2; shift 2
   for r in 0 1; do
-    env "$@" LOCAL_RANK=$r NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_DEBUG_FILE="$out/$name-nccl-rank$r.log" python3 fabric/sparkfab/collective.py run \
+    env "$@" LOCAL_RANK=$r NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_DEBUG_FILE="$out/$name-nccl-rank$r.log" python3 fabric/sparkfab/assets/collective.py run \
       --rank $r --world-size 2 --master-addr 127.0.0.1 --master-port "$port" --backend nccl \
       --sizes $sizes --iters 20 --warmup 5 >"$out/$name-rank$r.json" 2>"$out/$name-rank$r.log" &
   done

@@ -43,7 +43,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.sparkfab-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-   || [ fabric/sparkfab/_sampleloop.c -nt "$stamp" ]; then
+   || [ fabric/sparkfab/measure/_sampleloop.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e '.[dev]' 'torch==2.13.0'
   touch "$stamp"

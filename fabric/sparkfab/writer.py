@@ -14,7 +14,9 @@ from sparkfab.render.tree import Tree, bundle
 
 def assets() -> dict[str, str]:
     """Files shipped inside the package that hosts receive unchanged."""
-    return {"collective.py": resources.files("sparkfab").joinpath("collective.py").read_text(encoding="utf-8")}
+    return {
+        "collective.py": resources.files("sparkfab").joinpath("assets", "collective.py").read_text(encoding="utf-8")
+    }
 
 
 def _write(root: Path, f: File) -> Path:

@@ -64,7 +64,9 @@ def test_the_wheel_carries_recipes_roles_playbooks_and_config(installed):
         "sparkfab/_shipped/launchers/vllm-serve-flags.txt",
         "sparkfab/_shipped/playbooks/site.yml",
         "sparkfab/_shipped/roles/sparkfab_files/tasks/main.yml",
-        "sparkfab/collective.py",
+        "sparkfab/assets/collective.py",
+        "sparkfab/templates/launch.sh.j2",
+        "sparkfab/measure/_sampleloop.pyi",
         "sparkfab/lab/model.py",
     ):
         assert want in names, want

@@ -30,7 +30,7 @@ LAYERS = (
             "sparkfab.errors",
             "sparkfab.paths",
             "sparkfab.proc",
-            "sparkfab.collective",
+            "sparkfab.assets",
         ),
     ),
 )

@@ -11,6 +11,9 @@ from sparkfab import proc
 from sparkfab.lab import login
 from sparkfab.lab.spec import LabSpec, Node, ns_prefix
 from sparkfab.paths import HOST_MOUNTPOINTS, NETNS_ETC, lab_dir
+from sparkfab.render import sshconfig
+from sparkfab.render.sshconfig import Block, multiplexed
+from sparkfab.render.text import fill
 
 ETC_ENTRIES = ("ssh", "netplan", "sparkfab", "sysctl.d", "lldpd.d")
 LLDP_CONF = "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n"
@@ -35,45 +38,24 @@ def ssh_keys(spec: LabSpec) -> None:
 
 
 def _sshd_config(n: Node) -> str:
-    return "\n".join(
-        [
-            f"# sparkfab lab: sshd of {n.name}",
-            f"ListenAddress {n.mgmt_ip}",
-            "Port 22",
-            "HostKey /etc/ssh/ssh_host_ed25519_key",
-            "PidFile /run/sshd.pid",
-            "AuthorizedKeysFile /etc/ssh/authorized_keys.d/%u",
-            "PermitRootLogin prohibit-password",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "UsePAM no",
-            "MaxStartups 200:30:400",
-            "MaxSessions 200",
-            "AcceptEnv LANG LC_*",
-            "Subsystem sftp /usr/lib/openssh/sftp-server",
-            "",
-        ]
-    )
+    return fill("sshd_config.j2", name=n.name, address=n.mgmt_ip)
 
 
 def ssh_config(spec: LabSpec) -> str:
     d = spec.dir
-    lines = [f"# sparkfab lab {spec.cluster}: host-key checking stays on, connections are multiplexed"]
-    for n in spec.sparks:
-        lines += [f"Host {n.name} {n.mgmt_ip}", f"  HostName {n.mgmt_ip}", f"  User {login.login_of(spec, n)}"]
-    lines += [
-        f"Host {' '.join(n.mgmt_ip for n in spec.sparks)} {' '.join(n.name for n in spec.sparks)}",
-        f"  IdentityFile {d}/id_ed25519",
-        "  IdentitiesOnly yes",
-        f"  UserKnownHostsFile {d}/known_hosts",
-        "  StrictHostKeyChecking yes",
-        "  ControlMaster auto",
-        f"  ControlPath {d}/cm-%C",
-        "  ControlPersist 120s",
-        "  ConnectTimeout 10",
-        "",
+    blocks = [
+        Block((n.name, n.mgmt_ip), (f"HostName {n.mgmt_ip}", f"User {login.login_of(spec, n)}")) for n in spec.sparks
     ]
-    return "\n".join(lines)
+    every = (*(n.mgmt_ip for n in spec.sparks), *(n.name for n in spec.sparks))
+    common = (
+        f"IdentityFile {d}/id_ed25519",
+        "IdentitiesOnly yes",
+        f"UserKnownHostsFile {d}/known_hosts",
+        "StrictHostKeyChecking yes",
+        *multiplexed(d),
+    )
+    comment = f"sparkfab lab {spec.cluster}: host-key checking stays on, connections are multiplexed"
+    return sshconfig.ssh_config(comment, [*blocks, Block(every, common)])
 
 
 def etc(spec: LabSpec) -> None:

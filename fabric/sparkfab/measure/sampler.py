@@ -12,7 +12,7 @@ record, never hidden.
 
 Record: int64 t0_ns, int64 t1_ns, uint32 missed_before, uint32 pad, uint64 counter[n].
 
-The read loop runs in C (`sparkfab._sampleloop`, built at install when a compiler is there) in
+The read loop runs in C (`sparkfab.measure._sampleloop`, built at install when a compiler is there) in
 slices of 20 ms with the GIL released; between slices Python checks stop() and signals. A pure
 Python loop with the same contract is the fallback (`SampleStats.impl` says which ran).
 """
@@ -38,7 +38,7 @@ MAGIC = b"SPARKFAB-SAMPLES v1\n"
 SLICE_NS = 20_000_000  # how long the loop runs between looks at stop() and signals
 
 try:
-    from sparkfab import _sampleloop
+    from sparkfab.measure import _sampleloop
 
     _c_run: Callable[..., tuple[int, int, int, int, int, int, bytes]] | None = _sampleloop.run
 except ImportError:  # no compiler at install time
@@ -165,7 +165,7 @@ def sample(
     stop() is consulted every slice_s (0: before every sample); impl: "c" or "python" chooses
     the read loop, by default the C one when it was built."""
     if impl == "c" and _c_run is None:
-        raise RuntimeError("the C read loop (sparkfab._sampleloop) was not built")
+        raise RuntimeError("the C read loop (sparkfab.measure._sampleloop) was not built")
     run = _c_run if impl != "python" and _c_run is not None else _py_run
     fds = [os.open(c.path, os.O_RDONLY) for c in counters]
     header = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sparkfab.plan import Host, Plan
 from sparkfab.render import File
+from sparkfab.render.text import fill
 
 SYSCTL_PATH = "/etc/sysctl.d/60-sparkfab.conf"
 NFT_PATH = "/etc/sparkfab/firewall.nft"
@@ -52,36 +53,14 @@ def sysctl(plan: Plan, host: Host) -> File:
 
 
 def nftables(plan: Plan, host: Host) -> File:
-    ifs = ", ".join(f'"{i}"' for i in host.fabric_ifs)
-    nets = ", ".join(fabric_subnets(plan))
-    ports = ", ".join(control_ports(plan, host))
-    text = f"""#!/usr/sbin/nft -f
-# sparkfab: firewall for the control plane over the fabric of {plan.cluster}/{host.name} (generated)
-table inet sparkfab
-delete table inet sparkfab
-table inet sparkfab {{
-\tset fabric_nets {{
-\t\ttype ipv4_addr
-\t\tflags interval
-\t\telements = {{ {nets} }}
-\t}}
-
-\tchain input {{
-\t\ttype filter hook input priority filter - 10; policy accept;
-\t\tiifname {{ {ifs} }} ct state established,related accept
-\t\tiifname {{ {ifs} }} ip protocol icmp accept
-\t\tiifname {{ {ifs} }} ip saddr @fabric_nets tcp dport {{ {ports} }} accept
-\t\tiifname {{ {ifs} }} counter drop
-\t}}
-
-\tchain forward {{
-\t\ttype filter hook forward priority filter - 10; policy accept;
-\t\tiifname {{ {ifs} }} oifname {{ {ifs} }} ip saddr @fabric_nets ip daddr @fabric_nets accept
-\t\tiifname {{ {ifs} }} counter drop
-\t\toifname {{ {ifs} }} counter drop
-\t}}
-}}
-"""
+    text = fill(
+        "firewall.nft.j2",
+        cluster=plan.cluster,
+        host=host.name,
+        ifs=", ".join(f'"{i}"' for i in host.fabric_ifs),
+        nets=fabric_subnets(plan),
+        ports=control_ports(plan, host),
+    )
     return File(NFT_PATH, text, 0o644)
 
 
@@ -105,39 +84,17 @@ def forward_pairs(host: Host) -> list[tuple[str, str]]:
 
 def docker_user(plan: Plan, host: Host) -> File:
     """Idempotent: inserts only the rules that are missing; prints how many it added."""
-    pairs = " ".join(f'"{a} {b}"' for a, b in forward_pairs(host))
-    rule = f'-i "$1" -o "$2" -m comment --comment {DOCKER_RULE_COMMENT} -j ACCEPT'
-    text = f"""#!/bin/sh
-# sparkfab: let forwarded fabric traffic of {plan.cluster}/{host.name} pass Docker's FORWARD policy (generated)
-# Docker jumps from FORWARD to DOCKER-USER before its own rules and keeps what is there.
-set -eu
-command -v iptables >/dev/null 2>&1 || {{ echo "sparkfab-docker-user: no iptables, added=0"; exit 0; }}
-iptables -w -N DOCKER-USER 2>/dev/null || true
-added=0
-for pair in {pairs}; do
-	set -- $pair
-	if ! iptables -w -C DOCKER-USER {rule} 2>/dev/null; then
-		iptables -w -I DOCKER-USER {rule}
-		added=$((added + 1))
-	fi
-done
-echo "sparkfab-docker-user: added=$added"
-"""
+    text = fill(
+        "docker-user.sh.j2",
+        cluster=plan.cluster,
+        host=host.name,
+        pairs=" ".join(f'"{a} {b}"' for a, b in forward_pairs(host)),
+        rule=f'-i "$1" -o "$2" -m comment --comment {DOCKER_RULE_COMMENT} -j ACCEPT',
+    )
     return File(DOCKER_USER_PATH, text, 0o755)
 
 
 def docker_unit(plan: Plan, host: Host) -> File:
     """Runs the script at boot and whenever Docker (re)starts (WantedBy=docker.service)."""
-    text = f"""# sparkfab: DOCKER-USER rules for fabric forwarding on {plan.cluster}/{host.name} (generated)
-[Unit]
-Description=sparkfab: let fabric forwarding pass Docker's FORWARD policy
-After=docker.service nftables.service network-pre.target
-
-[Service]
-Type=oneshot
-ExecStart={DOCKER_USER_PATH}
-
-[Install]
-WantedBy=multi-user.target docker.service
-"""
+    text = fill("docker-user.service.j2", cluster=plan.cluster, host=host.name, script=DOCKER_USER_PATH)
     return File(DOCKER_UNIT_PATH, text, 0o644)

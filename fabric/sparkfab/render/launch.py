@@ -17,6 +17,7 @@ from sparkfab.errors import RenderError
 from sparkfab.launchers import SECRETS, Recipe
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render import File
+from sparkfab.render.text import fill
 
 LAUNCH_DIR = "/etc/sparkfab/launch"
 COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
@@ -309,37 +310,28 @@ def volumes(recipe: Recipe, inst: Instance) -> list[str]:
 
 
 def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, command: list[str]) -> str:
-    head = (
-        f"#!/bin/sh\n# sparkfab: start {inst.name} rank {lx.rank}/{lx.world} on {host.name} "
-        f"(start order {lx.start_order}; generated)\nset -eu\n"
-    )
     envs = f"/etc/sparkfab/nccl.env {LAUNCH_DIR}/{inst.name}.env"
-    # secrets: root-only, never rendered; values reach the engine by name, not on a command line
-    secrets = f"if [ -r {SECRETS_PATH} ]; then {export_env(SECRETS_PATH)}; fi\n" if lx.secrets else ""
-    if lx.runtime == "process":
-        return (
-            head
-            + secrets
-            + (f"{export_env(envs)}\nexec {shlex.join(command).replace('python3', '${SPARKFAB_PYTHON:-python3}', 1)}\n")
-        )
-    vols = " ".join(f"-v {shlex.quote(v)}" for v in volumes(recipe, inst))
-    name = f"sparkfab-{inst.name}"
     options, args = container_command(recipe, command)
-    passed = "".join(f" -e {n}" for n in lx.secrets)
-    return (
-        head
-        + secrets
-        + (
-            f"docker rm -f {name} >/dev/null 2>&1 || true\n"
-            f"exec docker run -d --name {name} --restart no \\\n"
-            "  --network host --ipc host --gpus all \\\n"
-            "  --device /dev/infiniband --cap-add IPC_LOCK \\\n"
-            f"  --ulimit memlock=-1 --ulimit stack=67108864 --shm-size {recipe.shm_size} \\\n"
-            f"  --env-file /etc/sparkfab/nccl.env --env-file {LAUNCH_DIR}/{inst.name}.env{passed} \\\n"
-            # NCCL_GRAPH_FILE and the env files name paths under /etc/sparkfab: the same path inside
-            "  -v /etc/sparkfab:/etc/sparkfab:ro \\\n"
-            f"  {vols} \\\n"
-            f"  {shlex.join([*options, recipe.image])} \\\n"
-            f"  {shlex.join(args)}\n"
-        )
+    return fill(
+        "launch.sh.j2",
+        instance=inst.name,
+        rank=lx.rank,
+        world=lx.world,
+        host=host.name,
+        start_order=lx.start_order,
+        # secrets: root-only, never rendered; values reach the engine by name, not on a command line
+        secrets=bool(lx.secrets),
+        secrets_path=SECRETS_PATH,
+        export_secrets=export_env(SECRETS_PATH),
+        runtime=lx.runtime,
+        export_env=export_env(envs),
+        command=shlex.join(command).replace("python3", "${SPARKFAB_PYTHON:-python3}", 1),
+        container=f"sparkfab-{inst.name}",
+        shm_size=recipe.shm_size,
+        env_file=f"{LAUNCH_DIR}/{inst.name}.env",
+        passed="".join(f" -e {n}" for n in lx.secrets),
+        # NCCL_GRAPH_FILE and the env files name paths under /etc/sparkfab: the same path inside
+        volumes=" ".join(f"-v {shlex.quote(v)}" for v in volumes(recipe, inst)),
+        image=shlex.join([*options, recipe.image]),
+        args=shlex.join(args),
     )

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.plan import Host, Plan
+from sparkfab.render import sshconfig
+from sparkfab.render.sshconfig import Block, multiplexed
 from sparkfab.render.tree import render
 from sparkfab.verify import checks, images, mesh
 from sparkfab.verify.result import Report, Result
@@ -22,17 +24,11 @@ def ssh_config_for(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> tu
     if lab_dir is not None:
         return str(lab_dir / "ssh_config"), {h.name: h.name for h in plan.hosts}
     workdir.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for h in plan.hosts:
-        lines += [f"Host {h.name}", f"  HostName {h.mgmt_address}", *(f"  {o}" for o in ssh_options(h.ansible))]
-        lines += [
-            "  ControlMaster auto",
-            f"  ControlPath {control_dir(workdir)}/cm-%C",
-            "  ControlPersist 120s",
-            "  ConnectTimeout 10",
-        ]
+    mux = multiplexed(control_dir(workdir))
+    blocks = [Block((h.name,), (f"HostName {h.mgmt_address}", *ssh_options(h.ansible), *mux)) for h in plan.hosts]
+    comment = f"sparkfab: the hosts of {plan.cluster} as Ansible reaches them (generated)"
     cfg = workdir / "ssh_config"
-    cfg.write_text("\n".join(lines) + "\n")
+    cfg.write_text(sshconfig.ssh_config(comment, blocks))
     os.chmod(cfg, 0o600)
     return str(cfg), {h.name: h.name for h in plan.hosts}
 

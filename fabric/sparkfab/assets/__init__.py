@@ -1,0 +1,1 @@
+"""Files shipped inside the package that hosts receive unchanged (`sparkfab.writer.assets`)."""

@@ -1,0 +1,29 @@
+"""The one ssh_config writer: the lab's (keys and known hosts of its own) and the one verify,
+discover and preflight write for real hosts (what Ansible's variables say), both multiplexed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparkfab.render.text import fill
+
+
+@dataclass(frozen=True)
+class Block:
+    patterns: tuple[str, ...]
+    options: tuple[str, ...]
+
+
+def multiplexed(control_dir: Path) -> tuple[str, ...]:
+    """One master connection per host, kept two minutes; the sockets in `control_dir`."""
+    return (
+        "ControlMaster auto",
+        f"ControlPath {control_dir}/cm-%C",
+        "ControlPersist 120s",
+        "ConnectTimeout 10",
+    )
+
+
+def ssh_config(comment: str, blocks: list[Block]) -> str:
+    return fill("ssh_config.j2", comment=comment, blocks=blocks)

@@ -1,0 +1,28 @@
+"""Long texts of a fixed shape come from template files (`sparkfab/templates/*.j2`): the shape
+lives in the template, every decision in the code that fills it. Templates see only the slots
+they are given (an unknown slot is an error, never an empty string), and nothing is escaped:
+the code quotes what a shell or a config file needs quoted before it fills a slot."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("sparkfab", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def fill(template: str, **slots: Any) -> str:
+    """The text of `templates/<template>` with its slots filled."""
+    return _environment().get_template(template).render(**slots)
