@@ -12,7 +12,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,10 @@ from sparkfab.paths import state_dir
 Event = dict[str, Any]
 
 
-@dataclass
+@dataclass(frozen=True)
 class HostResult:
+    """One host's tally of a run so far (each event gives a new one)."""
+
     host: str
     ok: int = 0
     changed: int = 0
@@ -33,7 +35,7 @@ class HostResult:
     failed_task: str | None = None
     message: str = ""
     task: str = ""
-    changed_tasks: list[str] = field(default_factory=list)
+    changed_tasks: tuple[str, ...] = ()
 
     @property
     def state(self) -> str:
@@ -44,12 +46,12 @@ class HostResult:
         return "changed" if self.changed else "ok"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
     rc: int
     status: str
     hosts: dict[str, HostResult]
-    diffs: list[str] = field(default_factory=list)
+    diffs: tuple[str, ...] = ()
     artifacts: str = ""
 
     @property
@@ -57,7 +59,9 @@ class RunResult:
         return [h for h in self.hosts.values() if h.failed or h.unreachable]
 
 
-class _Collector:
+class Collector:
+    """ansible-runner's event handler: each host's tally and the diffs of changed files."""
+
     def __init__(self, hosts: list[str], on_update: Callable[[dict[str, HostResult]], None] | None) -> None:
         self.hosts = {h: HostResult(h) for h in hosts}
         self.diffs: list[str] = []
@@ -71,31 +75,34 @@ class _Collector:
             self.hosts[host] = HostResult(host)
         h = self.hosts.get(host) if host else None
         if h is not None:
-            self._count(kind, data, h)
+            self.hosts[h.host] = self._count(kind, data, h)
         if self.on_update is not None and kind.startswith(("runner_on", "playbook_on_task_start")):
             self.on_update(self.hosts)
         return True
 
-    def _count(self, kind: str, data: dict[str, Any], h: HostResult) -> None:
+    def _count(self, kind: str, data: dict[str, Any], h: HostResult) -> HostResult:
         res = data.get("res", {}) or {}
         task = data.get("task", "")
-        h.task = task
+        h = replace(h, task=task)
         if kind == "runner_on_ok":
-            h.ok += 1
-            h.changed += bool(res.get("changed"))
-            if res.get("changed"):
-                h.changed_tasks.append(task)
             self._diff(h.host, task, res)
-        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
-            h.failed += 1
-            h.failed_task = h.failed_task or task
-            h.message = h.message or _failure_text(res)
-        elif kind == "runner_on_unreachable":
-            h.unreachable += 1
-            h.failed_task = h.failed_task or task
-            h.message = str(res.get("msg", ""))[:400]
-        elif kind == "runner_on_skipped":
-            h.skipped += 1
+            changed = bool(res.get("changed"))
+            tasks = (*h.changed_tasks, task) if changed else h.changed_tasks
+            return replace(h, ok=h.ok + 1, changed=h.changed + changed, changed_tasks=tasks)
+        if kind == "runner_on_failed" and not data.get("ignore_errors"):
+            return replace(
+                h, failed=h.failed + 1, failed_task=h.failed_task or task, message=h.message or _failure_text(res)
+            )
+        if kind == "runner_on_unreachable":
+            return replace(
+                h,
+                unreachable=h.unreachable + 1,
+                failed_task=h.failed_task or task,
+                message=str(res.get("msg", ""))[:400],
+            )
+        if kind == "runner_on_skipped":
+            return replace(h, skipped=h.skipped + 1)
+        return h
 
     def _diff(self, host: str, task: str, res: dict[str, Any]) -> None:
         diffs = res.get("diff") or []
@@ -153,7 +160,7 @@ def run_playbook(
     pdd = work / "runner"
     pdd.mkdir(parents=True, exist_ok=True)
     cmdline = " ".join(x for x in ("--check" if check else "", "--diff" if diff or check else "") if x)
-    collector = _Collector(hosts or [], on_update)
+    collector = Collector(hosts or [], on_update)
     envvars = {
         "ANSIBLE_CONFIG": str(repo_dir("ansible.cfg")),
         "ANSIBLE_ROLES_PATH": str(repo_dir("roles")),
@@ -185,7 +192,7 @@ def run_playbook(
         raise_if_not_started(r)
     if r.rc != 0 and not any(h.failed or h.unreachable for h in collector.hosts.values()):
         raise_if_not_started(r)  # Ansible stopped before any host failed (a playbook or role error)
-    return RunResult(r.rc, r.status, collector.hosts, collector.diffs, str(Path(r.config.artifact_dir)))
+    return RunResult(r.rc, r.status, dict(collector.hosts), tuple(collector.diffs), str(Path(r.config.artifact_dir)))
 
 
 def raise_if_not_started(r: Any) -> None:

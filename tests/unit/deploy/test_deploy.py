@@ -2,7 +2,7 @@
 
 import pytest
 
-from sparkfab.deploy import _Collector
+from sparkfab.deploy import Collector
 
 
 def _ev(kind, host, task="T", **res):
@@ -11,7 +11,7 @@ def _ev(kind, host, task="T", **res):
 
 def test_failure_when_changed_when_itself_failed_names_the_expression_error():
     # What Ansible returns when changed_when raised: failed, no msg ("Unknown error" on screen).
-    c = _Collector(["a"], None)
+    c = Collector(["a"], None)
     c(
         _ev(
             "runner_on_failed",
@@ -28,26 +28,26 @@ def test_failure_when_changed_when_itself_failed_names_the_expression_error():
 
 
 def test_failure_keeps_msg_and_the_tail_of_stderr():
-    c = _Collector(["a"], None)
+    c = Collector(["a"], None)
     c(_ev("runner_on_failed", "a", msg="non-zero return code", rc=1, stderr="x" * 1000 + "\nBOOM"))
     msg = c.hosts["a"].message
     assert msg.startswith("non-zero return code; stderr: ") and msg.endswith("BOOM") and len(msg) <= 600
 
 
 def test_failure_without_msg_shows_stdout():
-    c = _Collector(["a"], None)
+    c = Collector(["a"], None)
     c(_ev("runner_on_failed", "a", failed=True, stdout="half a line"))
     assert c.hosts["a"].message == "stdout: half a line"
 
 
 def test_loop_failure_reports_the_failed_item():
-    c = _Collector(["a"], None)
+    c = Collector(["a"], None)
     c(_ev("runner_on_failed", "a", results=[{"failed": False, "msg": "fine"}, {"failed": True, "msg": "item 2 broke"}]))
     assert c.hosts["a"].message == "item 2 broke"
 
 
 def test_ignored_failures_and_unreachable_hosts():
-    c = _Collector(["a", "b"], None)
+    c = Collector(["a", "b"], None)
     ev = _ev("runner_on_failed", "a", msg="nope")
     ev["event_data"]["ignore_errors"] = True
     c(ev)
@@ -57,7 +57,7 @@ def test_ignored_failures_and_unreachable_hosts():
 
 
 def test_module_diffs_become_host_qualified_unified_diffs():
-    c = _Collector(["a"], None)
+    c = Collector(["a"], None)
     c(
         _ev(
             "runner_on_ok",
@@ -70,7 +70,7 @@ def test_module_diffs_become_host_qualified_unified_diffs():
             ],
         )
     )
-    assert c.hosts["a"].changed_tasks == ["Files | Install"]
+    assert c.hosts["a"].changed_tasks == ("Files | Install",)
     assert len(c.diffs) == 1
     assert "--- a:/etc/x (now)\n+++ a:/etc/x (planned)\n" in c.diffs[0] and "-1\n+2\n" in c.diffs[0]
 
