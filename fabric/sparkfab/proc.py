@@ -1,4 +1,5 @@
-"""The one seam for subprocesses: logs every argv; `dry_run` lives in the caller's context."""
+"""The seam for the programs the lab runs on this machine (ssh-keygen, ip, daemons): every argv
+is logged, and a failing one (with `check`) raises CalledProcessError with what it printed."""
 
 from __future__ import annotations
 

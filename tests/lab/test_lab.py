@@ -1,4 +1,4 @@
-"""Issue 4: the namespace lab and the real Ansible push, end to end (root)."""
+"""The namespace lab and the real Ansible push, end to end (root)."""
 
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def test_verify_names_swapped_and_cut_cables():
 
 
 def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
-    """Issue 7 in the lab: 1 ms samples of one Spark's fabric netdevs while a gloo all-reduce runs."""
+    """In the lab: 1 ms samples of one Spark's fabric netdevs while a gloo all-reduce runs."""
     import subprocess
     import sys
 
@@ -265,7 +265,7 @@ def _cable_set(cables) -> set[frozenset[str]]:
     ],
 )
 def test_discover_from_management_addresses(tmp_path, inventory, cluster):
-    """Issue 9: the discovered cables equal the originals and give the same ranks."""
+    """The discovered cables equal the originals and give the same ranks."""
     import yaml
 
     from sparkfab.paths import lab_dir

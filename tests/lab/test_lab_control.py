@@ -1,4 +1,4 @@
-"""Issue 13 in the lab: the fabric control plane on rings of 5, 6 and 8, next to Docker's
+"""In the lab: the fabric control plane on rings of 5, 6 and 8, next to Docker's
 FORWARD policy and next to a netplan file from NVIDIA's guide (root)."""
 
 from __future__ import annotations

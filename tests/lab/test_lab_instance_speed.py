@@ -1,4 +1,4 @@
-"""Issue 17 in the lab: `linkspeed --instance` flips one of two instances on a switch; the other
+"""In the lab: `linkspeed --instance` flips one of two instances on a switch; the other
 keeps its speed, its engine and its shaped rate (root)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 17 in the lab: `sparkfab preflight` is green on a healthy lab and names what is
+"""In the lab: `sparkfab preflight` is green on a healthy lab and names what is
 broken on purpose: a missing netdev, a foreign netplan file, another image (root)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 17 in the lab: `sparkfab reset` leaves every host as it was before apply, and the
+"""In the lab: `sparkfab reset` leaves every host as it was before apply, and the
 push goes through a login that is not root (root)."""
 
 from __future__ import annotations

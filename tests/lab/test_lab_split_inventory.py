@@ -1,4 +1,4 @@
-"""Issue 17 in the lab: an inventory split over hosts.ini, group_vars/ and host_vars/ brings up,
+"""In the lab: an inventory split over hosts.ini, group_vars/ and host_vars/ brings up,
 applies and verifies like the single file (root)."""
 
 from __future__ import annotations

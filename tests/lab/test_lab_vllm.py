@@ -1,4 +1,4 @@
-"""Issue 15: the real engine in the lab. vLLM's CPU build serves the lab's model at TP2 across two
+"""The real engine in the lab. vLLM's CPU build serves the lab's model at TP2 across two
 lab Sparks (rank 1 headless), its all-reduces over Gloo on the pair's shaped fabric veth; bench
 measures it from rank 0's Spark with the fabric counters, the link flips to 100e with an ordered
 restart, report compares both runs with the estimate, and `serve stop` leaves nothing."""

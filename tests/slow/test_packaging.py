@@ -1,4 +1,4 @@
-"""Issue 17, packaging: a wheel installed outside any checkout handles every example and runs a
+"""Packaging: a wheel installed outside any checkout handles every example and runs a
 lab cycle, because the launch recipes, roles, playbooks and ansible.cfg travel inside it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18 against the real vLLM (CPU build in .venv-vllm) serving a tiny local model:
+"""Against the real vLLM (CPU build in .venv-vllm) serving a tiny local model:
 sparkfab's result JSON carries the keys of `vllm bench serve`'s for the same plan, and both
 clients' decode figures agree with each other and with the server's own inter-token latency."""
 

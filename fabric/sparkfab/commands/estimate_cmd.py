@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -118,7 +119,7 @@ def _mb(x: float) -> str:
     return f"{x:,.0f} B"
 
 
-def print_estimate(r: dict) -> None:  # type: ignore[type-arg]
+def print_estimate(r: dict[str, Any]) -> None:
     c = Console(width=130)
     c.print(f"[bold]{r['model']}[/] at TP{r['tp']}, {r['from_gbps']:g} -> {r['to_gbps']:g} Gb/s")
     c.print(

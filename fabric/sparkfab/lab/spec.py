@@ -57,8 +57,10 @@ class Veth:
     b_ns: str
     b_if: str
     mtu: int
-    label: str
+    label: str  # what messages call it: `cables[N] root R`, and what a drill did to it
     bridge: str | None = None  # b end is a switch port, enslaved to this bridge
+    cable: int = -1  # the cable it stands for (its index in the inventory) ...
+    root: int = 0  # ... and the PCIe root of its rail
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,8 @@ def spec(plan: Plan) -> LabSpec:
                         plan.mtu,
                         f"cables[{i.cable}] root {i.root}",
                         f"br{i.root}",
+                        cable=i.cable,
+                        root=i.root,
                     )
                 )
             elif (i.cable, i.root) not in seen and i.peer_host and i.peer_netdev:
@@ -138,6 +142,8 @@ def spec(plan: Plan) -> LabSpec:
                         i.peer_netdev,
                         plan.mtu,
                         f"cables[{i.cable}] root {i.root}",
+                        cable=i.cable,
+                        root=i.root,
                     )
                 )
     bridges = tuple((ns_of[s], f"br{r}", plan.mtu) for s in switches for r in (0, 1))

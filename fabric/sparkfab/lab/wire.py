@@ -39,12 +39,8 @@ def _select(veths: list[Veth], ref: str) -> list[int]:
     m = _REF.match(ref)
     if not m:
         raise UsageError(f"'{ref}' is not a cable: write cables[N] or cables[N].r0")
-    cable, rail = m.group(1), m.group(2)
-    idx = [
-        i
-        for i, v in enumerate(veths)
-        if v.label.startswith(f"cables[{cable}] ") and (rail is None or v.label.endswith(f"root {rail}"))
-    ]
+    cable, rail = int(m.group(1)), m.group(2)
+    idx = [i for i, v in enumerate(veths) if v.cable == cable and (rail is None or v.root == int(rail))]
     if not idx:
         raise UsageError(f"{ref}: no such cable in this lab")
     return idx

@@ -1,5 +1,6 @@
-"""Pure generators: Plan in, text out. No file, clock, subprocess or network access here;
-`sparkfab.writer` is the one module that touches the filesystem."""
+"""Pure generators: Plan in, text out. No clock, subprocess or network access here, and no file
+is read but sparkfab's own templates (package data, `render.text`); `sparkfab.writer` is the one
+module that writes to the filesystem."""
 
 from __future__ import annotations
 

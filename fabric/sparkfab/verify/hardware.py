@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from sparkfab.plan import Host
 from sparkfab.verify.result import FAIL, PASS, Result
 
-#: What one PCIe root carries (Gb/s) and what both twins of a port reach: warn below these.
+#: Pass marks of `verify --perf` (Gb/s): what one PCIe root carries, and what both twins of a port
+#: reach together; a rail or port measured below its mark fails.
 ROOT_GBPS = 95.0
 PORT_GBPS = 180.0
 

@@ -1,4 +1,4 @@
-"""Issue 17: shell completion made from the CLI's own parser, run by a real bash."""
+"""Shell completion made from the CLI's own parser, run by a real bash."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16: hostile and careless input, table-driven.
+"""Hostile and careless input, table-driven.
 
 Every case runs one verb in-process and asserts: the exit code the README promises (2 bad
 input or usage, 5 a missing file or a misbehaving server, never 1), a message on stderr that

@@ -1,4 +1,4 @@
-"""Issue 17: one connection model. Ansible, verify, discover and preflight reach a host with the
+"""One connection model. Ansible, verify, discover and preflight reach a host with the
 same user, port, key and jump host, wherever in the inventory they are written."""
 
 from __future__ import annotations

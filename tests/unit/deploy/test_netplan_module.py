@@ -1,4 +1,4 @@
-"""Issue 13: other netplan files that configure a fabric netdev (the netplan role's module, run as Ansible runs it)."""
+"""Other netplan files that configure a fabric netdev (the netplan role's module, run as Ansible runs it)."""
 
 import json
 import subprocess

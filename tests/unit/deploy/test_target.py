@@ -1,4 +1,4 @@
-"""Issue 13: lab-ness comes from the lab, never from the inventory; the ring graph is the ring's default."""
+"""Lab-ness comes from the lab, never from the inventory; the ring graph is the ring's default."""
 
 from __future__ import annotations
 

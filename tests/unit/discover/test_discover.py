@@ -1,4 +1,4 @@
-"""Issue 9: deriving cables from what each port sees (no hosts needed)."""
+"""Deriving cables from what each port sees (no hosts needed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17: inventories are read the way Ansible reads them (INI, groups, group_vars/, host_vars/)."""
+"""Inventories are read the way Ansible reads them (INI, groups, group_vars/, host_vars/)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 2: the inventory model, validation messages, resolution."""
+"""The inventory model, validation messages, resolution."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17: `sparkfab init` writes a starter inventory that validates, for every size it offers."""
+"""`sparkfab init` writes a starter inventory that validates, for every size it offers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17: an inventory's own launch recipes live in launchers/ beside it; the plan carries the
+"""An inventory's own launch recipes live in launchers/ beside it; the plan carries the
 recipe it resolved, so rendering reads no recipe file."""
 
 from __future__ import annotations

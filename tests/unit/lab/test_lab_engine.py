@@ -1,4 +1,4 @@
-"""Issue 15 without root: what the lab's vLLM engine renders, where its Gloo traffic goes, how the
+"""Without root: what the lab's vLLM engine renders, where its Gloo traffic goes, how the
 lab shapes 200 and 100e, and how bench and report read a lab run."""
 
 from __future__ import annotations

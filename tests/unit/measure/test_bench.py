@@ -1,4 +1,4 @@
-"""Issue 8: the benchmark driver, the quality battery and the report, against the streaming
+"""The benchmark driver, the quality battery and the report, against the streaming
 protocol double (run in its own process, as a real server would be)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18: bench and battery over https with an API key, and results in the terms of
+"""Bench and battery over https with an API key, and results in the terms of
 `vllm bench serve` and vLLM's /metrics (against the protocol double)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 6: the estimate reproduces the figures of the 200-vs-100 Gb/s paper."""
+"""The estimate reproduces the figures of the 200-vs-100 Gb/s paper."""
 
 from __future__ import annotations
 

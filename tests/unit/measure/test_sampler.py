@@ -1,4 +1,4 @@
-"""Issue 7: the sampler and the traffic analysis, on fake counter trees with known traffic."""
+"""The sampler and the traffic analysis, on fake counter trees with known traffic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16: values from the inventory reach shell files as text, never as code; outputs never
+"""Values from the inventory reach shell files as text, never as code; outputs never
 replace inputs and a re-render leaves exactly one tree.
 
 The launch script and the verify command read env files the way `docker --env-file` does

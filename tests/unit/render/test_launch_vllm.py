@@ -1,4 +1,4 @@
-"""Issue 14: every launch command meets vLLM's own argument parser, as the container runs it.
+"""Every launch command meets vLLM's own argument parser, as the container runs it.
 
 For every vLLM recipe x example inventory x link speed, the rendered `docker run` line is read
 back the way docker reads it (options, image, arguments), the image's entrypoint is applied,

@@ -1,4 +1,4 @@
-"""Issue 3: everything a host needs, rendered from the plan."""
+"""Everything a host needs, rendered from the plan."""
 
 from __future__ import annotations
 
@@ -110,7 +110,10 @@ def test_bundle_carries_exactly_the_non_netplan_files(tmp_path):
         mine = {"/" + k.split("/", 1)[1]: v for k, v in files.items() if k.startswith(host + "/")}
         assert set(bundle) == {p for p in mine if not p.startswith("/etc/netplan/")}
         assert all(bundle[p]["content"] == mine[p] for p in bundle)
-        assert bundle["/etc/sparkfab/collective.py"]["content"] == (REPO / "fabric/sparkfab/assets/collective.py").read_text()
+        assert (
+            bundle["/etc/sparkfab/collective.py"]["content"]
+            == (REPO / "fabric/sparkfab/assets/collective.py").read_text()
+        )
 
 
 def test_second_render_is_byte_identical(tmp_path):

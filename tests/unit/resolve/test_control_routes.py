@@ -1,4 +1,4 @@
-"""Issue 13: the fabric control plane round-trips for connections that do not bind a source.
+"""The fabric control plane round-trips for connections that do not bind a source.
 
 A small model of the kernel's IPv4 forwarding, fed with nothing but the rendered netplan
 files: connected subnets from `addresses`, host routes from `routes` (`from` = preferred

@@ -1,4 +1,4 @@
-"""Issue 17: `linkspeed --instance` / `--limit`: one instance at its own link speed, rendered and
+"""`linkspeed --instance` / `--limit`: one instance at its own link speed, rendered and
 checked per host; a --limit is matched the way Ansible matches it and must cover whole instances."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 2: rank order in cable order, rings of any size, stable allocation."""
+"""Rank order in cable order, rings of any size, stable allocation."""
 
 from __future__ import annotations
 

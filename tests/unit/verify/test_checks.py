@@ -1,4 +1,4 @@
-"""Issue 5: parsers and comparisons on captured samples (no hosts needed)."""
+"""Parsers and comparisons on captured samples (no hosts needed)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def _pair(a, b):
 
 
 def test_forward_blockers_read_docker_user():
-    """Issue 13: Docker's FORWARD drop is harmless only where DOCKER-USER accepts every fabric pair."""
+    """Docker's FORWARD drop is harmless only where DOCKER-USER accepts every fabric pair."""
     from sparkfab.verify import firewall
 
     pairs = [("a", "b"), ("b", "a")]

@@ -1,0 +1,37 @@
+"""The lab's plan without root: what `lab up --dry-run` says it would build, for every example
+(namespaces, addresses, veths with their cable and root), pinned as golden files."""
+
+from __future__ import annotations
+
+import difflib
+
+import pytest
+
+from sparkfab.lab.spec import spec
+from sparkfab.resolve import load_plan
+from tests.conftest import EXAMPLES, REGEN, REPO
+
+GOLDEN = REPO / "tests/golden/lab"
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_lab_plan_of_every_example(cli, path, monkeypatch):
+    """Regenerate with: SPARKFAB_REGEN=1 pytest tests/unit/lab/test_lab_plan.py"""
+    monkeypatch.setenv("SPARKFAB_LAB_DIR", "/var/lib/sparkfab/lab")
+    res = cli("lab", "up", str(path), "--dry-run")
+    assert res.code == 0, res.err
+    want = GOLDEN / f"{path.stem}.txt"
+    if REGEN:
+        want.write_text(res.out)
+    diff = "".join(difflib.unified_diff(want.read_text().splitlines(True), res.out.splitlines(True), "golden", "now"))
+    assert diff == "", diff
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_rail_is_one_veth_that_knows_its_cable_and_root(path):
+    plan = load_plan(str(path))
+    veths = spec(plan).veths
+    rails = {(i.cable, i.root) for h in plan.hosts for i in h.ifaces}
+    assert sorted((v.cable, v.root) for v in veths) == sorted(rails)
+    assert all(v.label == f"cables[{v.cable}] root {v.root}" for v in veths)
