@@ -20,6 +20,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from sparkfab.verify import lldp
+from sparkfab.verify.remote import Remote
 
 FABRIC = re.compile(r"^en(P2)?p1s0f([01])np([01])$")
 PROBE = (
@@ -60,7 +61,7 @@ def port_of(netdev: str) -> tuple[str, int] | None:
     return (f"p{m.group(2)}", 1 if m.group(1) else 0) if m else None
 
 
-def bring_up(th: Any, view: HostView) -> None:
+def bring_up(th: Remote, view: HostView) -> None:
     """Root, and the fabric netdevs up (no addresses needed); a failure is kept on the view."""
     from sparkfab.verify.checks import as_root
 
@@ -74,7 +75,7 @@ def bring_up(th: Any, view: HostView) -> None:
         view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
 
 
-def probe(th: Any, label: str, address: str, settle_s: float = 2.5, view: HostView | None = None) -> HostView:
+def probe(th: Remote, label: str, address: str, settle_s: float = 2.5, view: HostView | None = None) -> HostView:
     """Ask lldpd to announce now, wait for the neighbours' announcements, read what it learned.
     Without `view`, the netdevs are brought up first (discover() does that on every host
     before any announces: a port that comes up after its neighbour announced hears nothing

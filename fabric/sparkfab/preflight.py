@@ -21,6 +21,7 @@ from sparkfab.launchers import repo_dir
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.launch import HF_CACHE, Launch, launch
 from sparkfab.verify import checks, images
+from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result
 from sparkfab.verify.run import ssh_config_for
 
@@ -43,7 +44,7 @@ def preflight(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Report:
     lab = lab_dir is not None
     cfg, alias = ssh_config_for(plan, workdir, lab_dir)
     report = Report(plan.cluster, plan.link_speed)
-    hosts: dict[str, Any] = {}
+    hosts: dict[str, Remote] = {}
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
         parts = pool.map(lambda h: _host(plan, h, checks.connect(alias[h.name], cfg), lab, hosts), plan.hosts)
         for part in parts:
@@ -54,7 +55,7 @@ def preflight(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Report:
     return report
 
 
-def _host(plan: Plan, host: Host, th: Any, lab: bool, reached: dict[str, Any]) -> list[Result]:
+def _host(plan: Plan, host: Host, th: Remote, lab: bool, reached: dict[str, Any]) -> list[Result]:
     try:
         checks.as_root(th)
     except checks.NoRoot as exc:
@@ -73,13 +74,13 @@ def _host(plan: Plan, host: Host, th: Any, lab: bool, reached: dict[str, Any]) -
     return out
 
 
-def _sudo(host: Host, th: Any) -> Result:
+def _sudo(host: Host, th: Remote) -> Result:
     user = th.run("echo ${SUDO_USER:-root}").stdout.strip() or "root"
     how = "login is root" if user == "root" else f"{user} through sudo -n"
     return Result("sudo", host.name, "root", "root", "root", PASS, how)
 
 
-def _netdevs(host: Host, th: Any) -> list[Result]:
+def _netdevs(host: Host, th: Remote) -> list[Result]:
     links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
     out = []
     for name in host.fabric_ifs:
@@ -98,7 +99,7 @@ def _netdevs(host: Host, th: Any) -> list[Result]:
     return out
 
 
-def _rdma(host: Host, th: Any, lab: bool) -> list[Result]:
+def _rdma(host: Host, th: Remote, lab: bool) -> list[Result]:
     devices = sorted(set(host.hca["200"]))
     if lab:
         return [Result.skip("rdma", host.name, d, NOT_IN_LAB) for d in devices]
@@ -114,7 +115,7 @@ def _rdma(host: Host, th: Any, lab: bool) -> list[Result]:
     return out
 
 
-def _netplan(host: Host, th: Any) -> list[Result]:
+def _netplan(host: Host, th: Remote) -> list[Result]:
     """Other netplan files that configure a fabric netdev: apply refuses them (or moves them
     aside with --take-over-netplan)."""
     import yaml
@@ -141,7 +142,7 @@ def _netplan(host: Host, th: Any) -> list[Result]:
     return found or [Result("netplan", host.name, "other files", "none on the fabric", "none", PASS)]
 
 
-def _clock(host: Host, th: Any, lab: bool) -> Result:
+def _clock(host: Host, th: Remote, lab: bool) -> Result:
     if lab:
         return Result.skip("clock", host.name, "NTP", NOT_IN_LAB)
     res = th.run("timedatectl show -p NTPSynchronized --value")
@@ -153,7 +154,7 @@ def _clock(host: Host, th: Any, lab: bool) -> Result:
 # ----------------------------------------------------------------------------- per instance
 
 
-def _instance(plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool) -> list[Result]:
+def _instance(plan: Plan, inst: Instance, hosts: dict[str, Remote], lab: bool) -> list[Result]:
     if inst.recipe is None:
         return []
     lxs = {h: launch(plan, inst, plan.host(h), inst.recipe) for h in inst.hosts}
@@ -176,7 +177,7 @@ def _instance(plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool) -> l
     return out
 
 
-def _ports(plan: Plan, inst: Instance, th: Any, lx: Launch) -> list[Result]:
+def _ports(plan: Plan, inst: Instance, th: Remote, lx: Launch) -> list[Result]:
     """The API port and the rendezvous ports are free on rank 0 (or held by sparkfab's engine)."""
     ours = th.run(f"test -s /etc/sparkfab/launch/{inst.name}.pid").rc == 0
     out = []
@@ -191,7 +192,7 @@ def _ports(plan: Plan, inst: Instance, th: Any, lx: Launch) -> list[Result]:
     return out
 
 
-def _docker(host: str, th: Any, lab: bool) -> Result:
+def _docker(host: str, th: Remote, lab: bool) -> Result:
     if lab:
         return Result.skip("docker", host, "nvidia runtime", NOT_IN_LAB)
     res = th.run("docker info --format '{{json .Runtimes}}'")
@@ -204,7 +205,7 @@ def _docker(host: str, th: Any, lab: bool) -> Result:
     )
 
 
-def _forward_policy(plan: Plan, inst: Instance, hosts: dict[str, Any]) -> Result:
+def _forward_policy(plan: Plan, inst: Instance, hosts: dict[str, Remote]) -> Result:
     forwarding = [h for h in inst.hosts if plan.host(h).forwarding]
     if not forwarding:
         return Result("forward-policy", inst.hosts[0], inst.name, "-", "-", PASS, "no host forwards")
@@ -221,7 +222,7 @@ def _forward_policy(plan: Plan, inst: Instance, hosts: dict[str, Any]) -> Result
     )
 
 
-def _program(inst: Instance, hosts: dict[str, Any], lxs: dict[str, Launch]) -> list[Result]:
+def _program(inst: Instance, hosts: dict[str, Remote], lxs: dict[str, Launch]) -> list[Result]:
     """The process runtime's "image": the program the launch runs, the same file on every rank."""
     digests = {}
     for h in inst.hosts:
@@ -243,7 +244,7 @@ def _program(inst: Instance, hosts: dict[str, Any], lxs: dict[str, Launch]) -> l
     return out
 
 
-def _model(inst: Instance, host: str, th: Any, lx: Launch) -> Result:
+def _model(inst: Instance, host: str, th: Remote, lx: Launch) -> Result:
     model = inst.model or (inst.recipe.model if inst.recipe else "")
     if not model:
         return Result.skip("model", host, inst.name, "the recipe names no model")

@@ -14,6 +14,7 @@ from typing import Any
 
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.verify import firewall, hardware, lldp
+from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: veth reports 10000 Mb/s; a ConnectX-7 port reports 200000 Mb/s on both twins.
@@ -30,7 +31,7 @@ class NoRoot(Exception):
     """The login works but cannot become root without a password."""
 
 
-def as_root(th: Any) -> Any:
+def as_root(th: Any) -> Any:  # a testinfra Host: its backend is switched to sudo
     """Make every later command on `th` run as root, as the plays do (`become: true`): through
     `sudo -n` when the login user is not root. Raises when the host does not answer, and
     NoRoot when sudo wants a password (checks cannot type one)."""
@@ -56,7 +57,7 @@ def as_root(th: Any) -> Any:
     return th
 
 
-def link_checks(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
+def link_checks(plan: Plan, host: Host, th: Remote, lab: bool) -> list[Result]:
     links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
     addrs = {x["ifname"]: x for x in json.loads(th.check_output("ip -j -4 addr show"))}
     names = " ".join(i.netdev for i in host.ifaces)
@@ -93,7 +94,7 @@ def link_checks(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
     return out
 
 
-def config_checks(plan: Plan, host: Host, th: Any, files: dict[str, str]) -> list[Result]:
+def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> list[Result]:
     out = []
     if plan.control_plane == "fabric" and host.ifaces:
         if host.forwarding:
@@ -128,7 +129,7 @@ def config_checks(plan: Plan, host: Host, th: Any, files: dict[str, str]) -> lis
     return out
 
 
-def forward_policy(host: Host, th: Any) -> Result:
+def forward_policy(host: Host, th: Remote) -> Result:
     """A relay's forward hook: a drop in any other base chain (Docker's) kills relayed control traffic."""
     from sparkfab.render.control import forward_pairs
 
@@ -155,7 +156,7 @@ def forward_policy(host: Host, th: Any) -> Result:
     return Result("forward-policy", host.name, "forward hook", "fabric pairs accepted", actual, PASS)
 
 
-def jumbo_pings(plan: Plan, host: Host, th: Any) -> list[Result]:
+def jumbo_pings(plan: Plan, host: Host, th: Remote) -> list[Result]:
     out = []
     size = plan.mtu - 28
     for iface, peer in _rail_peers(plan, host):
@@ -191,7 +192,7 @@ def _rail_peers(plan: Plan, host: Host) -> list[tuple[Any, str]]:
     return pairs
 
 
-def cabling(host: Host, th: Any) -> list[Result]:
+def cabling(host: Host, th: Remote) -> list[Result]:
     res = th.run("lldpcli -f json show neighbors")
     if res.rc != 0:
         return [
@@ -208,7 +209,7 @@ def cabling(host: Host, th: Any) -> list[Result]:
     return lldp.check_host(host, lldp.neighbours(res.stdout))
 
 
-def rdma(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
+def rdma(plan: Plan, host: Host, th: Remote, lab: bool) -> list[Result]:
     if lab:
         return [Result.skip("rdma", host.name, "RDMA devices", "lab: veths have no RDMA devices (hardware only)")]
 
@@ -222,7 +223,7 @@ def rdma(plan: Plan, host: Host, th: Any, lab: bool) -> list[Result]:
 
 
 def collective(
-    plan: Plan, inst: Instance, hosts: dict[str, Any], lab: bool, sizes: str, log: Callable[[str], None]
+    plan: Plan, inst: Instance, hosts: dict[str, Remote], lab: bool, sizes: str, log: Callable[[str], None]
 ) -> dict[str, Any]:
     """The torch.distributed all-reduce with the generated env: workers first, rank 0 last."""
     import concurrent.futures as cf

@@ -16,6 +16,7 @@ from typing import Any
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import launch
 from sparkfab.render.nccl import SUBNET_AWARE_SINCE
+from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: prints the NCCL version torch loads, e.g. "(2, 30, 7)"
@@ -53,7 +54,7 @@ def _image_of(plan: Plan, inst: Instance) -> str | None:
     return rec.image if lx.runtime == "docker" else None
 
 
-def image_checks(plan: Plan, hosts: dict[str, Any], reachable: set[str], lab: bool) -> list[Result]:
+def image_checks(plan: Plan, hosts: dict[str, Remote], reachable: set[str], lab: bool) -> list[Result]:
     out: list[Result] = []
     for inst in plan.instances:
         image = _image_of(plan, inst)
@@ -67,7 +68,7 @@ def image_checks(plan: Plan, hosts: dict[str, Any], reachable: set[str], lab: bo
     return out
 
 
-def same_image(inst: Instance, image: str, hosts: dict[str, Any]) -> list[Result]:
+def same_image(inst: Instance, image: str, hosts: dict[str, Remote]) -> list[Result]:
     """Every rank holds the image, with one ID (nodes that pulled at different times differ)."""
     ids = {}
     for h in inst.hosts:

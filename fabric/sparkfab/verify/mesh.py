@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
 
 from sparkfab.plan import Instance, Plan
+from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: Run on each source rank: for every destination a ping and TCP connects the way applications
@@ -54,7 +54,7 @@ MESH_WAIT_S = 3
 TCP_OK = ("connected", "refused")
 
 
-def mesh(plan: Plan, inst: Instance, hosts: dict[str, Any], blocked: dict[str, str] | None = None) -> list[Result]:
+def mesh(plan: Plan, inst: Instance, hosts: dict[str, Remote], blocked: dict[str, str] | None = None) -> list[Result]:
     """Every rank to every rank's control address, as applications connect, with the path taken.
 
     One SSH command per source rank (its pings, route lookups and TCP connects to the master
@@ -72,7 +72,7 @@ def mesh(plan: Plan, inst: Instance, hosts: dict[str, Any], blocked: dict[str, s
 
 
 def _mesh_from(
-    plan: Plan, inst: Instance, hosts: dict[str, Any], owner: dict[str, str], src: str, blocked: dict[str, str]
+    plan: Plan, inst: Instance, hosts: dict[str, Remote], owner: dict[str, str], src: str, blocked: dict[str, str]
 ) -> list[Result]:
     dsts = [d for d in inst.hosts if d != src]
     ports = sorted({plan.master_port, inst.port})
@@ -116,7 +116,7 @@ def _mesh_from(
     return out
 
 
-def _return_route(plan: Plan, hosts: dict[str, Any], far: str, source: str, near: str) -> str:
+def _return_route(plan: Plan, hosts: dict[str, Remote], far: str, source: str, near: str) -> str:
     """Why the answer from `far` to `source` may not come back: its own route lookup."""
     if source in ("?", "0.0.0.0"):
         return f"{near} has no route to {far}"
@@ -136,7 +136,7 @@ def _return_route(plan: Plan, hosts: dict[str, Any], far: str, source: str, near
     )
 
 
-def _follow(hosts: dict[str, Any], owner: dict[str, str], here: str, target: str, limit: int) -> list[str]:
+def _follow(hosts: dict[str, Remote], owner: dict[str, str], here: str, target: str, limit: int) -> list[str]:
     """Transit hops: look the destination up on each relay until it is local."""
     path = [here]
     for _ in range(limit):

@@ -7,11 +7,11 @@ from __future__ import annotations
 import concurrent.futures as cf
 import shlex
 import time
-from typing import Any
 
 from sparkfab.plan import Host, Iface, Instance, Plan
 from sparkfab.render.launch import export_env
 from sparkfab.verify import hardware
+from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 BW_SECONDS = 5
@@ -37,7 +37,7 @@ def rail_pairs(plan: Plan) -> list[list[tuple[Host, Iface, Host, Iface]]]:
     return list(groups.values())
 
 
-def _gid(th: Any, device: str, address: str) -> int | None:
+def _gid(th: Remote, device: str, address: str) -> int | None:
     def read(path: str) -> str | None:
         f = th.file(path)
         return f.content_string if f.exists else None
@@ -45,7 +45,7 @@ def _gid(th: Any, device: str, address: str) -> int | None:
     return hardware.roce_v2_gid_index(read, device, address)
 
 
-def _bw(hosts: dict[str, Any], a: Host, ai: Iface, b: Host, bi: Iface, port: int) -> tuple[str, float | None]:
+def _bw(hosts: dict[str, Remote], a: Host, ai: Iface, b: Host, bi: Iface, port: int) -> tuple[str, float | None]:
     ga, gb = _gid(hosts[a.name], ai.rdma, ai.ip), _gid(hosts[b.name], bi.rdma, bi.ip)
     if ga is None or gb is None:
         return "no RoCE v2 GID", None
@@ -57,7 +57,7 @@ def _bw(hosts: dict[str, Any], a: Host, ai: Iface, b: Host, bi: Iface, port: int
     return ("ok", rows[-1].avg_gbps) if rows else ((res.stderr or res.stdout)[-160:], None)
 
 
-def _lat(hosts: dict[str, Any], a: Host, ai: Iface, b: Host, bi: Iface, port: int) -> dict[str, float]:
+def _lat(hosts: dict[str, Remote], a: Host, ai: Iface, b: Host, bi: Iface, port: int) -> dict[str, float]:
     ga, gb = _gid(hosts[a.name], ai.rdma, ai.ip), _gid(hosts[b.name], bi.rdma, bi.ip)
     if ga is None or gb is None:
         return {}
@@ -69,7 +69,7 @@ def _lat(hosts: dict[str, Any], a: Host, ai: Iface, b: Host, bi: Iface, port: in
     )
 
 
-def perf(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
+def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
     out: list[Result] = []
     port = 18515
     for group in rail_pairs(plan):
@@ -132,7 +132,7 @@ def all_reduce_command(plan: Plan, inst: Instance) -> str:
     )
 
 
-def _all_reduce(plan: Plan, hosts: dict[str, Any]) -> list[Result]:
+def _all_reduce(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
     first = plan.hosts[0].name
     if hosts[first].run("command -v all_reduce_perf && command -v mpirun").rc != 0:
         return [Result.skip("all_reduce_perf", first, "nccl-tests", "all_reduce_perf or mpirun not installed")]

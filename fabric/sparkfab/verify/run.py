@@ -14,6 +14,7 @@ from sparkfab.render import sshconfig
 from sparkfab.render.sshconfig import Block, multiplexed
 from sparkfab.render.tree import render
 from sparkfab.verify import checks, images, mesh
+from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import Report, Result
 
 LLDP_WAIT_S = 8.0
@@ -93,7 +94,7 @@ def ssh_options(ansible: dict[str, Any]) -> list[str]:
     return out
 
 
-def _per_host(plan: Plan, host: Host, th: Any, lab: bool, files: dict[str, str]) -> list[Result]:
+def _per_host(plan: Plan, host: Host, th: Remote, lab: bool, files: dict[str, str]) -> list[Result]:
     if not host.ifaces:
         return []
     try:
@@ -109,7 +110,7 @@ def _per_host(plan: Plan, host: Host, th: Any, lab: bool, files: dict[str, str])
     return out
 
 
-def _cabling(plan: Plan, hosts: dict[str, Any], reachable: set[str]) -> list[Result]:
+def _cabling(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> list[Result]:
     """LLDP converges within a few transmit intervals after a re-cable: retry failures briefly."""
     deadline = time.monotonic() + LLDP_WAIT_S
     while True:
@@ -197,7 +198,7 @@ def verify(
     return report
 
 
-def _consistency(plan: Plan, hosts: dict[str, Any], reachable: set[str]) -> list[Result]:
+def _consistency(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> list[Result]:
     """The engine-flag hash must be the same on every rank (a mismatch hangs start-up)."""
     import json
 
@@ -215,7 +216,7 @@ def _consistency(plan: Plan, hosts: dict[str, Any], reachable: set[str]) -> list
     return out
 
 
-def _perf(plan: Plan, lab: bool, hosts: dict[str, Any]) -> list[Result]:
+def _perf(plan: Plan, lab: bool, hosts: dict[str, Remote]) -> list[Result]:
     if lab:
         return [
             Result.skip("perf", h.name, "ib_write_bw / all_reduce_perf", "lab: no RDMA devices (veth)")

@@ -1,0 +1,113 @@
+"""The host checks as tables: what a Spark answers (captured shapes of `ip -j`, sysfs, sysctl,
+files) in, the rows of the report out; through a host double, without root or ssh."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sparkfab.render.tree import render
+from sparkfab.resolve import load_plan
+from sparkfab.verify import checks
+from tests.conftest import REPO
+from tests.doubles.host import Answer, FakeHost, ip_addr, ip_link
+
+RING = load_plan(str(REPO / "inventory/ring4.yml"))
+HOST = RING.hosts[0]
+
+
+def _healthy(**change: Any) -> dict[str, Any]:
+    links = {i.netdev: {"mtu": RING.mtu} for i in HOST.ifaces}
+    addrs = {i.netdev: [i.address] for i in HOST.ifaces}
+    speeds = {i.netdev: checks.HW_SPEED for i in HOST.ifaces}
+    for name, what in change.items():
+        kind, dev = name.split("__")
+        dev = HOST.ifaces[int(dev)].netdev
+        {"link": links, "addr": addrs, "speed": speeds}[kind][dev] = what
+    links = {k: v for k, v in links.items() if v is not None}
+    return {"links": links, "addrs": addrs, "speeds": speeds}
+
+
+def _host(state: dict[str, Any]) -> FakeHost:
+    speed = "".join(f"{d} {s}\n" for d, s in state["speeds"].items())
+    return FakeHost(
+        {
+            "ip -j link show": Answer(0, ip_link(**state["links"])),
+            "ip -j -4 addr show": Answer(0, ip_addr(**state["addrs"])),
+            "for i in ": Answer(0, speed),
+        }
+    )
+
+
+LINK_ROWS = [
+    ("healthy", _healthy(), False, []),
+    ("no such netdev", _healthy(link__0=None), False, [("netdev", 0, "absent", "no such interface")]),
+    (
+        "unplugged",
+        _healthy(link__1={"mtu": 9000, "carrier": False}),
+        False,
+        [("carrier", 1, "0", "no carrier: cable unplugged or far end down")],
+    ),
+    ("down", _healthy(link__2={"mtu": 9000, "up": False}), False, [("up", 2, "DOWN", ""), ("carrier", 2, "0", None)]),
+    ("mtu 1500", _healthy(link__3={"mtu": 1500}), False, [("mtu", 3, "1500", "")]),
+    (
+        "NVIDIA's netplan file's address beside the plan's",
+        _healthy(addr__0=[HOST.ifaces[0].address, "192.168.100.10/24"]),
+        False,
+        [("ipv4", 0, None, "")],
+    ),
+    ("no address", _healthy(addr__1=[]), False, [("ipv4", 1, "[]", "")]),
+    ("a twin at 100G", _healthy(speed__2=100000), False, [("speed", 2, "100000", "")]),
+    ("veths in the lab", _healthy(**{f"speed__{i}": checks.LAB_SPEED for i in range(4)}), True, []),
+]
+
+
+@pytest.mark.parametrize("case,state,lab,failing", LINK_ROWS, ids=[r[0] for r in LINK_ROWS])
+def test_link_checks(case, state, lab, failing):
+    rows = checks.link_checks(RING, HOST, _host(state), lab)
+    got = [r for r in rows if r.status == "fail"]
+    assert len(got) == len(failing), [(r.check, r.subject, r.actual) for r in got]
+    for r, (check, dev, actual, detail) in zip(got, failing, strict=True):
+        assert (r.check, r.subject) == (check, HOST.ifaces[dev].netdev)
+        assert actual is None or r.actual == actual
+        assert detail is None or r.detail == detail
+    assert len(rows) == len(failing) + sum(r.status == "pass" for r in rows)
+
+
+FILES = {f.path: f.content for f in render(RING, {}).hosts[HOST.name]}
+NCCL = "/etc/sparkfab/nccl.env"
+SYSCTLS = {"net.ipv4.ip_forward": 1, **{f"net.ipv4.conf.{n}.rp_filter": 2 for n in HOST.fabric_ifs}}
+RULESET = '{"nftables": []}'
+MISSING = "missing: run `sparkfab apply`"
+DIFFERS = "differs from the plan"
+
+
+def _config_host(files: dict[str, str], sysctls: dict[str, Any], nft: int) -> FakeHost:
+    return FakeHost(
+        {"nft list table inet sparkfab": Answer(nft), "nft -j list ruleset": Answer(0, RULESET)}, files, sysctls
+    )
+
+
+CONFIG_ROWS = [
+    ("as rendered", FILES, SYSCTLS, 0, []),
+    ("edited by hand", {**FILES, NCCL: FILES[NCCL] + "NCCL_DEBUG=INFO\n"}, SYSCTLS, 0, [("file", NCCL, DIFFERS)]),
+    ("never applied", {k: v for k, v in FILES.items() if k != NCCL}, SYSCTLS, 0, [("file", NCCL, MISSING)]),
+    (
+        "strict reverse-path filter",
+        FILES,
+        {**SYSCTLS, f"net.ipv4.conf.{HOST.fabric_ifs[0]}.rp_filter": 1},
+        0,
+        [("sysctl", f"net.ipv4.conf.{HOST.fabric_ifs[0]}.rp_filter", "")],
+    ),
+    ("no forwarding", FILES, {**SYSCTLS, "net.ipv4.ip_forward": 0}, 0, [("sysctl", "net.ipv4.ip_forward", "")]),
+    ("firewall not loaded", FILES, SYSCTLS, 1, [("firewall", "table inet sparkfab", "")]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case,files,sysctls,nft,failing", CONFIG_ROWS, ids=[r[0] for r in CONFIG_ROWS])
+def test_config_checks(case, files, sysctls, nft, failing):
+    assert HOST.forwarding and RING.control_plane == "fabric"  # the ring relays: every row applies
+    rows = checks.config_checks(RING, HOST, _config_host(files, sysctls, nft), FILES)
+    got = [(r.check, r.subject, r.detail) for r in rows if r.status == "fail"]
+    assert got == failing
