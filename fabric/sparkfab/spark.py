@@ -13,6 +13,8 @@ DEFAULT_MGMT_IF = "enP7s7"
 #: What one PCIe root carries (ib_write_bw, paper Section 7.3) and what both twins reach.
 ROOT_GBPS = 109.0
 PORT_GBPS = 200.0
+#: The link rate of each link-speed mode: 200, emulated 100 (one root: what it measured), 100.
+LINK_GBPS = {"200": PORT_GBPS, "100e": ROOT_GBPS, "100": 100.0}
 
 
 def port_index(port: str) -> int:

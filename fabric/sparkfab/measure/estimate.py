@@ -26,13 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparkfab import catalog
+from sparkfab import catalog, spark
 from sparkfab.errors import EstimateError
 from sparkfab.measure.model import ModelSpec
 from sparkfab.measure.plans import PLAN, Test
 
 BYTES_PER_VALUE = 2  # activations are bf16 whatever the weight format
-EMULATED_GBPS = 109.0  # one PCIe Gen5 x4 root, measured with ib_write_bw (paper Section 7.3)
+EMULATED_GBPS = spark.ROOT_GBPS  # one PCIe Gen5 x4 root, measured with ib_write_bw (paper Section 7.3)
 SPARK_MEMORY_GBPS = 273.0  # GB/s, a DGX Spark reading its own memory
 
 

@@ -16,12 +16,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sparkfab import spark
 from sparkfab.errors import Unavailable, UsageError
 from sparkfab.measure import bench, records, sampler, traffic
-from sparkfab.measure.estimate import EMULATED_GBPS, Setup, bytes_per_token, extra_time
+from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
 from sparkfab.outputs import PNG_METADATA
 
-SPEEDS = {"200": 200.0, "100e": EMULATED_GBPS, "100": 100.0}
+SPEEDS = spark.LINK_GBPS
 
 
 def link_gbps(run: dict[str, Any], default: float) -> float:

@@ -13,8 +13,8 @@ from sparkfab.verify.result import FAIL, PASS, Result
 
 #: Pass marks of `verify --perf` (Gb/s): what one PCIe root carries, and what both twins of a port
 #: reach together; a rail or port measured below its mark fails.
-ROOT_GBPS = 95.0
-PORT_GBPS = 180.0
+ROOT_PASS_GBPS = 95.0
+PORT_PASS_GBPS = 180.0
 
 Reader = Callable[[str], str | None]  # path under /sys -> content, None when absent
 

@@ -84,9 +84,9 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
                     "ib_write_bw",
                     a.name,
                     f"{ai.rdma} -> {b.name}:{bi.rdma}",
-                    f">= {hardware.ROOT_GBPS:.0f} Gb/s",
+                    f">= {hardware.ROOT_PASS_GBPS:.0f} Gb/s",
                     "-" if gbps is None else f"{gbps:.1f} Gb/s",
-                    PASS if gbps and gbps >= hardware.ROOT_GBPS else FAIL,
+                    PASS if gbps and gbps >= hardware.ROOT_PASS_GBPS else FAIL,
                     "" if gbps else note,
                 )
             )
@@ -97,9 +97,9 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
                     "port-bw",
                     a.name,
                     f"{ai.port} (both twins)",
-                    f">= {hardware.PORT_GBPS:.0f} Gb/s",
+                    f">= {hardware.PORT_PASS_GBPS:.0f} Gb/s",
                     f"{total:.1f} Gb/s",
-                    PASS if total >= hardware.PORT_GBPS else FAIL,
+                    PASS if total >= hardware.PORT_PASS_GBPS else FAIL,
                 )
             )
         a, ai, b, bi = group[0]
@@ -141,7 +141,7 @@ def _all_reduce(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
         res = hosts[inst.hosts[0]].run(all_reduce_command(plan, inst))
         rows, avg = hardware.parse_nccl_tests(res.stdout)
         best = max((r.busbw for r in rows), default=0.0) * 8
-        want = hardware.PORT_GBPS if plan.mode_of(inst.hosts[0]) != "100e" else hardware.ROOT_GBPS
+        want = hardware.PORT_PASS_GBPS if plan.mode_of(inst.hosts[0]) != "100e" else hardware.ROOT_PASS_GBPS
         out.append(
             Result(
                 "all_reduce_perf",
