@@ -36,7 +36,9 @@ def _timing_misses(double, cli, tmp: Path, chunk: int) -> list[str]:
     chunks = -(-n // chunk)
     want_decode = (n - 1) / ((chunks - 1) * chunk * interval)
     misses = []
-    for test, tokens in (("one", 800), ("four", 400)):
+    # one stream: within 1 %; four at once share two cores with the double that times them, and the
+    # double's own sends drift by about 1.5 % there (seen in CI): 3 %
+    for test, tokens, bound in (("one", 800, 0.01), ("four", 400, 0.03)):
         mine = [r for r in rows if r["test"] == test]
         # the client stamps each first token within 1 ms of the moment the server sent it
         lag = statistics.median((r["first_ns"] - r["server_first_ns"]) / 1e9 for r in mine)
@@ -48,7 +50,7 @@ def _timing_misses(double, cli, tmp: Path, chunk: int) -> list[str]:
         if abs(ttft - tokens * prefill) >= 0.001:
             misses.append(f"{test}: TTFT {ttft * 1e3:.2f} ms, told {tokens * prefill * 1e3:.2f} ms")
         for r in mine:
-            if abs(r["decode_tps"] / want_decode - 1) >= 0.01:
+            if abs(r["decode_tps"] / want_decode - 1) >= bound:
                 misses.append(f"{test}: decode {r['decode_tps']:.1f} tok/s, told {want_decode:.1f}")
             assert r["completion_tokens"] == n and r["prompt_tokens"] == tokens
             assert sum(t for _, t in r["chunks"]) == n and len(r["chunks"]) == chunks
@@ -62,7 +64,8 @@ def _timing_misses(double, cli, tmp: Path, chunk: int) -> list[str]:
 @pytest.mark.timing  # wall-clock bounds: a loaded machine misses them without a bug
 @pytest.mark.parametrize("chunk", [1, 3])
 def test_timing_is_measured_as_programmed(double, cli, tmp_path, chunk):
-    """TTFT within 1 ms, decode speed within 1 % of what the server was told, at 1 and 4 requests.
+    """TTFT within 1 ms and decode speed within 1 % of what the server was told for one request (3 %
+    for four at once).
     Timing on a shared two-core machine: a first measurement that misses is repeated once, and the
     second must meet every bound."""
     misses = _timing_misses(double, cli, tmp_path / "a", chunk)
