@@ -127,12 +127,13 @@ def instance_limit(plan: Plan, instance: str | None, limit: str | None) -> str |
     return f"{hosts}:&{limit}" if limit else hosts
 
 
-def flipped_instances(plan: Plan, tree: Path, instance: str | None, limit: str | None) -> list[str] | None:
+def flipped_instances(plan: Plan, tree: Path | None, instance: str | None, limit: str | None) -> list[str] | None:
     """The instances a partial flip covers (None: the whole cluster). A --limit is matched the
     way Ansible matches it, against the rendered inventory, and must cover whole instances."""
     instance_limit(plan, instance, None)  # an unknown instance is refused here
     if limit is None:
         return [instance] if instance else None
+    assert tree is not None, "a --limit is matched against the rendered tree"
     from sparkfab.ansible_inventory import matching
 
     chosen = set(matching(tree / "inventory.yml", limit))

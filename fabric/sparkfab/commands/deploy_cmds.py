@@ -142,7 +142,8 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
     target = Target.load(args.inventory, lab=args.lab)
     before = target.plan
     wanted = load_plan(str(target.inventory), args.mode)  # the cluster validated at the new speed
-    names = flipped_instances(before, target.render(), args.instance, args.limit)
+    # a --limit is matched against the rendered inventory: render only then
+    names = flipped_instances(before, target.render() if args.limit else None, args.instance, args.limit)
     plan = wanted.with_link_speed(args.mode) if names is None else before
     for name in names or ():
         plan = plan.with_instance_speed(name, args.mode)
