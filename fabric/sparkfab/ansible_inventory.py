@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab import yamlload
-from sparkfab.errors import InventoryError, Problem
+from sparkfab.errors import InventoryError, Problem, Unavailable
 
 #: What VariableManager adds to a host's variables on its own (not written by anyone).
 MAGIC = frozenset(
@@ -71,8 +71,6 @@ def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]
     """Each host's merged variables and its sparkfab block, from Ansible in a child process
     (importing Ansible patches this process for good: `sys.intern`, which torch then refuses)."""
     if not path.exists():
-        from sparkfab.errors import Unavailable
-
         raise Unavailable(f"{path}: no such file")
     if path.is_dir() and not any(f.is_file() and not f.name.startswith(".") for f in path.iterdir()):
         hint = "an inventory directory holds hosts.ini or *.yml files, with group_vars/ and host_vars/ beside them"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sparkfab.errors import DeployError
 from sparkfab.launchers import repo_dir
 from sparkfab.paths import state_dir
 
@@ -196,8 +197,6 @@ def run_playbook(
 
 
 def raise_if_not_started(r: Any) -> None:
-    from sparkfab.errors import DeployError
-
     out = ""
     try:
         out = r.stdout.read()[-2000:]

@@ -20,6 +20,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from sparkfab.verify import lldp
+from sparkfab.verify.checks import as_root
 from sparkfab.verify.remote import Remote
 
 FABRIC = re.compile(r"^en(P2)?p1s0f([01])np([01])$")
@@ -63,8 +64,6 @@ def port_of(netdev: str) -> tuple[str, int] | None:
 
 def bring_up(th: Remote, view: HostView) -> None:
     """Root, and the fabric netdevs up (no addresses needed); a failure is kept on the view."""
-    from sparkfab.verify.checks import as_root
-
     try:
         as_root(th)
         links = json.loads(th.check_output("ip -j link show"))

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparkfab import paths
+from sparkfab.ansible_inventory import matching
 from sparkfab.errors import UsageError
+from sparkfab.lab import inventory as lab_inv
+from sparkfab.lab.spec import spec
 from sparkfab.plan import Plan
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
@@ -65,9 +68,6 @@ def lab_of(path: Path, cluster: str) -> Path | None:
 def lab_inventory(inventory: str) -> Path:
     """Write the lab's copy of a user's inventory (always from the inventory as it is now, so
     edits since `lab up` take effect) and return its path."""
-    from sparkfab.lab import inventory as lab_inv
-    from sparkfab.lab.spec import spec
-
     plan = load_plan(inventory)
     state = paths.lab_state(plan.cluster)
     if not state.exists():
@@ -134,8 +134,6 @@ def flipped_instances(plan: Plan, tree: Path | None, instance: str | None, limit
     if limit is None:
         return [instance] if instance else None
     assert tree is not None, "a --limit is matched against the rendered tree"
-    from sparkfab.ansible_inventory import matching
-
     chosen = set(matching(tree / "inventory.yml", limit))
     names = [instance] if instance else [i.name for i in plan.instances if chosen & set(i.hosts)]
     for name in names:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sparkfab import yamlload
+from sparkfab import ansible_inventory, yamlload
 from sparkfab.errors import InventoryError, Problem, Unavailable
 
 
@@ -48,8 +48,6 @@ def _vars_dirs(base: Path) -> bool:
 
 
 def _read_with_ansible(path: Path) -> tuple[Any, str]:
-    from sparkfab import ansible_inventory
-
     return ansible_inventory.read(path)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sparkfab import proc
 from sparkfab.errors import LabError
+from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.spec import LabSpec
 from sparkfab.paths import lab_dir
 
@@ -80,8 +81,6 @@ def wait_sshd(spec: LabSpec, timeout: float = 15.0) -> None:
 
 
 def _namespace_inodes(cluster: str) -> set[int]:
-    from sparkfab.lab.links import existing_namespaces
-
     out = set()
     for ns in existing_namespaces(cluster):
         try:

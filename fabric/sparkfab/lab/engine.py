@@ -24,7 +24,7 @@ from pathlib import Path
 from sparkfab import proc
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec
-from sparkfab.launchers import repo_dir
+from sparkfab.launchers import recipe, repo_dir
 
 ENGINES = ("vllm", "collective")
 RECIPES = {"vllm": "lab-vllm", "collective": "lab-collective"}
@@ -40,8 +40,6 @@ _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 def served_name(spec: LabSpec) -> str:
     """The model name the lab's vLLM answers to (the recipe's --served-model-name, else its path)."""
-    from sparkfab.launchers import recipe
-
     name = recipe(RECIPES["vllm"]).flags.get("served-model-name")
     return str(name) if name else str(model_dir(spec))
 

@@ -18,9 +18,11 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from sparkfab.inventory import is_plain_file, load_roundtrip, plain, read
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import login
 from sparkfab.lab.spec import LabSpec
+from sparkfab.launchers import USER_DIR
 
 
 def lab_inventory(raw: Any, spec: LabSpec, engine: str = "collective", python: str = sys.executable) -> str:
@@ -56,9 +58,6 @@ def lab_inventory(raw: Any, spec: LabSpec, engine: str = "collective", python: s
 def write(user_inventory: str, spec: LabSpec, engine: str) -> Path:
     """Write the lab inventory of `user_inventory` into the lab directory, with a copy of the
     recipes beside it (`launchers/`), so the lab finds the same recipes the user's file does."""
-    from sparkfab.inventory import is_plain_file, load_roundtrip, plain, read
-    from sparkfab.launchers import USER_DIR
-
     out = spec.dir / "inventory.yml"
     # a plain file keeps its comments; any other inventory is written out in the plain shape
     doc = load_roundtrip(user_inventory) if is_plain_file(user_inventory) else plain(read(user_inventory)[0])

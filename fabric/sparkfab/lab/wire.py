@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import UsageError
+from sparkfab.lab.engine import RATE_MBIT, rate_text
 from sparkfab.lab.links import make_veth, netns
 from sparkfab.lab.spec import LabSpec, Veth
 
@@ -105,8 +106,6 @@ def link_speed(spec: LabSpec, mode: str, hosts: set[str] | None = None) -> str:
     """Shape every fabric veth (or those of `hosts`) to the lab's rate for a link-speed mode
     (`sparkfab.lab.engine`). A veth to a switch belongs to its Spark; a direct cable to both
     Sparks, and both must be among `hosts` (an instance's cables never leave it)."""
-    from sparkfab.lab.engine import RATE_MBIT, rate_text
-
     names = {n.ns: n.name for n in spec.nodes}
     chosen = [
         v

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from sparkfab import __version__
 from sparkfab.errors import BenchError, ServerError, Unavailable
 from sparkfab.measure import sampler, traffic, vllmstats
 from sparkfab.measure.access import Access
@@ -75,8 +76,6 @@ class Run:
         return salt if isinstance(salt, str) and len(salt) <= 64 else ""
 
     def write_meta(self, server: ServerInfo, engine: dict[str, Any]) -> None:
-        from sparkfab import __version__
-
         meta = {
             "url": self.opt.url,
             "model": self.opt.model,

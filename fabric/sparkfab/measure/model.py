@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sparkfab import yamlload
 from sparkfab.errors import EstimateError, Unavailable
 
 
@@ -82,8 +83,6 @@ def _count(cfg: dict[str, Any], key: str, hi: int, lo: int = 1) -> int | None:
 
 
 def from_config(path: str | Path) -> ModelSpec:
-    from sparkfab import yamlload
-
     try:
         raw = json.loads(yamlload.read_text(path, "config.json"), parse_constant=_reject_constant)
     except FileNotFoundError:

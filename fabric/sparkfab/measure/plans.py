@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkfab import yamlload
 from sparkfab.errors import BenchError, Unavailable
 
 
@@ -72,8 +73,6 @@ def load_plan(spec: str | None, output_tokens: int | None = None) -> list[Test]:
 
 
 def _plan_file(path: Path) -> list[Test]:
-    from sparkfab import yamlload
-
     try:
         rows = yamlload.parse(yamlload.read_text(path, "plan file"))
     except FileNotFoundError:

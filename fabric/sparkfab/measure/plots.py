@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.measure.estimate import EMULATED_GBPS, Setup, bytes_per_token, extra_time, tp_projection
+from sparkfab.measure.traffic import rates
 from sparkfab.outputs import PNG_METADATA, write_file
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (no display), imported on first use."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -20,7 +22,7 @@ def _plt() -> Any:
 
 
 def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | None) -> list[Path]:
-    plt = _plt()
+    plt = pyplot()
     out.mkdir(parents=True, exist_ok=True)
     tokens = [1024 * 2**k for k in range(0, 8)]
     bpt = bytes_per_token(s)
@@ -66,9 +68,7 @@ def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | No
 
 def traffic_plot(sr: Any, out: Path, direction: str = "tx", window: tuple[float, float] | None = None) -> Path:
     """Like the paper's Figure 4: 1 ms rates over the whole run, and a zoom panel."""
-    from sparkfab.measure.traffic import rates
-
-    plt = _plt()
+    plt = pyplot()
     panels = 2 if window else 1
     fig, axes = plt.subplots(panels, 1, figsize=(9, 3.2 * panels), dpi=120, squeeze=False)
     t1, r1 = rates(sr, 0.001, direction)

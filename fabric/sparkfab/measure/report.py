@@ -20,6 +20,8 @@ from sparkfab import spark
 from sparkfab.errors import Unavailable, UsageError
 from sparkfab.measure import bench, records, sampler, traffic
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
+from sparkfab.measure.plots import pyplot
+from sparkfab.measure.vllmstats import percentile
 from sparkfab.outputs import PNG_METADATA
 
 SPEEDS = spark.LINK_GBPS
@@ -102,8 +104,6 @@ def dist(values: list[float]) -> dict[str, float] | None:
     """mean, the median and the p10..p90 spread, min, max and n of the samples."""
     if not values:
         return None
-    from sparkfab.measure.vllmstats import percentile
-
     return {
         "mean": sum(values) / len(values),
         "p10": percentile(values, 10),
@@ -272,9 +272,7 @@ def _series_for(
 
 
 def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
-    from sparkfab.measure.plots import _plt
-
-    plt = _plt()
+    plt = pyplot()
     paths = []
     runs = [x for x in (a, b) if x]
     for test in a["summary"]["tests"]:

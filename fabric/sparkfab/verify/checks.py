@@ -13,6 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkfab.plan import Host, Instance, Plan
+from sparkfab.render.control import forward_pairs
+from sparkfab.render.launch import export_env
 from sparkfab.verify import firewall, hardware, lldp
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
@@ -131,8 +133,6 @@ def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> 
 
 def forward_policy(host: Host, th: Remote) -> Result:
     """A relay's forward hook: a drop in any other base chain (Docker's) kills relayed control traffic."""
-    from sparkfab.render.control import forward_pairs
-
     res = th.run("nft -j list ruleset")
     try:
         ruleset = json.loads(res.stdout) if res.rc == 0 else {}
@@ -227,8 +227,6 @@ def collective(
 ) -> dict[str, Any]:
     """The torch.distributed all-reduce with the generated env: workers first, rank 0 last."""
     import concurrent.futures as cf
-
-    from sparkfab.render.launch import export_env
 
     backend = "gloo" if lab else "nccl"
     port = plan.master_port + 1  # admitted by the fabric firewall next to the engine's port

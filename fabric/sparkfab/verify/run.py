@@ -14,6 +14,7 @@ from sparkfab.render import sshconfig
 from sparkfab.render.sshconfig import Block, multiplexed
 from sparkfab.render.tree import render
 from sparkfab.verify import checks, images, mesh
+from sparkfab.verify.perf import perf
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import Report, Result
 
@@ -223,6 +224,4 @@ def _perf(plan: Plan, lab: bool, hosts: dict[str, Remote]) -> list[Result]:
             for h in plan.hosts
             if h.ifaces
         ]
-    from sparkfab.verify.perf import perf
-
     return perf(plan, hosts)
