@@ -213,6 +213,7 @@ def test_generated_vllm_flags_are_known():
                     assert not unknown, (path.name, host, unknown)
 
 
+@pytest.mark.slow  # starts vLLM's own parser in .venv-vllm
 def test_flag_list_is_generated_from_vllms_parser():
     """The list validate checks flags against is vLLM's own (run where a vLLM environment is:
     SPARKFAB_VLLM_PYTHON, or .venv-vllm beside the project)."""
