@@ -34,14 +34,13 @@ class Target:
     lab: Path | None  # the lab directory when the hosts are a lab's Sparks
 
     @classmethod
-    def load(cls, inventory: str, *, lab: bool = False, link_speed: str | None = None) -> Target:
-        """The target of `inventory` (with `lab`: its lab, which must be up). With `link_speed`,
-        the cluster is validated and planned at that speed instead of its current one."""
+    def load(cls, inventory: str, *, lab: bool = False) -> Target:
+        """The target of `inventory` (with `lab`: its lab, which must be up)."""
         path = Path(lab_inventory(inventory) if lab else inventory)
-        plan = load_plan(str(path), link_speed)
+        plan = load_plan(str(path))
         d = lab_of(path, plan.cluster)
         state = d / "state" if d else paths.state_dir(plan.cluster)
-        return cls(plan if link_speed else at_current_speed(plan, state), path, state, d)
+        return cls(at_current_speed(plan, state), path, state, d)
 
     def render(self, plan: Plan | None = None) -> Path:
         """Render the plan (or `plan`, a variant of it) into the state's `tree/`."""
