@@ -1,4 +1,4 @@
-"""`sparkfab apply`, `sparkfab linkspeed` and `sparkfab serve`: render, then push with Ansible."""
+"""`sparkfab apply`, `linkspeed`, `serve` and `reset`: render, then push with Ansible (one Target each)."""
 
 from __future__ import annotations
 
