@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sparkfab.verify.result import Report
+from sparkfab.verify.result import FAIL, PASS, SKIP, WARN, Report
 
 
 def print_report(report: Report, show_all: bool, verb: str = "verify") -> None:
@@ -16,22 +16,18 @@ def print_report(report: Report, show_all: bool, verb: str = "verify") -> None:
     for col in ("check", "host", "subject", "expected", "actual", "status", "detail"):
         t.add_column(col, overflow="fold")
     for r in report.results:
-        if r.status == "fail" or show_all or (verb != "verify" and r.status != "pass"):
-            color = {"pass": "green", "fail": "red", "skip": "yellow", "warn": "magenta"}[r.status]
+        if r.status == FAIL or show_all or (verb != "verify" and r.status != PASS):
+            color = {PASS: "green", FAIL: "red", SKIP: "yellow", WARN: "magenta"}[r.status]
             t.add_row(r.check, r.host, r.subject, r.expected, r.actual, f"[{color}]{r.status}[/]", r.detail)
     if t.row_count:
         console.print(t)
     for name, c in (report.collective or {}).items():
-        console.print(
-            f"collective {name} ({c['backend']}, {c['world_size']} ranks): {'correct' if c['ok'] else 'FAILED'}"
-        )
+        console.print(f"collective {name} ({c.backend}, {c.world_size} ranks): {'correct' if c.ok else 'FAILED'}")
         ct = Table()
         for col in ("bytes", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
             ct.add_column(col, justify="right")
-        for row in c["sweep"]:
-            ct.add_row(
-                str(row["bytes"]), f"{row['time_us']:.1f}", f"{row['algbw_GBps']:.4f}", f"{row['busbw_GBps']:.4f}"
-            )
+        for row in c.sweep:
+            ct.add_row(str(row.bytes), f"{row.time_us:.1f}", f"{row.algbw_GBps:.4f}", f"{row.busbw_GBps:.4f}")
         console.print(ct)
     c = d["counts"]
     console.print(

@@ -17,7 +17,7 @@ from sparkfab.render.control import forward_pairs
 from sparkfab.render.launch import export_env
 from sparkfab.verify import firewall, hardware, lldp
 from sparkfab.verify.remote import Remote
-from sparkfab.verify.result import FAIL, PASS, Result
+from sparkfab.verify.result import FAIL, PASS, CollectiveResult, Result
 
 #: veth reports 10000 Mb/s; a ConnectX-7 port reports 200000 Mb/s on both twins.
 LAB_SPEED, HW_SPEED = 10000, 200000
@@ -224,7 +224,7 @@ def rdma(plan: Plan, host: Host, th: Remote, lab: bool) -> list[Result]:
 
 def collective(
     plan: Plan, inst: Instance, hosts: dict[str, Remote], lab: bool, sizes: str, log: Callable[[str], None]
-) -> dict[str, Any]:
+) -> CollectiveResult:
     """The torch.distributed all-reduce with the generated env: workers first, rank 0 last."""
     import concurrent.futures as cf
 
@@ -256,15 +256,4 @@ def collective(
             time.sleep(0.05)
         results = {rank: f.result() for rank, f in futures.items()}
     log(f"collective on {inst.name}: {time.perf_counter() - t0:.1f} s")
-    ok = all(r.get("all_ranks_ok") for r in results.values())
-    return {
-        "instance": inst.name,
-        "backend": backend,
-        "world_size": n,
-        "ok": ok,
-        "ranks": {
-            str(k): ("ok" if v.get("check", {}).get("ok") else v.get("error", "wrong sums"))
-            for k, v in sorted(results.items())
-        },
-        "sweep": results.get(0, {}).get("sweep", []),
-    }
+    return CollectiveResult.from_ranks(inst.name, backend, results)

@@ -29,12 +29,50 @@ class Result:
         return cls(check, host, subject, "-", "-", SKIP, reason)
 
 
+@dataclass(frozen=True)
+class SweepRow:
+    """One size of the all-reduce sweep, in nccl-tests' terms (busbw = algbw x 2(N-1)/N)."""
+
+    bytes: int
+    time_us: float
+    algbw_GBps: float
+    busbw_GBps: float
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """`verify --collective` on one instance: the sums on every rank, and rank 0's sweep."""
+
+    instance: str
+    backend: str
+    world_size: int
+    ok: bool
+    ranks: dict[str, str]  # rank -> "ok", or what went wrong there
+    sweep: tuple[SweepRow, ...] = ()
+
+    @classmethod
+    def from_ranks(cls, instance: str, backend: str, results: dict[int, dict[str, Any]]) -> CollectiveResult:
+        """From each rank's JSON line (`assets/collective.py run`)."""
+        ranks = {
+            str(k): ("ok" if v.get("check", {}).get("ok") else v.get("error", "wrong sums"))
+            for k, v in sorted(results.items())
+        }
+        rows = tuple(SweepRow(**row) for row in results.get(0, {}).get("sweep", []))
+        ok = all(r.get("all_ranks_ok") for r in results.values())
+        return cls(instance, backend, len(results), ok, ranks, rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "sweep": [asdict(row) for row in self.sweep]}
+
+
 @dataclass
 class Report:
+    """What verify or preflight found; rows are appended as the checks come back."""
+
     cluster: str
     link_speed: str
     results: list[Result] = field(default_factory=list)
-    collective: dict[str, Any] | None = None
+    collective: dict[str, CollectiveResult] | None = None
     timing: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -53,6 +91,6 @@ class Report:
             "ok": self.ok,
             "counts": counts,
             "results": [asdict(r) for r in self.results],
-            "collective": self.collective,
+            "collective": None if self.collective is None else {k: v.to_dict() for k, v in self.collective.items()},
             "timing": self.timing,
         }

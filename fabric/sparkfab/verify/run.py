@@ -16,7 +16,7 @@ from sparkfab.render.tree import render
 from sparkfab.verify import checks, images, mesh
 from sparkfab.verify.perf import perf
 from sparkfab.verify.remote import Remote
-from sparkfab.verify.result import Report, Result
+from sparkfab.verify.result import FAIL, PASS, Report, Result
 
 LLDP_WAIT_S = 8.0
 
@@ -101,9 +101,9 @@ def _per_host(plan: Plan, host: Host, th: Remote, lab: bool, files: dict[str, st
     try:
         checks.as_root(th)
     except checks.NoRoot as exc:
-        return [Result("ssh", host.name, "connection", "root (sudo -n)", "no root", "fail", str(exc))]
+        return [Result("ssh", host.name, "connection", "root (sudo -n)", "no root", FAIL, str(exc))]
     except Exception as exc:
-        return [Result("ssh", host.name, "connection", "reachable", "unreachable", "fail", str(exc)[:200])]
+        return [Result("ssh", host.name, "connection", "reachable", "unreachable", FAIL, str(exc)[:200])]
     out = checks.link_checks(plan, host, th, lab)
     out += checks.config_checks(plan, host, th, files)
     out += checks.jumbo_pings(plan, host, th)
@@ -120,7 +120,7 @@ def _cabling(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> list[
                 lambda h: checks.cabling(h, hosts[h.name]), [h for h in plan.hosts if h.name in reachable and h.ifaces]
             )
             results = [r for part in parts for r in part]
-        if all(r.status != "fail" for r in results) or time.monotonic() > deadline:
+        if all(r.status != FAIL for r in results) or time.monotonic() > deadline:
             return results
         time.sleep(1.0)
 
@@ -152,7 +152,7 @@ def verify(
     report.results += _cabling(plan, hosts, reachable)
     report.results += _consistency(plan, hosts, reachable)
     report.results += images.image_checks(plan, hosts, reachable, in_lab)
-    blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == "fail"}
+    blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == FAIL}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:
             report.results += mesh.mesh(plan, inst, hosts, blocked)
@@ -165,7 +165,7 @@ def verify(
             broken = [
                 r
                 for r in report.results
-                if r.check in ("reach", "tcp", "ssh") and r.status == "fail" and r.host in inst.hosts
+                if r.check in ("reach", "tcp", "ssh") and r.status == FAIL and r.host in inst.hosts
             ]
             if broken:
                 # it would only wait for its timeout: name the pair that cannot connect instead
@@ -177,7 +177,7 @@ def verify(
                         inst.name,
                         "correct sums on every rank",
                         "not run",
-                        "fail",
+                        FAIL,
                         f"the control plane does not connect: {first.host} {first.subject} {first.actual}",
                     )
                 )
@@ -190,9 +190,9 @@ def verify(
                     inst.hosts[0],
                     inst.name,
                     "correct sums on every rank",
-                    "correct" if res["ok"] else str(res["ranks"]),
-                    "pass" if res["ok"] else "fail",
-                    res["backend"],
+                    "correct" if res.ok else str(res.ranks),
+                    PASS if res.ok else FAIL,
+                    res.backend,
                 )
             )
     report.timing["total_s"] = round(time.perf_counter() - t0, 2)

@@ -3,6 +3,7 @@ files) in, the rows of the report out; through a host double, without root or ss
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
 from sparkfab.verify import checks
+from sparkfab.verify.result import Report
 from tests.conftest import REPO
 from tests.doubles.host import Answer, FakeHost, ip_addr, ip_link
 
@@ -111,3 +113,39 @@ def test_config_checks(case, files, sysctls, nft, failing):
     rows = checks.config_checks(RING, HOST, _config_host(files, sysctls, nft), FILES)
     got = [(r.check, r.subject, r.detail) for r in rows if r.status == "fail"]
     assert got == failing
+
+
+PAIR = load_plan(str(REPO / "inventory/pair-1cable.yml"))
+SWEEP = [{"bytes": 4096, "time_us": 120.5, "algbw_GBps": 0.034, "busbw_GBps": 0.034}]
+
+
+def _rank(ok: bool, sweep: list[dict[str, Any]] | None = None) -> Answer:
+    line = {"check": {"ok": ok}, "all_ranks_ok": ok, "sweep": sweep or []}
+    return Answer(0, "torch says hello\n" + json.dumps(line) + "\n")
+
+
+COLLECTIVE_ROWS = [
+    ("correct", _rank(True, SWEEP), _rank(True), True, {"0": "ok", "1": "ok"}),
+    ("wrong sums", _rank(False, SWEEP), _rank(False), False, {"0": "wrong sums", "1": "wrong sums"}),
+    (
+        "rank 1 cannot connect",
+        _rank(False, SWEEP),
+        Answer(1, "", "Traceback ...\nRuntimeError: Connection refused\n"),
+        False,
+        {"0": "wrong sums", "1": "RuntimeError: Connection refused"},
+    ),
+]
+
+
+@pytest.mark.parametrize("case,zero,one,ok,ranks", COLLECTIVE_ROWS, ids=[r[0] for r in COLLECTIVE_ROWS])
+def test_collective_result_from_each_ranks_answer(case, zero, one, ok, ranks):
+    inst = PAIR.instances[0]
+    head, other = inst.ranks[0].host, inst.ranks[1].host
+    hosts = {head: FakeHost({"": zero}), other: FakeHost({"": one})}
+    res = checks.collective(PAIR, inst, hosts, True, "4K", lambda line: None)
+    assert (res.ok, res.ranks, res.backend, res.world_size) == (ok, ranks, "gloo", 2)
+    assert [r.bytes for r in res.sweep] == [4096] and res.sweep[0].busbw_GBps == 0.034
+    assert f"--rank 1 --world-size 2 --master-addr {inst.master_addr}" in hosts[other].sent[0]
+    # the JSON report keeps the shape scripts read: collective.<instance>.{ok, backend, ranks, sweep[]}
+    d = Report(PAIR.cluster, "200", collective={inst.name: res}).to_dict()["collective"][inst.name]
+    assert (d["ok"], d["backend"], d["ranks"], d["sweep"]) == (ok, "gloo", ranks, SWEEP)
