@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparkfab.spark import SPEEDS, LinkSpeed
+
 #: Link speed mode -> the physical speed of one breakout lane (Gb/s).
-LANE_GBPS = {"200": 200, "100e": 200, "100": 100}
+LANE_GBPS: dict[LinkSpeed, int] = {m: s.lane_gbps for m, s in SPEEDS.items()}
+#: One mode per lane speed (100e uses the 200G lanes of 200): what a plan's switch capacity lists.
+LANE_MODES: tuple[LinkSpeed, ...] = ("200", "100")
 
 
 @dataclass(frozen=True)

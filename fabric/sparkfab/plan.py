@@ -6,13 +6,18 @@ re-derives an address, a rank or a peer.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from sparkfab.spark import LINK_SPEEDS, LinkSpeed
 
 if TYPE_CHECKING:
     from sparkfab.launchers import Recipe
 
-MODES = ("200", "100e", "100")
+#: How an instance's Sparks are joined: one Spark, switchless (a cable between each pair of
+#: neighbours: pair, triangle, ring) or through a switch.
+Topology = Literal["single", "pair", "triangle", "ring", "switched"]
+SWITCHLESS: tuple[Topology, ...] = ("pair", "triangle", "ring")
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class Host:
     mgmt_address: str
     mgmt_if: str
     ifaces: tuple[Iface, ...]
-    hca: dict[str, tuple[str, ...]]  # link-speed mode -> exact NCCL_IB_HCA device list
+    hca: dict[LinkSpeed, tuple[str, ...]]  # link-speed mode -> exact NCCL_IB_HCA device list
     control_if: str
     control_address: str
     routes: tuple[Route, ...] = ()
@@ -85,7 +90,7 @@ class Rank:
 @dataclass(frozen=True)
 class Instance:
     name: str
-    topology: str  # single | pair | triangle | ring | switched
+    topology: Topology
     tp: int
     ranks: tuple[Rank, ...]
     launcher: str | None
@@ -107,7 +112,7 @@ class Instance:
 
     @property
     def direct(self) -> bool:
-        return self.topology in ("pair", "triangle", "ring")
+        return self.topology in SWITCHLESS
 
 
 @dataclass(frozen=True)
@@ -124,14 +129,14 @@ class Rail:
 class Switch:
     name: str
     model: str
-    capacity: dict[str, int]  # link-speed mode -> Sparks it carries
+    capacity: dict[LinkSpeed, int]  # link-speed mode -> Sparks it carries
     used: int
 
 
 @dataclass(frozen=True)
 class Plan:
     cluster: str
-    link_speed: str
+    link_speed: LinkSpeed
     mtu: int
     rail_prefix: int
     control_plane: str
@@ -147,7 +152,7 @@ class Plan:
     netplan_renderer: str = "networkd"
     source: str = ""
     #: hosts whose instance runs at another link-speed mode than the cluster (`linkspeed --instance`)
-    host_speeds: dict[str, str] = field(default_factory=dict)
+    host_speeds: dict[str, LinkSpeed] = field(default_factory=dict)
 
     def host(self, name: str) -> Host:
         return next(h for h in self.hosts if h.name == name)
@@ -158,21 +163,17 @@ class Plan:
     def instance_of(self, host: str) -> Instance | None:
         return next((i for i in self.instances if host in i.hosts), None)
 
-    def with_link_speed(self, mode: str) -> Plan:
+    def with_link_speed(self, mode: LinkSpeed) -> Plan:
         """The whole cluster at `mode` (no instance of its own speed left)."""
-        from dataclasses import replace
-
         return replace(self, link_speed=mode, host_speeds={})
 
-    def with_instance_speed(self, instance: str, mode: str) -> Plan:
+    def with_instance_speed(self, instance: str, mode: LinkSpeed) -> Plan:
         """One instance's hosts at `mode`, the others as they are."""
-        from dataclasses import replace
-
         hosts = self.instance(instance).hosts
         speeds = {**self.host_speeds, **{h: mode for h in hosts}}
         return replace(self, host_speeds={h: m for h, m in speeds.items() if m != self.link_speed})
 
-    def mode_of(self, host: str) -> str:
+    def mode_of(self, host: str) -> LinkSpeed:
         """The link-speed mode a host runs at."""
         return self.host_speeds.get(host, self.link_speed)
 
@@ -187,5 +188,5 @@ class Plan:
         for host in data["hosts"]:
             host.pop("ansible")
         for host in data["hosts"]:
-            host["hca"] = {m: list(host["hca"][m]) for m in MODES}
+            host["hca"] = {m: list(host["hca"][m]) for m in LINK_SPEEDS}
         return data

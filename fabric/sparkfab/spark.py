@@ -7,14 +7,51 @@ root 1 as enP2p1s0f{p}np{p} / roceP2p1s0f{p} (PCI 0002:01:00.p).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal, get_args
+
 PORTS = ("p0", "p1")
 ROOTS = (0, 1)
 DEFAULT_MGMT_IF = "enP7s7"
 #: What one PCIe root carries (ib_write_bw, paper Section 7.3) and what both twins reach.
 ROOT_GBPS = 109.0
 PORT_GBPS = 200.0
-#: The link rate of each link-speed mode: 200, emulated 100 (one root: what it measured), 100.
-LINK_GBPS = {"200": PORT_GBPS, "100e": ROOT_GBPS, "100": 100.0}
+
+#: A link-speed mode: both PCIe roots of every cabled port (200), one root only (100e, the
+#: emulated 100 Gb/s), or a real 100G breakout lane (100). The one spelling of the modes: the
+#: inventory model, the plan, the CLI's choices and every table below use this type.
+LinkSpeed = Literal["200", "100e", "100"]
+LINK_SPEEDS: tuple[LinkSpeed, ...] = get_args(LinkSpeed)
+#: The modes a cabled cluster flips between with `linkspeed` (the same cables and lanes).
+FLIP_SPEEDS: tuple[LinkSpeed, ...] = ("200", "100e")
+
+
+@dataclass(frozen=True)
+class Speed:
+    """What one link-speed mode means for a Spark."""
+
+    gbps: float  # the rate it runs at: 100e is what one root measured, not its name
+    nominal_gbps: float  # the rate it stands for (the lab scales this one down)
+    lane_gbps: int  # the switch breakout lane it needs
+    roots: tuple[int, ...]  # the PCIe roots NCCL is given
+    text: str  # for people
+
+
+SPEEDS: dict[LinkSpeed, Speed] = {
+    "200": Speed(PORT_GBPS, 200.0, 200, ROOTS, "200 Gb/s"),
+    "100e": Speed(ROOT_GBPS, 100.0, 200, (0,), "emulated 100 Gb/s"),
+    "100": Speed(100.0, 100.0, 100, ROOTS, "100 Gb/s"),
+}
+#: The link rate of each mode, Gb/s.
+LINK_GBPS: dict[LinkSpeed, float] = {m: s.gbps for m, s in SPEEDS.items()}
+
+
+def link_speed(text: object) -> LinkSpeed:
+    """A mode read from outside (a CLI argument, a state file), checked against the modes."""
+    for m in LINK_SPEEDS:
+        if text == m:
+            return m
+    raise ValueError(f"link speed {text!r}: one of {', '.join(LINK_SPEEDS)}")
 
 
 def port_index(port: str) -> int:

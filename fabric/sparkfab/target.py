@@ -23,6 +23,7 @@ from sparkfab.lab.spec import spec
 from sparkfab.plan import Plan
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
+from sparkfab.spark import LinkSpeed, link_speed
 from sparkfab.writer import assets, write_tree
 
 
@@ -75,10 +76,17 @@ def lab_inventory(inventory: str) -> Path:
     return lab_inv.write(inventory, spec(plan), engine)
 
 
-def current_link_speed(plan: Plan, state: Path) -> str:
+def current_link_speed(plan: Plan, state: Path) -> LinkSpeed:
     """The cluster's link-speed mode now: its last `linkspeed`, else the inventory's."""
     f = state / "link_speed"
-    return f.read_text().strip() if f.exists() else plan.link_speed
+    return _saved(f) if f.exists() else plan.link_speed
+
+
+def _saved(f: Path) -> LinkSpeed:
+    try:
+        return link_speed(f.read_text().strip())
+    except ValueError as exc:
+        raise UsageError(f"{f}: {exc}; the next `sparkfab linkspeed` writes it anew") from None
 
 
 def at_current_speed(plan: Plan, state: Path) -> Plan:
@@ -88,11 +96,11 @@ def at_current_speed(plan: Plan, state: Path) -> Plan:
     for inst in plan.instances:
         f = state / f"link_speed.{inst.name}"
         if f.exists():
-            out = out.with_instance_speed(inst.name, f.read_text().strip())
+            out = out.with_instance_speed(inst.name, _saved(f))
     return out
 
 
-def save_speeds(target: Target, plan: Plan, mode: str, names: list[str] | None) -> None:
+def save_speeds(target: Target, plan: Plan, mode: LinkSpeed, names: list[str] | None) -> None:
     """Record a flip: the whole cluster's (`names` None) or that of some instances."""
     state = target.state
     state.mkdir(parents=True, exist_ok=True)

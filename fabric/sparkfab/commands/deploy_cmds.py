@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from sparkfab import spark
 from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.deploy import HostResult, RunResult, run_playbook
 from sparkfab.errors import DeployError, Exit, UsageError
@@ -133,7 +134,7 @@ def apply_cmd(args: argparse.Namespace) -> int:
 
 def _linkspeed_args(p: argparse.ArgumentParser) -> None:
     add_target(p)
-    p.add_argument("mode", choices=("200", "100e"), help="200: both PCIe roots; 100e: one root (emulated 100 Gb/s)")
+    p.add_argument("mode", choices=spark.FLIP_SPEEDS, help="200: both PCIe roots; 100e: one root (emulated 100 Gb/s)")
     p.add_argument("--instance", metavar="NAME", help="only this instance (the others keep their speed)")
     add_changes(p, limit="only these hosts (Ansible pattern): whole instances, since ranks share one speed")
 

@@ -17,6 +17,7 @@ from sparkfab.lab import inventory as lab_inventory
 from sparkfab.lab.spec import LabSpec, spec
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
+from sparkfab.spark import LinkSpeed
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -120,7 +121,7 @@ def _serving(plan: Plan, sp: LabSpec, st: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _up(args: argparse.Namespace, sp: LabSpec, mode: str) -> int:
+def _up(args: argparse.Namespace, sp: LabSpec, mode: LinkSpeed) -> int:
     if args.dry_run:
         sys.stdout.write("\n".join(sp.describe()) + "\n")
         return Exit.OK

@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from sparkfab import spark
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_inventory
 from sparkfab.errors import Exit
@@ -25,7 +26,7 @@ def _args(p: argparse.ArgumentParser) -> None:
         type=at.path,
         help="directory for the per-host tree (new, empty or an earlier one)",
     )
-    p.add_argument("--link-speed", choices=("200", "100e", "100"), help="override the inventory's link_speed")
+    p.add_argument("--link-speed", choices=spark.LINK_SPEEDS, help="override the inventory's link_speed")
     p.add_argument("--nccl-graph", action="store_true", help="also write an NCCL ring graph (NCCL_GRAPH_FILE)")
 
 

@@ -28,7 +28,7 @@ ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_PATTERN)]
 IfName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")]
 EndRef = Annotated[str, StringConstraints(pattern=r"^[^:\s]+:[^:\s]+$")]
 Mtu = Annotated[int, Field(ge=1280, le=9216)]
-LinkSpeed = Literal["200", "100e", "100"]
+LinkSpeed = spark.LinkSpeed
 
 
 def _as_str(v: Any) -> Any:

@@ -25,13 +25,15 @@ from sparkfab import proc
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec
 from sparkfab.launchers import recipe, repo_dir
+from sparkfab.spark import SPEEDS, LinkSpeed
 
 ENGINES = ("vllm", "collective")
 RECIPES = {"vllm": "lab-vllm", "collective": "lab-collective"}
 #: A real link speed is this many times the lab's shaped rate.
 SCALE = 500
-#: link-speed mode -> the shaped rate of every fabric veth, Mbit/s (Gb/s / SCALE)
-RATE_MBIT = {"200": 400, "100e": 200, "100": 200}
+#: link-speed mode -> the shaped rate of every fabric veth, Mbit/s: the rate the mode stands for
+#: (100e: 100 Gb/s, an exact half of 200, not the 109 Gb/s one root measured), divided by SCALE
+RATE_MBIT: dict[LinkSpeed, int] = {m: round(s.nominal_gbps * 1000 / SCALE) for m, s in SPEEDS.items()}
 #: The lab's model: big enough that its all-reduces are measurable on a shaped link (10 KB per
 #: prompt token per rank at TP2), small enough for four ranks on a 2-core, 24 GB machine.
 MODEL = {"hidden": 1024, "heads": 16, "kv_heads": 4, "layers": 2}
@@ -44,13 +46,12 @@ def served_name(spec: LabSpec) -> str:
     return str(name) if name else str(model_dir(spec))
 
 
-def rate_text(mode: str) -> str:
+def rate_text(mode: LinkSpeed) -> str:
     """How the lab shapes `mode`, for output: '400 Mbit/s (200 Gb/s at 1:500)'."""
-    real = {"200": "200 Gb/s", "100e": "emulated 100 Gb/s", "100": "100 Gb/s"}[mode]
-    return f"{RATE_MBIT[mode]} Mbit/s ({real} at 1:{SCALE})"
+    return f"{RATE_MBIT[mode]} Mbit/s ({SPEEDS[mode].text} at 1:{SCALE})"
 
 
-def rate_gbps(mode: str) -> float:
+def rate_gbps(mode: LinkSpeed) -> float:
     return RATE_MBIT[mode] / 1000
 
 

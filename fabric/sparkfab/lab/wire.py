@@ -17,6 +17,7 @@ from sparkfab.errors import UsageError
 from sparkfab.lab.engine import RATE_MBIT, rate_text
 from sparkfab.lab.links import make_veth, netns
 from sparkfab.lab.spec import LabSpec, Veth
+from sparkfab.spark import LinkSpeed
 
 _REF = re.compile(r"^cables\[(\d+)\](?:\.r([01]))?$")
 
@@ -102,7 +103,7 @@ def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
     return done
 
 
-def link_speed(spec: LabSpec, mode: str, hosts: set[str] | None = None) -> str:
+def link_speed(spec: LabSpec, mode: LinkSpeed, hosts: set[str] | None = None) -> str:
     """Shape every fabric veth (or those of `hosts`) to the lab's rate for a link-speed mode
     (`sparkfab.lab.engine`). A veth to a switch belongs to its Spark; a direct cable to both
     Sparks, and both must be among `hosts` (an instance's cables never leave it)."""

@@ -15,7 +15,7 @@ ENV_PATH = "/etc/sparkfab/nccl.env"
 GRAPH_PATH = "/etc/sparkfab/nccl-graph.xml"
 SUBNET_AWARE_SINCE = (2, 30, 7)
 
-_MODE_TEXT = {
+_MODE_TEXT: dict[spark.LinkSpeed, str] = {
     "200": "200 Gb/s: both PCIe roots",
     "100e": "emulated 100 Gb/s: PCIe root 0 only",
     "100": "100 Gb/s breakout: both PCIe roots",
@@ -86,7 +86,7 @@ def graph_xml(plan: Plan, host: Host) -> File | None:
     rank = next(r for r in inst.ranks if r.host == host.name)
     mode = plan.mode_of(host.name)
     devices = list(host.hca[mode])
-    roots = [0] if mode == "100e" else [0, 1]
+    roots = spark.SPEEDS[mode].roots
     prev = [devices.index(spark.rdma_device(rank.prev_port or "p0", r)) for r in roots]
     nxt = [devices.index(spark.rdma_device(rank.next_port or "p0", r)) for r in roots]
     chans = "".join(

@@ -95,7 +95,7 @@ def assemble(
         Switch(
             n,
             switch_model(inv, n).name,
-            {m: switch_model(inv, n).capacity(catalog.LANE_GBPS[m]) for m in ("200", "100")},
+            {m: switch_model(inv, n).capacity(catalog.LANE_GBPS[m]) for m in catalog.LANE_MODES},
             sum(1 for c in cables if c.switched and n in (c.a.node, c.b.node)),
         )
         for n in sf.switches

@@ -6,7 +6,7 @@ import ipaddress
 from dataclasses import replace
 
 from sparkfab import spark
-from sparkfab.plan import Host, Iface
+from sparkfab.plan import SWITCHLESS, Host, Iface
 from sparkfab.resolve.cables import Cable, End, switch_model
 from sparkfab.resolve.context import Ctx
 from sparkfab.resolve.instances import ResolvedInstance
@@ -98,12 +98,10 @@ def _address(ctx: Ctx, c: Cable, e: End, net: ipaddress.IPv4Network) -> ipaddres
     return net.network_address + host_part
 
 
-def _hca(ifaces: tuple[Iface, ...]) -> dict[str, tuple[str, ...]]:
+def _hca(ifaces: tuple[Iface, ...]) -> dict[spark.LinkSpeed, tuple[str, ...]]:
     devices = sorted({i.rdma for i in ifaces}, key=spark.pci_sort_key)
     return {
-        "200": tuple(devices),
-        "100e": tuple(d for d in devices if spark.pci_sort_key(d)[0] == 0),
-        "100": tuple(devices),
+        m: tuple(d for d in devices if spark.pci_sort_key(d)[0] in speed.roots) for m, speed in spark.SPEEDS.items()
     }
 
 
@@ -116,7 +114,7 @@ def _fabric_control(ctx: Ctx, hosts: dict[str, Host], instances: list[ResolvedIn
         ctl = next(i for i in h.ifaces if i.port == port and i.root == 0)
         hosts[name] = replace(h, control_if=ctl.netdev, control_address=ctl.ip)
     for inst in instances:
-        if inst.topology in ("pair", "triangle", "ring"):
+        if inst.topology in SWITCHLESS:
             for host, routes in ring_routes(hosts, inst.ranks).items():
                 hosts[host] = replace(hosts[host], routes=routes, forwarding=len(inst.ranks) >= 4)
     for name, h in hosts.items():

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sparkfab.errors import RenderError
 from sparkfab.launchers import Recipe, vllm_flags, vllm_version
-from sparkfab.plan import Rank
+from sparkfab.plan import Rank, Topology
 from sparkfab.resolve.cables import Cable
 from sparkfab.resolve.context import SF, Ctx, close
 from sparkfab.resolve.ranks import RingError, order_ring, order_switched
@@ -18,7 +18,7 @@ class ResolvedInstance:
     """An instance with its topology and ranks known (the Plan's Instance adds its settings)."""
 
     name: str
-    topology: str
+    topology: Topology
     ranks: list[Rank]
     switch: str | None
 
@@ -38,7 +38,7 @@ def instances(ctx: Ctx, cables: list[Cable]) -> list[ResolvedInstance]:
                 f"tp {inst.tp} but the instance has {len(inst.hosts)} Sparks",
                 "tensor parallelism runs one rank per Spark: tp must equal the number of hosts",
             )
-        hosts = _instanceresolve_hosts(ctx, name, inst.hosts, owner)
+        hosts = _instance_hosts(ctx, name, inst.hosts, owner)
         if hosts is None:
             continue
         _check_launcher(ctx, name, inst.launcher)
@@ -49,7 +49,7 @@ def instances(ctx: Ctx, cables: list[Cable]) -> list[ResolvedInstance]:
     return out
 
 
-def _check_gloo(ctx: Ctx, name: str, launcher: str | None, topology: str, n: int) -> None:
+def _check_gloo(ctx: Ctx, name: str, launcher: str | None, topology: Topology, n: int) -> None:
     """A Gloo engine needs every rank reachable on one subnet: a ring of three or more has none
     unless its control plane is routed over the fabric."""
     rec = _recipes(ctx).get(launcher or "")
@@ -124,7 +124,7 @@ def _check_flags(ctx: Ctx, name: str) -> None:
             ctx.add(path, f"--{flag} is not a flag of vllm serve {vllm_version()}", hint)
 
 
-def _instanceresolve_hosts(ctx: Ctx, name: str, hosts: list[str], owner: dict[str, str]) -> list[str] | None:
+def _instance_hosts(ctx: Ctx, name: str, hosts: list[str], owner: dict[str, str]) -> list[str] | None:
     path = SF + ("instances", name, "hosts")
     ok = True
     for j, h in enumerate(hosts):
@@ -142,7 +142,9 @@ def _instanceresolve_hosts(ctx: Ctx, name: str, hosts: list[str], owner: dict[st
     return hosts if ok else None
 
 
-def _topology(ctx: Ctx, name: str, hosts: list[str], cables: list[Cable]) -> tuple[str, list[Rank], str | None] | None:
+def _topology(
+    ctx: Ctx, name: str, hosts: list[str], cables: list[Cable]
+) -> tuple[Topology, list[Rank], str | None] | None:
     inst = ctx.inv.sparkfab.instances[name]
     path = SF + ("instances", name)
     head = _head(ctx, name, hosts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from collections import deque
 
-from sparkfab.plan import Host, Rank, Route
+from sparkfab.plan import Host, Rank, Route, Topology
 from sparkfab.resolve.cables import Cable
 
 
@@ -36,7 +36,7 @@ def adjacency(hosts: list[str], cables: list[Cable]) -> dict[str, list[Link]]:
 
 def order_ring(
     hosts: list[str], head: str, cables: list[Cable], given: dict[str, int | None], tp: int
-) -> tuple[str, list[Rank]]:
+) -> tuple[Topology, list[Rank]]:
     adj = adjacency(hosts, cables)
     if len(hosts) > 2:
         _check_same_neighbour(adj)

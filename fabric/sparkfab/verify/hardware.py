@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparkfab.plan import Host
+from sparkfab.spark import LinkSpeed
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: Pass marks of `verify --perf` (Gb/s): what one PCIe root carries, and what both twins of a port
@@ -32,7 +33,7 @@ def roce_v2_gid_index(read: Reader, device: str, address: str, limit: int = 16) 
     return None
 
 
-def rdma_checks(host: Host, read: Reader, mode: str, graph: bool = False) -> list[Result]:
+def rdma_checks(host: Host, read: Reader, mode: LinkSpeed, graph: bool = False) -> list[Result]:
     """Every device of the mode's HCA list; with an NCCL graph they must all be ACTIVE, since
     the graph's net ids are positions in NCCL's list of active devices (a down port shifts them)."""
     why_active = "the NCCL graph numbers active devices: one down shifts every id after it" if graph else ""
