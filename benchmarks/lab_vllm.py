@@ -22,6 +22,7 @@ Numbers are printed and written to analysis.json; nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -138,7 +139,7 @@ def analyse(a_dir: Path, b_dir: Path, out: Path | None = None) -> dict[str, Any]
         rows.append(row)
     result = {
         "estimate_bytes_per_token": bpt,
-        "gloo": gloo_view(setup),
+        "gloo": dataclasses.asdict(gloo_view(setup)),
         "tp": tp,
         "gbps": [ga, gb],
         "config": str(config),

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.progress import Progress
 
+from sparkfab import spark
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit, ServerError, Unavailable, UsageError
@@ -48,6 +49,11 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--idle-below", type=at.number(0, 1e13), default=1e6, help="idle: fewer bytes per second than this")
     p.add_argument("--label", default="", help="name of this configuration in reports (e.g. 200, 100e)")
+    p.add_argument(
+        "--link-speed",
+        choices=spark.LINK_SPEEDS,
+        help="the link-speed mode measured, for the report (the inventory's speed now, with --inventory)",
+    )
     p.add_argument("--timeout", type=SECONDS, default=3600.0, help="seconds one request may take in all (default 3600)")
     p.add_argument(
         "--idle-timeout",
@@ -88,8 +94,11 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
     if not args.inventory:
         if args.lab or args.instance:
             raise UsageError(f"{'--lab' if args.lab else '--instance'} needs --inventory (the cluster measured)")
+        if args.link_speed:
+            return {"link": {"link_speed": args.link_speed, "link_gbps": spark.LINK_GBPS[args.link_speed]}}
         return {}
-    from sparkfab.measure.report import SPEEDS
+    if args.link_speed:
+        raise UsageError("--link-speed: with --inventory the speed measured is the inventory's speed now")
     from sparkfab.target import Target, instance_limit
 
     target = Target.load(args.inventory, lab=args.lab)
@@ -107,7 +116,7 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
 
         ctx.update(lab=True, link_gbps=engine.rate_gbps(mode), link_rate=engine.rate_text(mode))
     else:
-        ctx["link_gbps"] = SPEEDS[mode]
+        ctx["link_gbps"] = spark.LINK_GBPS[mode]
     if len(served) == 1:
         ctx.update(instance=served[0].name, tp=served[0].tp)
     return {"inventory": ctx}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -14,7 +13,7 @@ from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import model as models
-from sparkfab.measure.estimate import Setup, estimate
+from sparkfab.measure.estimate import Estimate, Measured, Setup, TpRow, estimate
 
 GBPS = at.number(0, 1e6, lo_open=True)
 
@@ -99,13 +98,11 @@ def estimate_cmd(args: argparse.Namespace) -> int:
         from sparkfab.outputs import replace_dir
 
         inputs = [x for x in (args.config, args.inventory) if x]
-        written = replace_dir(
-            args.plot, "estimate", lambda d: estimate_plots(s, result, d, args.ttft), inputs, "--plot"
-        )
+        written = replace_dir(args.plot, "estimate", lambda d: estimate_plots(s, d, args.ttft), inputs, "--plot")
         for path in written:
             sys.stderr.write(f"wrote {path}\n")
     if args.format == "json":
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
     else:
         print_estimate(result)
     return Exit.OK
@@ -119,79 +116,85 @@ def _mb(x: float) -> str:
     return f"{x:,.0f} B"
 
 
-def print_estimate(r: dict[str, Any]) -> None:
+def print_estimate(r: Estimate) -> None:
     c = Console(width=130)
-    c.print(f"[bold]{r['model']}[/] at TP{r['tp']}, {r['from_gbps']:g} -> {r['to_gbps']:g} Gb/s")
+    c.print(f"[bold]{r.model}[/] at TP{r.tp}, {r.from_gbps:g} -> {r.to_gbps:g} Gb/s")
     c.print(
-        f"all-reduces per prompt token {r['allreduces_per_token']} x {r['bytes_per_value']} bytes per value x "
-        f"ring factor {r['ring_factor']:.3f} = [bold]{_mb(r['bytes_per_token'])}[/] per prompt token per Spark"
+        f"all-reduces per prompt token {r.allreduces_per_token} x {r.bytes_per_value} bytes per value x "
+        f"ring factor {r.ring_factor:.3f} = [bold]{_mb(r.bytes_per_token)}[/] per prompt token per Spark"
     )
-    # the emulated link (one PCIe root, 109 Gb/s) is a comparison only for links faster than it
-    emulated = r["from_gbps"] > r["emulated_gbps"]
+    emulated = r.emulated_comparison
     c.print(
-        f"extra TTFT <= [bold]{r['extra_s_per_1000_tokens']:.3f} s[/] per 1,000 prompt tokens"
+        f"extra TTFT <= [bold]{r.extra_s_per_1000_tokens:.3f} s[/] per 1,000 prompt tokens"
         + (
-            f" ({r['extra_s_per_1000_tokens_emulated']:.3f} s to the emulated {r['emulated_gbps']:g} Gb/s link; a "
-            f"real 100G cable adds at most {r['real_cable_s_per_1000_tokens']:.3f} s more)"
+            f" ({r.extra_s_per_1000_tokens_emulated:.3f} s to the emulated {r.emulated_gbps:g} Gb/s link; a "
+            f"real 100G cable adds at most {r.real_cable_s_per_1000_tokens:.3f} s more)"
             if emulated
             else ""
         )
     )
-    ch = r["chunk"]
+    ch = r.chunk
     c.print(
-        f"per {ch['chunk_tokens']:,}-token chunk: block {_mb(ch['block_bytes'])}, each Spark sends "
-        f"{_mb(ch['sent_bytes'])} in {ch['ring_steps']} ring steps of {_mb(ch['segment_bytes'])}: "
-        f"{ch['send_s_from'] * 1e3:.1f} ms at {r['from_gbps']:g}, "
-        f"{ch['send_s_to'] * 1e3:.1f} ms at {r['to_gbps']:g} Gb/s"
+        f"per {ch.chunk_tokens:,}-token chunk: block {_mb(ch.block_bytes)}, each Spark sends "
+        f"{_mb(ch.sent_bytes)} in {ch.ring_steps} ring steps of {_mb(ch.segment_bytes)}: "
+        f"{ch.send_s_from * 1e3:.1f} ms at {r.from_gbps:g}, "
+        f"{ch.send_s_to * 1e3:.1f} ms at {r.to_gbps:g} Gb/s"
     )
+    _plan_table(c, r)
+    d = r.decode
+    c.print(
+        f"decode: {d.tokens_per_pass} tokens per pass, {d.allreduce_bytes / 1e3:.0f} KB per all-reduce "
+        f"({d.sent_per_allreduce / 1e3:.0f} KB sent: {d.send_us_from:.1f} us at {r.from_gbps:g}, "
+        f"{d.send_us_to:.1f} us at {r.to_gbps:g}), {_mb(d.bytes_per_pass)} per pass; weight-read floor "
+        f"{d.pass_floor_s * 1e3:.1f} ms ({d.weight_bytes_per_spark / 1e9:.2f} GB per Spark) -> traffic "
+        f"<= {d.traffic_bound_gbps:.1f} Gb/s, a slower link adds <= {d.extra_per_pass_s * 1e3:.2f} ms per pass"
+    )
+    if r.gloo is not None:
+        g = r.gloo
+        c.print(
+            f"the lab's engine (Gloo over TCP, about {g.step_bytes} B per ring step beyond the payload): "
+            f"prefill {g.prefill_bytes_per_token:,.0f} B per prompt token; decode "
+            f"{g.decode_bytes_per_token:,.0f} B per output token (the formula alone: "
+            f"{g.decode_bytes_per_token_formula:,.0f} B)"
+        )
+    if r.measured is not None:
+        _measured(c, r.measured, r.tp_projection or ())
+    sw = r.switch
+    c.print(
+        f"switch for {r.tp} Sparks: at 200G {sw['200'].switch or 'none in the catalog'} "
+        f"({sw['200'].breakout}); at 100G {sw['100'].switch or 'none'} ({sw['100'].breakout})"
+    )
+
+
+def _plan_table(c: Console, r: Estimate) -> None:
     t = Table(title="test plan: extra prefill time, upper bound")
-    cols = ["test", "prompt tokens", "prefill bytes per Spark", f"{r['from_gbps']:g} -> {r['to_gbps']:g}"]
-    for col in cols + ([f"{r['from_gbps']:g} -> {r['emulated_gbps']:g}"] if emulated else []):
+    cols = ["test", "prompt tokens", "prefill bytes per Spark", f"{r.from_gbps:g} -> {r.to_gbps:g}"]
+    for col in cols + ([f"{r.from_gbps:g} -> {r.emulated_gbps:g}"] if r.emulated_comparison else []):
         t.add_column(col, justify="right")
-    for row in r["plan"]:
-        cells = [row["test"], f"{row['prompt_tokens']:,}", _mb(row["prefill_bytes"]), f"<= +{row['extra_s']:.2f} s"]
-        t.add_row(*cells, *([f"<= +{row['extra_s_emulated']:.2f} s"] if emulated else []))
+    for row in r.plan:
+        cells = [row.test, f"{row.prompt_tokens:,}", _mb(row.prefill_bytes), f"<= +{row.extra_s:.2f} s"]
+        t.add_row(*cells, *([f"<= +{row.extra_s_emulated:.2f} s"] if r.emulated_comparison else []))
     c.print(t)
-    d = r["decode"]
+
+
+def _measured(c: Console, m: Measured, projection: tuple[TpRow, ...]) -> None:
     c.print(
-        f"decode: {d['tokens_per_pass']} tokens per pass, {d['allreduce_bytes'] / 1e3:.0f} KB per all-reduce "
-        f"({d['sent_per_allreduce'] / 1e3:.0f} KB sent: {d['send_us_from']:.1f} us at {r['from_gbps']:g}, "
-        f"{d['send_us_to']:.1f} us at {r['to_gbps']:g}), {_mb(d['bytes_per_pass'])} per pass; weight-read floor "
-        f"{d['pass_floor_s'] * 1e3:.1f} ms ({d['weight_bytes_per_spark'] / 1e9:.2f} GB per Spark) -> traffic "
-        f"<= {d['traffic_bound_gbps']:.1f} Gb/s, a slower link adds <= {d['extra_per_pass_s'] * 1e3:.2f} ms per pass"
+        f"measured TTFT {m.ttft_s:.2f} s for {m.prompt_tokens:,} tokens: network share "
+        f"{m.network_share:.1%} -> TTFT increase <= {m.increase_bound:.1%} "
+        f"(emulated link: <= {m.increase_bound_emulated:.1%})"
     )
-    if "gloo" in r:
-        g = r["gloo"]
-        c.print(
-            f"the lab's engine (Gloo over TCP, about {g['step_bytes']} B per ring step beyond the payload): "
-            f"prefill {g['prefill_bytes_per_token']:,.0f} B per prompt token; decode "
-            f"{g['decode_bytes_per_token']:,.0f} B per output token (the formula alone: "
-            f"{g['decode_bytes_per_token_formula']:,.0f} B)"
+    t = Table(title="projection against TP size (computation split evenly)")
+    for col in ("TP", "bytes x", "compute x", "TTFT", "increase <="):
+        t.add_column(col, justify="right")
+    for row in projection:
+        t.add_row(
+            str(row.tp),
+            f"{row.bytes_factor:.2f}",
+            f"{row.compute_factor:.2f}",
+            f"{row.ttft_s:.2f} s",
+            f"{row.increase_bound:.0%}",
         )
-    if "measured" in r:
-        m = r["measured"]
-        c.print(
-            f"measured TTFT {m['ttft_s']:.2f} s for {m['prompt_tokens']:,} tokens: network share "
-            f"{m['network_share']:.1%} -> TTFT increase <= {m['increase_bound']:.1%} "
-            f"(emulated link: <= {m['increase_bound_emulated']:.1%})"
-        )
-        t = Table(title="projection against TP size (computation split evenly)")
-        for col in ("TP", "bytes x", "compute x", "TTFT", "increase <="):
-            t.add_column(col, justify="right")
-        for row in r["tp_projection"]:
-            t.add_row(
-                str(row["tp"]),
-                f"{row['bytes_factor']:.2f}",
-                f"{row['compute_factor']:.2f}",
-                f"{row['ttft_s']:.2f} s",
-                f"{row['increase_bound']:.0%}",
-            )
-        c.print(t)
-    sw = r["switch"]
-    c.print(
-        f"switch for {r['tp']} Sparks: at 200G {sw['200']['switch'] or 'none in the catalog'} "
-        f"({sw['200']['breakout']}); at 100G {sw['100']['switch'] or 'none'} ({sw['100']['breakout']})"
-    )
+    c.print(t)
 
 
 VERBS = (

@@ -21,7 +21,7 @@ def pyplot() -> Any:
     return plt
 
 
-def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | None) -> list[Path]:
+def estimate_plots(s: Setup, out: Path, ttft: float | None) -> list[Path]:
     plt = pyplot()
     out.mkdir(parents=True, exist_ok=True)
     tokens = [1024 * 2**k for k in range(0, 8)]
@@ -53,9 +53,9 @@ def estimate_plots(s: Setup, result: dict[str, Any], out: Path, ttft: float | No
     if ttft is not None:
         rows = tp_projection(s, ttft, baseline_tp=s.tp)
         fig, ax = plt.subplots(figsize=(6, 4.2), dpi=120)
-        ax.bar([f"TP{r['tp']}" for r in rows], [100 * r["increase_bound"] for r in rows], color="#4878a8")
+        ax.bar([f"TP{r.tp}" for r in rows], [100 * r.increase_bound for r in rows], color="#4878a8")
         for i, r in enumerate(rows):
-            ax.text(i, 100 * r["increase_bound"] + 0.5, f"<= {100 * r['increase_bound']:.0f}%", ha="center")
+            ax.text(i, 100 * r.increase_bound + 0.5, f"<= {100 * r.increase_bound:.0f}%", ha="center")
         ax.set_ylabel(f"TTFT increase at {s.to_gbps:g} Gb/s, upper bound (%)")
         ax.set_xlabel(f"TP size (8K prompt; baseline measured at TP{s.tp})")
         ax.set_title("Projected penalty against TP size")

@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sparkfab import spark
 from sparkfab.errors import Unavailable, UsageError
 from sparkfab.measure import bench, records, sampler, traffic
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
@@ -24,17 +23,16 @@ from sparkfab.measure.plots import pyplot
 from sparkfab.measure.vllmstats import percentile
 from sparkfab.outputs import PNG_METADATA
 
-SPEEDS = spark.LINK_GBPS
-
 
 def link_gbps(run: dict[str, Any], default: float) -> float:
-    """The link speed a run measured: what bench recorded from the inventory (a lab's shaped
-    rate), else the speed its label names, else `default`."""
-    inv = run["meta"].get("inventory")
-    value = inv.get("link_gbps") if isinstance(inv, dict) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e4:
-        return float(value)
-    return SPEEDS.get(str(run["label"]), default)
+    """The link speed a run measured, as bench recorded it: from the inventory (a lab's shaped
+    rate) or from `--link-speed`; else `default`. A run's label is a name, never a speed."""
+    for key in ("inventory", "link"):
+        rec = run["meta"].get(key)
+        value = rec.get("link_gbps") if isinstance(rec, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e4:
+            return float(value)
+    return default
 
 
 def served_tp(run: dict[str, Any]) -> int | None:

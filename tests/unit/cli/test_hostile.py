@@ -909,6 +909,14 @@ BENCH_CASES = [
         r"--instance glm-c: sw16 has the instance\(s\) glm-a, glm-b",
         files={"p.yml": PLAN, "i.yml": (REPO / "inventory/switch16-crs804-100.yml").read_text()},
     ),
+    bench("bench-link-speed-bogus", "--plan {d}/p.yml --link-speed 400", 2, r"--link-speed", files={"p.yml": PLAN}),
+    bench(
+        "bench-link-speed-and-inventory",
+        "--plan {d}/p.yml --inventory {d}/i.yml --link-speed 100e",
+        2,
+        r"--link-speed: with --inventory the speed measured is the inventory's speed now",
+        files={"p.yml": PLAN, "i.yml": (REPO / "inventory/pair-1cable.yml").read_text()},
+    ),
     bench(
         "bench-counters-host-no-inventory",
         "--plan {d}/p.yml --counters-host spark-a",

@@ -159,12 +159,14 @@ def test_round_prefill_counts_concurrent_requests_once():
     assert prefill_per_token(old) == [2e4, 1e4]
 
 
-def _run(tmp: Path, label: str, inventory: dict | None, engine: dict | None = None) -> dict:
+def _run(tmp: Path, label: str, inventory: dict | None, engine: dict | None = None, link: dict | None = None) -> dict:
     d = tmp / label
     d.mkdir()
     meta = {"label": label, "model": "m", "engine": engine or {}}
     if inventory is not None:
         meta["inventory"] = inventory
+    if link is not None:
+        meta["link"] = link
     (d / "run.json").write_text(json.dumps(meta))
     (d / "requests.jsonl").write_text("")
     from sparkfab.measure.report import load_run
@@ -180,8 +182,10 @@ def test_report_reads_the_lab_rate_tp_and_model_from_the_run(tmp_path):
     (model / "config.json").write_text("{}")
     lab = _run(tmp_path, "200", {"link_gbps": 0.4, "tp": 2, "lab": True}, {"model_root": str(model)})
     assert link_gbps(lab, 200.0) == 0.4 and served_tp(lab) == 2 and served_config(lab) == model / "config.json"
-    plain = _run(tmp_path, "100e", None)
-    assert link_gbps(plain, 100.0) == 109.0 and served_tp(plain) is None and served_config(plain) is None
+    plain = _run(tmp_path, "100e", None)  # a label is a name: the report's default holds
+    assert link_gbps(plain, 123.0) == 123.0 and served_tp(plain) is None and served_config(plain) is None
+    told = _run(tmp_path, "slow", None, link={"link_speed": "100e", "link_gbps": 109.0})  # bench --link-speed 100e
+    assert link_gbps(told, 100.0) == 109.0
     odd = _run(tmp_path, "x", {"link_gbps": True, "tp": "4"})
     assert link_gbps(odd, 100.0) == 100.0 and served_tp(odd) is None
 

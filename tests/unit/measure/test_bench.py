@@ -180,10 +180,14 @@ def test_traffic_windows_with_counters(double, cli, tmp_path):
         *counters,
         "--idle-seconds",
         "0.2",
+        "--link-speed",
+        "100e",
         "-o",
         str(tmp_path / "run"),
     )
     assert res.code == 0, res.err
+    # the mode measured is recorded with its rate, for the report (which never reads the label)
+    assert json.loads((tmp_path / "run/run.json").read_text())["link"] == {"link_speed": "100e", "link_gbps": 109.0}
     row = measured_rows(tmp_path / "run")[0]
     assert row["traffic_file"] == "x-r0.smp" and row["prefill_bytes"] == 0 and row["decode_bytes"] == 0
     assert (tmp_path / "run/traffic/x-r0.smp").stat().st_size > 0
@@ -223,6 +227,8 @@ def test_report_two_runs(double, cli, tmp_path):
                 "--rounds",
                 "2",
                 "--label",
+                label,
+                "--link-speed",
                 label,
                 "-o",
                 str(tmp_path / label),

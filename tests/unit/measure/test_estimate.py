@@ -26,13 +26,13 @@ def test_ttft_bound_per_1000_tokens():
 
 def test_prefill_chunk_section_4():
     ch = est.chunk_view(S)
-    assert round(ch["block_bytes"] / 1e6, 1) == 50.3 and round(ch["sent_bytes"] / 1e6, 1) == 88.1
-    assert ch["ring_steps"] == 14 and round(ch["segment_bytes"] / 1e6, 1) == 6.3
-    assert (round(ch["send_s_from"] * 1e3, 1), round(ch["send_s_to"] * 1e3, 1)) == (3.5, 7.0)
+    assert round(ch.block_bytes / 1e6, 1) == 50.3 and round(ch.sent_bytes / 1e6, 1) == 88.1
+    assert ch.ring_steps == 14 and round(ch.segment_bytes / 1e6, 1) == 6.3
+    assert (round(ch.send_s_from * 1e3, 1), round(ch.send_s_to * 1e3, 1)) == (3.5, 7.0)
 
 
 def test_tp_table_section_3_4():
-    sent = {n: est.chunk_view(est.Setup(GLM, n)).get("sent_bytes") / 1e6 for n in (2, 4, 8, 16)}
+    sent = {n: est.chunk_view(est.Setup(GLM, n)).sent_bytes / 1e6 for n in (2, 4, 8, 16)}
     paper = {2: 50.3, 4: 75.5, 8: 88.1, 16: 94.3}  # the paper multiplies the rounded 50.3 MB block
     assert all(abs(sent[n] - paper[n]) <= 0.1 for n in paper), sent
 
@@ -50,7 +50,7 @@ PAPER_PLAN = {
 
 def test_plan_tables_sections_5_2_and_7_3():
     got = {
-        r["test"]: (round(r["prefill_bytes"] / 1e9, 1), round(r["extra_s"], 2), round(r["extra_s_emulated"], 2))
+        r.test: (round(r.prefill_bytes / 1e9, 1), round(r.extra_s, 2), round(r.extra_s_emulated, 2))
         for r in est.plan_table(S)
     }
     assert got == PAPER_PLAN
@@ -58,7 +58,7 @@ def test_plan_tables_sections_5_2_and_7_3():
 
 def test_tp_projection_section_10():
     rows = est.tp_projection(S, baseline_ttft=6.36)
-    assert [round(100 * r["increase_bound"]) for r in rows] == [3, 8, 17, 31]
+    assert [round(100 * r.increase_bound) for r in rows] == [3, 8, 17, 31]
 
 
 # Section 9: measured increase on the emulated link, TTFT at 200 Gb/s (Section 8.4), real-cable bound.
@@ -76,35 +76,35 @@ SECTION_9 = {
 def test_real_cable_section_9(test):
     tokens, ttft, measured, paper = SECTION_9[test]
     # the measured traffic was 3.54-3.60 MB per prompt token (Section 8.3)
-    lo = est.real_cable(S, 3.54e6, tokens, ttft, measured / 100)["real_cable_at_most"] * 100
-    hi = est.real_cable(S, 3.60e6, tokens, ttft, measured / 100)["real_cable_at_most"] * 100
+    lo = est.real_cable(S, 3.54e6, tokens, ttft, measured / 100).real_cable_at_most * 100
+    hi = est.real_cable(S, 3.60e6, tokens, ttft, measured / 100).real_cable_at_most * 100
     assert lo - 0.05 <= paper <= hi + 0.05
     assert 2.4 <= hi - measured <= 3.6  # "at most 2.5-3.5 percentage points"
 
 
 def test_decode_section_4_2():
     d = est.decode(S)
-    assert d["tokens_per_pass"] == 5
-    assert round(d["allreduce_bytes"] / 1e3) == 61 and round(d["sent_per_allreduce"] / 1e3) == 108
-    assert round(d["send_us_from"], 1) == 4.3
-    assert round(d["bytes_per_pass"] / 1e6) == 18
-    assert round(d["weight_bytes_per_spark"] / 1e9, 1) == 2.8 and d["pass_floor_s"] >= 0.010
-    assert 13.5 <= d["traffic_bound_gbps"] <= 14.5
-    assert round(d["extra_per_pass_s"] * 1e3, 1) == 0.7
+    assert d.tokens_per_pass == 5
+    assert round(d.allreduce_bytes / 1e3) == 61 and round(d.sent_per_allreduce / 1e3) == 108
+    assert round(d.send_us_from, 1) == 4.3
+    assert round(d.bytes_per_pass / 1e6) == 18
+    assert round(d.weight_bytes_per_spark / 1e9, 1) == 2.8 and d.pass_floor_s >= 0.010
+    assert 13.5 <= d.traffic_bound_gbps <= 14.5
+    assert round(d.extra_per_pass_s * 1e3, 1) == 0.7
 
 
 def test_measured_ttft_share():
     m = est.with_ttft(S, 8192, 6.36)
-    assert round(m["network_share"], 3) == 0.174 and m["increase_bound"] == pytest.approx(m["network_share"])
+    assert round(m.network_share, 3) == 0.174 and m.increase_bound == pytest.approx(m.network_share)
 
 
 def test_switch_sizing():
     assert est.switch_sizing(8) == {
-        "200": {"switch": "CRS804", "breakout": "2x200G per 400G port"},
-        "100": {"switch": "CRS812", "breakout": "4x100G per 400G port"},
+        "200": est.SwitchChoice("CRS804", "2x200G per 400G port"),
+        "100": est.SwitchChoice("CRS812", "4x100G per 400G port"),
     }
-    assert est.switch_sizing(16)["100"]["switch"] == "CRS804" and est.switch_sizing(16)["200"]["switch"] is None
-    assert est.switch_sizing(6)["200"]["switch"] == "CRS812"
+    assert est.switch_sizing(16)["100"].switch == "CRS804" and est.switch_sizing(16)["200"].switch is None
+    assert est.switch_sizing(6)["200"].switch == "CRS812"
 
 
 def test_config_json_fields(tmp_path):
