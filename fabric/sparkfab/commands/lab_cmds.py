@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from dataclasses import replace
 
 from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
 from sparkfab.errors import Exit, LabError, UsageError
@@ -89,35 +89,34 @@ def _down(cluster: str) -> int:
 
 def _status(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
     st = build.status(plan.cluster)
-    st["serving"] = _serving(plan, sp, st)
+    st = replace(st, serving=_serving(plan, sp, st))
     if args.format == "json":
-        emit_json(st)
+        emit_json(st.to_dict())
     else:
-        sys.stdout.write(f"lab {st['cluster']}: {'up' if st['up'] else 'down'}\n")
-        for name, alive in st["processes"].items():
+        sys.stdout.write(f"lab {st.cluster}: {'up' if st.up else 'down'}\n")
+        for name, alive in st.processes.items():
             sys.stdout.write(f"  {name}: {'running' if alive else 'gone'}\n")
-        for host, h in st["hosts"].items():
-            sys.stdout.write(f"  {host}: {h['ns']} {h['mgmt_ip']}\n")
-        for name, s in st["serving"].items():
-            sys.stdout.write(f"  instance {name} (TP{s['tp']}, {s['engine']}): {s['url']} model {s['model']}\n")
-    return Exit.OK if st["up"] else Exit.CHECK
+        for host, h in st.hosts.items():
+            sys.stdout.write(f"  {host}: {h.ns} {h.mgmt_ip}\n")
+        for name, s in st.serving.items():
+            sys.stdout.write(f"  instance {name} (TP{s.tp}, {s.engine}): {s.url} model {s.model}\n")
+    return Exit.OK if st.up else Exit.CHECK
 
 
-def _serving(plan: Plan, sp: LabSpec, st: dict[str, Any]) -> dict[str, Any]:
+def _serving(plan: Plan, sp: LabSpec, st: build.LabStatus) -> dict[str, build.Serving]:
     """Where each instance answers in the lab (rank 0's management address) and under what model name."""
-    engine = st.get("engine")
     out = {}
     for inst in plan.instances:
-        head = st["hosts"].get(inst.ranks[0].host)
+        head = st.hosts.get(inst.ranks[0].host)
         if head is None:
             continue
-        out[inst.name] = {
-            "url": f"http://{head['mgmt_ip']}:{inst.port}",
-            "model": lab_engine.served_name(sp) if engine == "vllm" else None,
-            "engine": engine,
-            "tp": inst.tp,
-            "head": inst.ranks[0].host,
-        }
+        out[inst.name] = build.Serving(
+            url=f"http://{head.mgmt_ip}:{inst.port}",
+            model=lab_engine.served_name(sp) if st.engine == "vllm" else None,
+            engine=st.engine,
+            tp=inst.tp,
+            head=inst.ranks[0].host,
+        )
     return out
 
 

@@ -9,6 +9,7 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sparkfab.errors import LabError
@@ -85,18 +86,54 @@ def leftovers(cluster: str) -> list[str]:
     return found + login.leftovers(cluster)
 
 
-def status(cluster: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LabHost:
+    ns: str
+    mgmt_ip: str
+
+
+@dataclass(frozen=True)
+class Serving:
+    """Where one instance answers in the lab: rank 0's management address."""
+
+    url: str
+    model: str | None  # the name the lab's vLLM answers to (None for the collective engine)
+    engine: str | None
+    tp: int
+    head: str
+
+
+@dataclass(frozen=True)
+class LabStatus:
+    """What `lab status` says; `to_dict()` is its JSON."""
+
+    cluster: str
+    id: str
+    up: bool
+    namespaces: tuple[str, ...]
+    processes: dict[str, bool]  # daemon (e.g. spark-a/sshd) -> still running
+    hosts: dict[str, LabHost]
+    engine: str | None
+    inventory: str
+    python: str
+    serving: dict[str, Serving] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def status(cluster: str) -> LabStatus:
     state_file = lab_state(cluster)
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
-    alive = {name: daemons.ours(pid, cluster) for name, pid in state.get("pids", {}).items()}
-    return {
-        "cluster": cluster,
-        "id": lab_id(cluster),
-        "up": bool(existing_namespaces(cluster)),
-        "namespaces": existing_namespaces(cluster),
-        "processes": alive,
-        "hosts": state.get("hosts", {}),
-        "engine": state.get("engine"),
-        "inventory": str(lab_inventory(cluster)),
-        "python": sys.executable,
-    }
+    namespaces = existing_namespaces(cluster)
+    return LabStatus(
+        cluster=cluster,
+        id=lab_id(cluster),
+        up=bool(namespaces),
+        namespaces=tuple(namespaces),
+        processes={name: daemons.ours(pid, cluster) for name, pid in state.get("pids", {}).items()},
+        hosts={name: LabHost(h["ns"], h["mgmt_ip"]) for name, h in state.get("hosts", {}).items()},
+        engine=state.get("engine"),
+        inventory=str(lab_inventory(cluster)),
+        python=sys.executable,
+    )
