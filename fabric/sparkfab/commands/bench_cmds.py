@@ -178,16 +178,15 @@ def bench_cmd(args: argparse.Namespace) -> int:
         summary = asyncio.run(
             run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True))
         )
-    for name, t in summary["tests"].items():
-        ttft = t["last_first_token_s"] if t["requests"] > 1 else t["ttft_s"]
-        dec = t["decode_tps"]
-        sys.stdout.write(f"{name}: TTFT {ttft['mean']:.3f} s" if ttft else f"{name}: no result")
-        sys.stdout.write(f", decode {dec['mean']:.1f} tok/s" if dec else "")
-        sys.stdout.write(f", {len(t['errors'])} error(s)\n" if t["errors"] else "\n")
+    for name, t in summary.tests.items():
+        ttft, dec = t.ttft, t.decode_tps
+        sys.stdout.write(f"{name}: TTFT {ttft.mean:.3f} s" if ttft else f"{name}: no result")
+        sys.stdout.write(f", decode {dec.mean:.1f} tok/s" if dec else "")
+        sys.stdout.write(f", {len(t.errors)} error(s)\n" if t.errors else "\n")
     sys.stderr.write(f"results in {out}/requests.jsonl and summary.json\n")
-    if summary["errors"]:
-        first = next(e for t in summary["tests"].values() for e in t["errors"])
-        raise ServerError(f"{summary['errors']} of {summary['requests']} requests failed (first: {first[:200]})")
+    if summary.errors:
+        first = next(e for t in summary.tests.values() for e in t.errors)
+        raise ServerError(f"{summary.errors} of {summary.requests} requests failed (first: {first[:200]})")
     return Exit.OK
 
 
@@ -243,8 +242,8 @@ def report_cmd(args: argparse.Namespace) -> int:
     check_dir(args.output, "report", inputs)
     runs = [load_run(r) for r in args.runs]
     for r in runs:
-        if r["skipped"]:
-            sys.stderr.write(f"warning: {r['dir']}/requests.jsonl: skipped {r['skipped']} unreadable line(s)\n")
+        if r.skipped:
+            sys.stderr.write(f"warning: {r.dir}/requests.jsonl: skipped {r.skipped} unreadable line(s)\n")
     setup, assumption = None, ""
     if args.estimate:
         from sparkfab.measure.report import link_gbps, served_config, served_tp
@@ -259,7 +258,7 @@ def report_cmd(args: argparse.Namespace) -> int:
         setup = Setup(spec, tp)
         source = f"--config {args.config}" if args.config else f"preset {args.model}"
         pairs = zip(runs, (200.0, 100.0), strict=False)
-        links = " -> ".join(f"{r['label']} = {link_gbps(r, d):g} Gb/s" for r, d in pairs)
+        links = " -> ".join(f"{r.label} = {link_gbps(r, d):g} Gb/s" for r, d in pairs)
         assumption = f"{spec.name} ({source}: hidden {spec.hidden}, {spec.layers} layers) at TP{tp}; {links}"
         sys.stderr.write(f"estimate: {assumption}\n")
     result: dict[str, Any] = {}

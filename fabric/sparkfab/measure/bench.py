@@ -29,7 +29,7 @@ from sparkfab.measure import sampler, traffic, vllmstats
 from sparkfab.measure.access import Access
 from sparkfab.measure.plans import Test
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
-from sparkfab.measure.records import read_lines, read_requests, summarize
+from sparkfab.measure.records import Summary, read_lines, read_requests, summarize
 from sparkfab.measure.stream import RequestResult, stream_completion
 
 #: the served checkpoint's config.json, kept in the run directory
@@ -116,7 +116,7 @@ class Run:
         if self.progress:
             self.progress(res)
 
-    async def run(self, on_server: Callable[[ServerInfo], None] | None = None) -> dict[str, Any]:
+    async def run(self, on_server: Callable[[ServerInfo], None] | None = None) -> Summary:
         opt = self.opt
         timeout = httpx.Timeout(min(opt.silence_s, opt.timeout_s), connect=min(opt.connect_s, opt.timeout_s))
         async with self.client(timeout) as client:
@@ -148,7 +148,7 @@ class Run:
         rows = read_requests(self.opt.out)
         summary = summarize(rows)
         self.save_results(rows, engine)
-        (self.opt.out / "summary.json").write_text(json.dumps(summary, indent=2))
+        (self.opt.out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2))
         return summary
 
     def client(self, timeout: httpx.Timeout) -> httpx.AsyncClient:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,52 @@ def prefill_per_token(ok: list[dict[str, Any]]) -> list[float]:
     return out
 
 
-def _stats(xs: list[float]) -> dict[str, float] | None:
-    return {"mean": statistics.fmean(xs), "min": min(xs), "max": max(xs), "n": len(xs)} if xs else None
+@dataclass(frozen=True)
+class Stats:
+    mean: float
+    min: float
+    max: float
+    n: int
+
+
+def _stats(xs: list[float]) -> Stats | None:
+    return Stats(statistics.fmean(xs), min(xs), max(xs), len(xs)) if xs else None
+
+
+@dataclass(frozen=True)
+class TestSummary:
+    """One test of a run, over its measured rounds (warm-up left out)."""
+
+    __test__ = False  # a product class whose name pytest would otherwise collect
+
+    requests: int
+    prompt_tokens: int
+    ttft_s: Stats | None
+    last_first_token_s: Stats | None  # per round: the last request's first token
+    decode_tps: Stats | None  # per round: the mean decode speed of its requests
+    first_token_order: list[list[int]]  # per round: request indexes in the order their first token came
+    prefill_bytes_per_token: Stats | None
+    prefill_gbps: Stats | None
+    decode_gbps: Stats | None
+    errors: list[str]
+    vllm: dict[str, Any]  # the same requests in vllm bench serve's terms (ms; lists left to result_<test>.json)
+
+    @property
+    def ttft(self) -> Stats | None:
+        """The test's TTFT: with several requests at once, when the last of them got its first token."""
+        return self.last_first_token_s if self.requests > 1 else self.ttft_s
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A run's summary; `to_dict()` is summary.json."""
+
+    tests: dict[str, TestSummary]
+    requests: int
+    errors: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def merge(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,8 +131,8 @@ def _well_formed(rec: Any) -> bool:
     )
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    tests: dict[str, Any] = {}
+def summarize(rows: list[dict[str, Any]]) -> Summary:
+    tests: dict[str, TestSummary] = {}
     for name in dict.fromkeys(r["test"] for r in rows):
         mine = [r for r in rows if r["test"] == name and not r.get("warmup")]
         ok = [r for r in mine if not r.get("error")]
@@ -103,18 +148,17 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             for k in rounds
         ]
         prefill = prefill_per_token(ok)
-        tests[name] = {
-            "requests": max((r["index"] for r in mine), default=-1) + 1,
-            "prompt_tokens": mine[0]["prompt_tokens_planned"] if mine else 0,
-            "ttft_s": _stats([r["ttft_s"] for r in ok]),
-            "last_first_token_s": _stats(per_round_last),
-            "decode_tps": _stats(per_round_decode),
-            "first_token_order": orders,
-            "prefill_bytes_per_token": _stats(prefill),
-            "prefill_gbps": _stats([r["prefill_gbps"] for r in ok if "prefill_gbps" in r]),
-            "decode_gbps": _stats([r["decode_gbps"] for r in ok if "decode_gbps" in r]),
-            "errors": [r["error"] for r in mine if r.get("error")],
-            # the same requests in vllm bench serve's terms (ms; lists left to result_<test>.json)
-            "vllm": {k: v for k, v in vllmstats.test_result(mine).items() if not isinstance(v, list)},
-        }
-    return {"tests": tests, "requests": len(rows), "errors": sum(len(t["errors"]) for t in tests.values())}
+        tests[name] = TestSummary(
+            requests=max((r["index"] for r in mine), default=-1) + 1,
+            prompt_tokens=mine[0]["prompt_tokens_planned"] if mine else 0,
+            ttft_s=_stats([r["ttft_s"] for r in ok]),
+            last_first_token_s=_stats(per_round_last),
+            decode_tps=_stats(per_round_decode),
+            first_token_order=orders,
+            prefill_bytes_per_token=_stats(prefill),
+            prefill_gbps=_stats([r["prefill_gbps"] for r in ok if "prefill_gbps" in r]),
+            decode_gbps=_stats([r["decode_gbps"] for r in ok if "decode_gbps" in r]),
+            errors=[r["error"] for r in mine if r.get("error")],
+            vllm={k: v for k, v in vllmstats.test_result(mine).items() if not isinstance(v, list)},
+        )
+    return Summary(tests, len(rows), sum(len(t.errors) for t in tests.values()))

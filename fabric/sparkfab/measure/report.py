@@ -13,6 +13,7 @@ import base64
 import html
 import json
 import re
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,38 +25,50 @@ from sparkfab.measure.vllmstats import percentile
 from sparkfab.outputs import PNG_METADATA
 
 
-def link_gbps(run: dict[str, Any], default: float) -> float:
+@dataclass(frozen=True)
+class Run:
+    """A bench run read back from its directory."""
+
+    dir: Path
+    meta: dict[str, Any]  # run.json as bench wrote it (a document: its keys are checked where they are read)
+    rows: list[dict[str, Any]]  # requests.jsonl's records, each with its traffic folded in
+    summary: records.Summary
+    label: str
+    skipped: int  # lines of requests.jsonl that could not be read (a killed bench leaves a torn one)
+
+
+def link_gbps(run: Run, default: float) -> float:
     """The link speed a run measured, as bench recorded it: from the inventory (a lab's shaped
     rate) or from `--link-speed`; else `default`. A run's label is a name, never a speed."""
     for key in ("inventory", "link"):
-        rec = run["meta"].get(key)
+        rec = run.meta.get(key)
         value = rec.get("link_gbps") if isinstance(rec, dict) else None
         if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e4:
             return float(value)
     return default
 
 
-def served_tp(run: dict[str, Any]) -> int | None:
-    inv = run["meta"].get("inventory")
+def served_tp(run: Run) -> int | None:
+    inv = run.meta.get("inventory")
     tp = inv.get("tp") if isinstance(inv, dict) else None
     return tp if isinstance(tp, int) and not isinstance(tp, bool) and 0 < tp <= 1024 else None
 
 
-def served_config(run: dict[str, Any]) -> Path | None:
+def served_config(run: Run) -> Path | None:
     """The served checkpoint's config.json: bench's copy in the run, else the local directory
     the server loaded it from."""
-    kept = run["dir"] / bench.MODEL_CONFIG
+    kept = run.dir / bench.MODEL_CONFIG
     if kept.is_file():
         return Path(kept)
-    engine = run["meta"].get("engine")
-    roots = [engine.get("model_root") if isinstance(engine, dict) else None, run["meta"].get("model")]
+    engine = run.meta.get("engine")
+    roots = [engine.get("model_root") if isinstance(engine, dict) else None, run.meta.get("model")]
     for root in roots:
         if isinstance(root, str) and root.startswith("/") and (Path(root) / "config.json").is_file():
             return Path(root) / "config.json"
     return None
 
 
-def load_run(path: Path) -> dict[str, Any]:
+def load_run(path: Path) -> Run:
     """A bench run directory: its run.json and the well-formed records of requests.jsonl."""
     if not path.exists():
         raise Unavailable(f"{path}: no such run directory")
@@ -70,25 +83,13 @@ def load_run(path: Path) -> dict[str, Any]:
     lines, skipped = records.read_lines(path / "requests.jsonl")
     rows = records.merge(lines)
     label = meta.get("label")
-    return {
-        "dir": path,
-        "meta": meta,
-        "rows": rows,
-        "summary": records.summarize(rows),
-        "label": str(label)[:40] if label else path.name,
-        "skipped": skipped,
-    }
+    return Run(path, meta, rows, records.summarize(rows), str(label)[:40] if label else path.name, skipped)
 
 
-def _ttft(t: dict[str, Any]) -> dict[str, float] | None:
-    value: dict[str, float] | None = t["last_first_token_s"] if t["requests"] > 1 else t["ttft_s"]
-    return value
-
-
-def samples(run: dict[str, Any], test: str) -> dict[str, list[float]]:
+def samples(run: Run, test: str) -> dict[str, list[float]]:
     """Per-sample values behind the means: TTFT (seconds; for several requests the last first
     token of each round) and decode speed (tokens/s per request), measured rounds only."""
-    ok = [r for r in run["rows"] if r["test"] == test and not r.get("warmup") and not r.get("error")]
+    ok = [r for r in run.rows if r["test"] == test and not r.get("warmup") and not r.get("error")]
     rounds = sorted({r["round"] for r in ok})
     several = any(r["index"] > 0 for r in ok)
     if several:
@@ -113,10 +114,10 @@ def dist(values: list[float]) -> dict[str, float] | None:
     }
 
 
-def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
+def tables(a: Run, b: Run | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
     ttft, decode, bytes_rows = [], [], []
-    sa = a["summary"]["tests"]
-    sb = b["summary"]["tests"] if b else {}
+    sa = a.summary.tests
+    sb = b.summary.tests if b else {}
     speed_a, speed_b = link_gbps(a, 200.0), link_gbps(b, 100.0) if b else None
     for name, ta in sa.items():
         tb = sb.get(name)
@@ -127,7 +128,7 @@ def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> 
             row["increase_s"] = y["mean"] - x["mean"]
             row["increase"] = row["increase_s"] / x["mean"]
         if setup and speed_b:
-            row["bound_s"] = extra_time(ta["prompt_tokens"] * ta["requests"] * bytes_per_token(setup), speed_a, speed_b)
+            row["bound_s"] = extra_time(ta.prompt_tokens * ta.requests * bytes_per_token(setup), speed_a, speed_b)
         ttft.append(row)
         da, db = dist(xa["decode"]), dist(xb["decode"]) if xb else None
         drow: dict[str, Any] = {"test": name, "a": da, "b": db}
@@ -136,12 +137,17 @@ def tables(a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None) -> 
         decode.append(drow)
         brow = {
             "test": name,
-            "a": ta["prefill_bytes_per_token"],
-            "b": tb["prefill_bytes_per_token"] if tb else None,
+            "a": _plain(ta.prefill_bytes_per_token),
+            "b": _plain(tb.prefill_bytes_per_token) if tb else None,
             "estimate": bytes_per_token(setup) if setup else None,
         }
         bytes_rows.append(brow)
     return {"ttft": ttft, "decode": decode, "bytes_per_token": bytes_rows}
+
+
+def _plain(s: records.Stats | None) -> dict[str, Any] | None:
+    """A summary statistic as tables.json holds it."""
+    return asdict(s) if s else None
 
 
 def _g(x: float) -> str:
@@ -160,9 +166,9 @@ def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0) -> str
     )
 
 
-def metadata(run: dict[str, Any]) -> list[tuple[str, str]]:
+def metadata(run: Run) -> list[tuple[str, str]]:
     """What a reader needs to know about a run: model, engine, URL, cluster, link, tool, date."""
-    m = run["meta"]
+    m = run.meta
     engine = m.get("engine") or {}
     inv = m.get("inventory") or {}
     cluster = f"{inv.get('cluster')} ({inv.get('path')}), link {inv.get('link_speed')}" if inv else "not recorded"
@@ -171,7 +177,7 @@ def metadata(run: dict[str, Any]) -> list[tuple[str, str]]:
     if inv.get("instance"):
         cluster += f"; instance {inv.get('instance')} at TP{inv.get('tp')}"
     return [
-        ("label", str(run["label"])),
+        ("label", str(run.label)),
         ("model", str(m.get("model", "?"))),
         ("engine", f"{engine.get('name') or 'unknown'} {engine.get('version') or ''}".strip()),
         ("URL", str(m.get("url", "?"))),
@@ -184,7 +190,7 @@ def metadata(run: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def markdown(
-    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[dict[str, Any]] | None = None,
+    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[Run] | None = None,
     assumption: str = "",
 ) -> str:  # fmt: skip
     """The tables as Markdown; with one run, the columns that compare are left out."""
@@ -237,7 +243,7 @@ def markdown(
     if runs:
         keys = [k for k, _ in metadata(runs[0])]
         rows = [{"": k, **{f"r{i}": dict(metadata(r))[k] for i, r in enumerate(runs)}} for k in keys]
-        out += ["## Runs\n", "| | " + " | ".join(str(r["label"]) for r in runs) + " |", "|---|" + "---|" * len(runs)]
+        out += ["## Runs\n", "| | " + " | ".join(str(r.label) for r in runs) + " |", "|---|" + "---|" * len(runs)]
         out += ["| " + " | ".join(row.values()) + " |" for row in rows]
         out.append("")
     if assumption:
@@ -252,15 +258,13 @@ def markdown(
     return "\n".join(out) + "\n"
 
 
-def _series_for(
-    run: dict[str, Any], test: str
-) -> tuple[list[float], list[float], list[float], list[float], float] | None:
+def _series_for(run: Run, test: str) -> tuple[list[float], list[float], list[float], list[float], float] | None:
     """Round 0 of a test: 1 ms and 20 ms averages of the sent rate on a time axis that starts
     when the first request was sent, and when the last first token came."""
-    rows = [r for r in run["rows"] if r["test"] == test and r["round"] == 0 and r.get("traffic_file")]
+    rows = [r for r in run.rows if r["test"] == test and r["round"] == 0 and r.get("traffic_file")]
     if not rows:
         return None
-    sr = traffic.series(sampler.read(run["dir"] / "traffic" / rows[0]["traffic_file"]))
+    sr = traffic.series(sampler.read(run.dir / "traffic" / rows[0]["traffic_file"]))
     send = min(r["send_ns"] for r in rows)
     first = max(r["first_ns"] or send for r in rows)
     offset = (sr.times_ns[0] - send) / 1e9
@@ -269,12 +273,12 @@ def _series_for(
     return [x + offset for x in t], g, [x + offset for x in t20], g20, (first - send) / 1e9
 
 
-def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
+def plots(a: Run, b: Run | None, t: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
     plt = pyplot()
     paths = []
     runs = [x for x in (a, b) if x]
-    for test in a["summary"]["tests"]:
-        series = [(r["label"], s) for r in runs if (s := _series_for(r, test)) is not None]
+    for test in a.summary.tests:
+        series = [(r.label, s) for r in runs if (s := _series_for(r, test)) is not None]
         if not series:
             continue
         fig, axes = plt.subplots(len(series), 1, figsize=(9, 2.6 * len(series)), dpi=110, sharex=True, squeeze=False)
@@ -307,7 +311,7 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
         for patch in box["boxes"]:
             patch.set_facecolor(f"C{k}")
             patch.set_alpha(0.5)
-        ax.plot([], [], color=f"C{k}", lw=6, alpha=0.5, label=run["label"])
+        ax.plot([], [], color=f"C{k}", lw=6, alpha=0.5, label=run.label)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("TTFT (s), each round")
     ax.set_title("Time to first token: distribution over rounds (box p25-p75, whiskers 1.5 IQR, triangle mean)")
@@ -324,7 +328,7 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
         ax.bar([i - 0.2 for i in range(len(names))], bound, 0.4, label="estimate (upper bound)", color="#bbbbbb")
         ax.bar([i + 0.2 for i in range(len(names))], meas, 0.4, label="measured", color="#d9822b")
         ax.set_xticks(range(len(names)), names)
-        ax.set_ylabel(f"extra prefill time, {a['label']} -> {b['label']} (s)")
+        ax.set_ylabel(f"extra prefill time, {a.label} -> {b.label} (s)")
         ax.set_title("Extra prefill time: estimate against measurement")
         ax.legend()
         ax.grid(True, axis="y", alpha=0.3)
@@ -335,11 +339,9 @@ def plots(a: dict[str, Any], b: dict[str, Any] | None, t: dict[str, list[dict[st
     return paths
 
 
-def write(
-    a: dict[str, Any], b: dict[str, Any] | None, setup: Setup | None, out: Path, assumption: str = ""
-) -> dict[str, Any]:
+def write(a: Run, b: Run | None, setup: Setup | None, out: Path, assumption: str = "") -> dict[str, Any]:
     t = tables(a, b, setup)
-    md = markdown(t, a["label"], b["label"] if b else None, [x for x in (a, b) if x], assumption)
+    md = markdown(t, a.label, b.label if b else None, [x for x in (a, b) if x], assumption)
     pngs = plots(a, b, t, out)
     (out / "report.md").write_text(md)
     (out / "tables.json").write_text(json.dumps(t, indent=2))
@@ -352,7 +354,7 @@ def write(
         f"<!doctype html><html><head><meta charset='utf-8'><title>sparkfab report</title><style>"
         "body{font-family:sans-serif;max-width:1000px;margin:auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:3px 8px}img{max-width:100%}p.note{color:#444}</style></head><body>"
-        f"<h1>{html.escape(a['label'] + (' vs ' + b['label'] if b else ''))}</h1>"
+        f"<h1>{html.escape(a.label + (' vs ' + b.label if b else ''))}</h1>"
         f"{_md_tables_to_html(md)}{imgs}</body></html>"
     )
     (out / "report.html").write_text(page)
