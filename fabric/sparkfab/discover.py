@@ -15,7 +15,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ruamel.yaml import YAML
 
@@ -107,16 +107,28 @@ def _switch_port(port_id: str) -> str | None:
     return f"{nums[0]}/{nums[1]}" if len(nums) >= 2 else (nums[0] if nums else None)
 
 
-Ends = dict[tuple[str, str], dict[int, tuple[str, str]]]  # (host, port) -> root -> far end
+@dataclass(frozen=True)
+class FarEnd:
+    """What a port's LLDP neighbour is: a Spark's port, a switch port, or a port id we cannot place."""
+
+    node: str  # the Spark's name, else the system name it announced
+    port: str  # p0/p1, a switch's "port/lane", or the raw port id
+    kind: Literal["spark", "switch", "unknown"] = "spark"
+
+    def __str__(self) -> str:
+        return f"{self.node}:{self.port}" if self.kind != "unknown" else f"{self.node} (port id {self.port})"
 
 
-def _far_end(by_name: dict[str, str], system: str, port_id: str) -> tuple[str, str]:
+Ends = dict[tuple[str, str], dict[int, FarEnd]]  # (host, port) -> root -> far end
+
+
+def _far_end(by_name: dict[str, str], system: str, port_id: str) -> FarEnd:
     """A Spark's port (also a Spark that did not answer: its port id names a netdev), else a switch."""
     peer, peer_port = by_name.get(system), port_of(port_id)
     if peer is not None or peer_port is not None:
-        return (peer or system, peer_port[0]) if peer_port else (peer or system, f"unknown:{port_id}")
+        return FarEnd(peer or system, peer_port[0]) if peer_port else FarEnd(peer or system, port_id, "unknown")
     sw = _switch_port(port_id)
-    return (system, f"switch:{sw}") if sw else (system, f"unknown:{port_id}")
+    return FarEnd(system, sw, "switch") if sw else FarEnd(system, port_id, "unknown")
 
 
 def _ends(views: dict[str, HostView], odd: list[str]) -> Ends:
@@ -131,18 +143,19 @@ def _ends(views: dict[str, HostView], odd: list[str]) -> Ends:
 
 
 def _cable(
-    views: dict[str, HostView], ends: Ends, host: str, port: str, far: tuple[str, str], odd: list[str]
+    views: dict[str, HostView], ends: Ends, host: str, port: str, far: FarEnd, odd: list[str]
 ) -> list[str] | None:
-    peer, peer_port = far
-    if peer_port.startswith("switch:"):
-        return [f"{host}:{port}", f"{peer}:{peer_port.removeprefix('switch:')}"]
-    if peer_port.startswith("unknown:"):
-        odd.append(f"{host}:{port} sees {peer} ({peer_port}), which is not in the list of Sparks")
+    if far.kind == "switch":
+        return [f"{host}:{port}", str(far)]
+    if far.kind == "unknown":
+        odd.append(f"{host}:{port} sees {far}, which is not in the list of Sparks")
         return None
-    if (peer, peer_port) not in ends:
-        why = "" if peer in views and not views[peer].error else f" ({peer} did not answer or is not listed)"
-        odd.append(f"cable {host}:{port} - {peer}:{peer_port} is seen from one end only{why}")
-    return [f"{host}:{port}", f"{peer}:{peer_port}"]
+    if (far.node, far.port) not in ends:
+        why = (
+            "" if far.node in views and not views[far.node].error else f" ({far.node} did not answer or is not listed)"
+        )
+        odd.append(f"cable {host}:{port} - {far} is seen from one end only{why}")
+    return [f"{host}:{port}", str(far)]
 
 
 def derive(views: dict[str, HostView], order: list[str]) -> Result:
@@ -151,7 +164,7 @@ def derive(views: dict[str, HostView], order: list[str]) -> Result:
     cables: dict[frozenset[str], list[str]] = {}
     for (host, port), roots in sorted(ends.items()):
         if len(set(roots.values())) > 1:
-            seen = ", ".join(f"root {r} sees {a}:{b}" for r, (a, b) in sorted(roots.items()))
+            seen = ", ".join(f"root {r} sees {far}" for r, far in sorted(roots.items()))
             odd.append(f"{host}:{port}: its twins disagree: {seen}")
         far = roots.get(0) or roots.get(1)
         cable = _cable(views, ends, host, port, far, odd) if far else None

@@ -11,7 +11,6 @@ import json
 import re
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 from sparkfab.errors import UsageError
 from sparkfab.lab.engine import RATE_MBIT, rate_text
@@ -160,7 +159,3 @@ def docker(spec: LabSpec, host: str) -> list[str]:
     if res.returncode != 0:
         raise UsageError(f"{host}: Docker's firewall could not be set: {res.stderr.strip()[-300:]}")
     return [f"{host}: table ip filter, chain FORWARD policy drop, jump to DOCKER-USER first (as dockerd sets it)"]
-
-
-def describe(spec: LabSpec) -> list[dict[str, Any]]:
-    return [asdict(v) for v in current(spec)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from sparkfab.plan import Host, Iface
 from sparkfab.verify.result import FAIL, PASS, Result
@@ -83,8 +82,3 @@ def check_host(host: Host, seen: dict[str, tuple[str, str]]) -> list[Result]:
             )
         )
     return results
-
-
-def summary(results: list[Result]) -> dict[str, Any]:
-    cab = [r for r in results if r.check == "cabling"]
-    return {"ports": len(cab), "match": sum(r.status == PASS for r in cab)}

@@ -43,6 +43,13 @@ def test_odd_things_are_reported():
     assert ["a:p0", "stranger:7"] in r.cables
 
 
+def test_a_port_id_that_names_nothing_is_reported_not_cabled():
+    a = view("a", {"enp1s0f1np1": ("b", "mystery"), "enP2p1s0f1np1": ("b", "mystery")})
+    b = view("b", {}, fabric=[])
+    r = derive({"a": a, "b": b}, ["a", "b"])
+    assert r.cables == [] and r.odd == ["a:p1 sees b (port id mystery), which is not in the list of Sparks"]
+
+
 def test_switch_ports_and_merge_keeps_comments():
     a = view("s1", {"enp1s0f1np1": ("sw1", "p2s1r0"), "enP2p1s0f1np1": ("sw1", "p2s1r1")})
     r = derive({"s1": a}, ["s1"])
