@@ -19,11 +19,11 @@ from typing import Any, Literal
 
 from ruamel.yaml import YAML
 
+from sparkfab.spark import port_of
 from sparkfab.verify import lldp
 from sparkfab.verify.checks import as_root
 from sparkfab.verify.remote import Remote
 
-FABRIC = re.compile(r"^en(P2)?p1s0f([01])np([01])$")
 PROBE = (
     "ip -j link show; echo @@; hostname; echo @@; lldpcli -f json show chassis; echo @@; lldpcli -f json show neighbors"
 )
@@ -55,11 +55,6 @@ class Result:
                 for k, v in self.hosts.items()
             },
         }
-
-
-def port_of(netdev: str) -> tuple[str, int] | None:
-    m = FABRIC.match(netdev)
-    return (f"p{m.group(2)}", 1 if m.group(1) else 0) if m else None
 
 
 def bring_up(th: Remote, view: HostView) -> None:

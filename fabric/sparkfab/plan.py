@@ -44,6 +44,13 @@ class Iface:
     def ip(self) -> str:
         return self.address.split("/")[0]
 
+    @property
+    def switch_port_id(self) -> str:
+        """The port id a lab switch announces for this twin's lane, p<port>s<lane>r<root>
+        (real switches name their ports their own way; verify matches those by number)."""
+        port, lane = (self.switch_port or "0/0").split("/")
+        return f"p{port}s{lane}r{self.root}"
+
 
 @dataclass(frozen=True)
 class Route:

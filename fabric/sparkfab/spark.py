@@ -63,6 +63,15 @@ def netdev(port: str, root: int) -> str:
     return f"enp1s0f{p}np{p}" if root == 0 else f"enP2p1s0f{p}np{p}"
 
 
+#: every fabric netdev of a Spark -> its (port, root)
+NETDEVS: dict[str, tuple[str, int]] = {netdev(p, r): (p, r) for r in ROOTS for p in PORTS}
+
+
+def port_of(name: str) -> tuple[str, int] | None:
+    """The (port, root) a fabric netdev is a twin of; None for any other netdev."""
+    return NETDEVS.get(name)
+
+
 def rdma_device(port: str, root: int) -> str:
     p = port_index(port)
     return f"rocep1s0f{p}" if root == 0 else f"roceP2p1s0f{p}"

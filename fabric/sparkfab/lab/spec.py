@@ -13,6 +13,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkfab import spark
 from sparkfab.paths import lab_dir
 from sparkfab.plan import Plan
 
@@ -108,7 +109,7 @@ def spec(plan: Plan) -> LabSpec:
     hosts = list(net.hosts())
     rp = root_prefix(c)
     nodes = [
-        Node(h.name, ns_prefix(c) + h.name, "spark", h.mgmt_if, str(hosts[i]), f"{rp}m{i}", "enp1s0f*,enP2p1s0f*")
+        Node(h.name, ns_prefix(c) + h.name, "spark", h.mgmt_if, str(hosts[i]), f"{rp}m{i}", ",".join(spark.NETDEVS))
         for i, h in enumerate(plan.hosts)
     ]
     switches = sorted({i.switch for h in plan.hosts for i in h.ifaces if i.switch})
@@ -118,13 +119,12 @@ def spec(plan: Plan) -> LabSpec:
     for h in plan.hosts:
         for i in h.ifaces:
             if i.switch:
-                port, lane = i.switch_port.split("/") if i.switch_port else ("0", "0")
                 veths.append(
                     Veth(
                         ns_of[h.name],
                         i.netdev,
                         ns_of[i.switch],
-                        f"p{port}s{lane}r{i.root}",
+                        i.switch_port_id,
                         plan.mtu,
                         f"cables[{i.cable}] root {i.root}",
                         f"br{i.root}",

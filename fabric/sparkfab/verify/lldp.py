@@ -32,8 +32,7 @@ def neighbours(lldpcli_json: str) -> dict[str, tuple[str, str]]:
 
 def expected_neighbour(iface: Iface) -> tuple[str, str]:
     if iface.switch:
-        port, lane = (iface.switch_port or "0/0").split("/")
-        return iface.switch, f"p{port}s{lane}r{iface.root}"
+        return iface.switch, iface.switch_port_id
     return iface.peer_host or "", iface.peer_netdev or ""
 
 
