@@ -36,14 +36,14 @@ def main() -> None:
         s = traffic.summary(traffic.series(sampler.read(out)))
     user, system = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
     cpu = user + system
-    gaps_over_2ms = "yes" if s["gap_ms"]["max"] > 2.0 else "no"
+    gaps_over_2ms = "yes" if s.gap_ms["max"] > 2.0 else "no"
     policy = "SCHED_FIFO" if stats.realtime else "normal priority"
     span = t1 - t0
     print(
         f"{stats.samples} samples in {span:.1f} s at 1 kHz ({stats.impl} loop, {policy}); "
         f"missed deadlines {stats.missed}; largest gap {s['gap_ms']['max']:.2f} ms (over 2 ms: {gaps_over_2ms})"
     )
-    br = s["bracket_us"]
+    br = s.bracket_us
     print(
         f"read bracket p50 {br['p50']:.1f} us, p99 {br['p99']:.1f} us, max {br['max']:.1f} us; CPU "
         f"{100 * (e1 - e0) / 1e9 / span:.1f} % of one core by the scheduler's clock "

@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         help="how chat answers behave (the quality battery's good or broken model)",
     )
     args = p.parse_args(argv)
-    from sparkfab.measure.battery import model_responder
+    from tests.doubles.chat_model import model_responder
 
     srv = FakeServer(
         Timing(

@@ -241,8 +241,8 @@ def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
     assert sr.total["tx"] == last - first > 100 * 2**20  # the sweep moved well over 100 MiB
     _, per_ms = traffic.rates(sr, 0.001)
     assert round(sum(per_ms) * 0.001 * 1e9 / 8) == last - first  # spreading kept every byte
-    peaks = {round(r["interval_s"], 3): r["peak_gbps"] for r in traffic.peaks(sr, [0.001, 0.1])}
-    whole = traffic.peaks(sr, [])[-1]["peak_gbps"]
+    peaks = {round(r.interval_s, 3): r.peak_gbps for r in traffic.peaks(sr, [0.001, 0.1])}
+    whole = traffic.peaks(sr, [])[-1].peak_gbps
     assert peaks[0.001] > 5 * whole and peaks[0.001] > peaks[0.1]  # bursts only show at 1 ms
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import urllib.parse
@@ -212,11 +213,11 @@ def battery_cmd(args: argparse.Namespace) -> int:
 
     checks = run_sync(args.url, args.model, args.checks, args.context_chars, args.timeout, _access(args))
     if args.format == "json":
-        sys.stdout.write(json.dumps(checks, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps([dataclasses.asdict(c) for c in checks], indent=2, ensure_ascii=False) + "\n")
     else:
         for c in checks:
-            sys.stdout.write(f"{'PASS' if c['passed'] else 'FAIL'}  {c['name']:<7} {c['evidence']}\n")
-    return Exit.OK if all(c["passed"] for c in checks) else Exit.CHECK
+            sys.stdout.write(f"{'PASS' if c.passed else 'FAIL'}  {c.name:<7} {c.evidence}\n")
+    return Exit.OK if all(c.passed for c in checks) else Exit.CHECK
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
@@ -106,11 +107,8 @@ def traffic_cmd(args: argparse.Namespace) -> int:
     sr = traffic.series(samples)
     window = args.window
     intervals = args.intervals
-    result = {
-        "summary": traffic.summary(sr),
-        "direction": args.direction,
-        "peaks": traffic.peaks(sr, intervals, args.direction, window),
-    }
+    s = traffic.summary(sr)
+    peaks = traffic.peaks(sr, intervals, args.direction, window)
     if export:
         rows = traffic.export_rows(sr, args.export_interval, window)
         if export.suffix == ".csv":
@@ -126,21 +124,21 @@ def traffic_cmd(args: argparse.Namespace) -> int:
         traffic_plot(sr, plot, args.direction, window)
         sys.stderr.write(f"wrote {plot}\n")
     if args.format == "json":
+        result = {"summary": asdict(s), "direction": args.direction, "peaks": [p.to_dict() for p in peaks]}
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return Exit.OK
-    s = result["summary"]
     c = Console()
     c.print(
-        f"{s['samples']} samples over {s['duration_s']:.3f} s; bytes {s['bytes']}; resets {s['resets']}, wraps "
-        f"{s['wraps']}, missed deadlines {s['missed_deadlines']}; bracket p50 {s['bracket_us']['p50']:.1f} us, "
-        f"p99 {s['bracket_us']['p99']:.1f} us"
+        f"{s.samples} samples over {s.duration_s:.3f} s; bytes {s.bytes}; resets {s.resets}, wraps "
+        f"{s.wraps}, missed deadlines {s.missed_deadlines}; bracket p50 {s.bracket_us['p50']:.1f} us, "
+        f"p99 {s.bracket_us['p99']:.1f} us"
     )
     t = Table(title=f"highest {args.direction} rate per averaging interval")
     for col in ("interval", "highest value", "timing uncertainty"):
         t.add_column(col, justify="right")
-    for row in result["peaks"]:
-        label = "whole window (average)" if row.get("whole_window") else f"{row['interval_s'] * 1e3:g} ms"
-        t.add_row(label, f"{row['peak_gbps']:.3f} Gb/s", f"+/-{row['uncertainty']:.1%}")
+    for row in peaks:
+        label = "whole window (average)" if row.whole_window else f"{row.interval_s * 1e3:g} ms"
+        t.add_row(label, f"{row.peak_gbps:.3f} Gb/s", f"+/-{row.uncertainty:.1%}")
     c.print(t)
     return Exit.OK
 

@@ -10,7 +10,7 @@ uncertainty. Counter resets (the value falls) and 64-bit wraps are handled and c
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sparkfab.measure.sampler import Samples
@@ -114,9 +114,25 @@ def rates(
     return [(lo - origin + k * width) / 1e9 for k in range(n)], [b * 8 / width_s / 1e9 for b in bins]
 
 
+@dataclass(frozen=True)
+class Peak:
+    """The highest rate averaged over `interval_s`, and how much the sample timing can move it."""
+
+    interval_s: float
+    peak_gbps: float
+    uncertainty: float  # a fraction: the median read bracket, twice, over the interval
+    whole_window: bool = False  # the average over the whole window (the last row)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if not self.whole_window:
+            del d["whole_window"]
+        return d
+
+
 def peaks(
     sr: Series, intervals: list[float], direction: str = "tx", window: tuple[float, float] | None = None
-) -> list[dict[str, Any]]:
+) -> list[Peak]:
     """Highest value per averaging interval, as in the paper's Section 8.1 table."""
     brackets = sorted(sr.brackets_ns) or [0]
     median = brackets[len(brackets) // 2]
@@ -126,16 +142,14 @@ def peaks(
         if width > span:  # a bin longer than the window would not be an average over it
             continue
         _, r = rates(sr, width, direction, window)
-        rows.append(
-            {"interval_s": width, "peak_gbps": max(r, default=0.0), "uncertainty": min(1.0, 2 * median / (width * 1e9))}
-        )
+        rows.append(Peak(width, max(r, default=0.0), min(1.0, 2 * median / (width * 1e9))))
     rows.append(
-        {
-            "interval_s": span,
-            "peak_gbps": total_bytes * 8 / span / 1e9 if span else 0.0,
-            "uncertainty": 2 * median / (span * 1e9) if span else 0.0,
-            "whole_window": True,
-        }
+        Peak(
+            span,
+            total_bytes * 8 / span / 1e9 if span else 0.0,
+            2 * median / (span * 1e9) if span else 0.0,
+            whole_window=True,
+        )
     )
     return rows
 
@@ -151,23 +165,37 @@ def window_bytes(sr: Series, direction: str, window: tuple[float, float] | None)
     return spread(t, sr.deltas[direction], lo, width, 1)[0], window[1] - window[0]
 
 
-def summary(sr: Series) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SampleSummary:
+    """What a sample file holds and how well it was sampled."""
+
+    samples: int
+    duration_s: float
+    bytes: dict[str, int]  # per direction (tx, rx)
+    resets: int
+    wraps: int
+    missed_deadlines: int
+    bracket_us: dict[str, float]  # how long one read of every counter took: p50, p99, max
+    gap_ms: dict[str, float]  # between consecutive samples: median, max
+
+
+def summary(sr: Series) -> SampleSummary:
     br = sorted(sr.brackets_ns)
     gaps = [b - a for a, b in zip(sr.times_ns, sr.times_ns[1:], strict=False)]
 
     def pct(xs: list[int], q: float) -> int:
         return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0
 
-    return {
-        "samples": len(sr.times_ns),
-        "duration_s": (sr.times_ns[-1] - sr.times_ns[0]) / 1e9 if sr.times_ns else 0,
-        "bytes": sr.total,
-        "resets": sr.resets,
-        "wraps": sr.wraps,
-        "missed_deadlines": sr.missed,
-        "bracket_us": {"p50": pct(br, 0.5) / 1e3, "p99": pct(br, 0.99) / 1e3, "max": (br[-1] / 1e3) if br else 0},
-        "gap_ms": {"median": statistics.median(gaps) / 1e6 if gaps else 0, "max": max(gaps, default=0) / 1e6},
-    }
+    return SampleSummary(
+        samples=len(sr.times_ns),
+        duration_s=(sr.times_ns[-1] - sr.times_ns[0]) / 1e9 if sr.times_ns else 0,
+        bytes=sr.total,
+        resets=sr.resets,
+        wraps=sr.wraps,
+        missed_deadlines=sr.missed,
+        bracket_us={"p50": pct(br, 0.5) / 1e3, "p99": pct(br, 0.99) / 1e3, "max": (br[-1] / 1e3) if br else 0},
+        gap_ms={"median": statistics.median(gaps) / 1e6 if gaps else 0, "max": max(gaps, default=0) / 1e6},
+    )
 
 
 def export_rows(

@@ -116,9 +116,9 @@ def test_peaks_table_shapes(tmp_path):
     sampler.sample(counters, tmp_path / "p.smp", 0.001, stop=w, slice_s=0)
     sr = traffic.series(sampler.read(tmp_path / "p.smp"))
     rows = traffic.peaks(sr, [0.001, 0.005, 0.1, 1.0])
-    assert [r["interval_s"] for r in rows[:-1]] == [0.001, 0.005, 0.1]  # 1 s is longer than the run
-    assert rows[-1]["whole_window"] and rows[0]["peak_gbps"] >= rows[-1]["peak_gbps"]
-    assert rows[0]["uncertainty"] > rows[1]["uncertainty"] > 0
+    assert [r.interval_s for r in rows[:-1]] == [0.001, 0.005, 0.1]  # 1 s is longer than the run
+    assert rows[-1].whole_window and rows[0].peak_gbps >= rows[-1].peak_gbps
+    assert rows[0].uncertainty > rows[1].uncertainty > 0
 
 
 def _sampler_process(tmp_path: Path, out: Path, impl: str) -> subprocess.Popen[str]:
@@ -197,7 +197,9 @@ def test_traffic_cli(tmp_path, cli):
     import json
 
     data = json.loads(res.out)
-    assert data["summary"]["bytes"]["tx"] == w.added_bytes
+    assert data["summary"]["bytes"]["tx"] == w.added_bytes and data["direction"] == "tx"
+    assert all("whole_window" not in p for p in data["peaks"][:-1]) and data["peaks"][-1]["whole_window"] is True
+    assert set(data["peaks"][0]) == {"interval_s", "peak_gbps", "uncertainty"}
 
 
 def test_sample_cli_refuses_missing_counters(tmp_path, cli):
