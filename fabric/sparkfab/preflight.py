@@ -1,7 +1,7 @@
 """`sparkfab preflight`: read-only checks of what apply and serve will need, before apply
 rewrites netplan.
 
-Every host is reached the way verify and Ansible reach it (`sparkfab.verify.run`): the same
+Every host is reached the way verify and Ansible reach it (`sparkfab.connection`): the same
 ssh settings, and root through `sudo -n` where the login is not root. Nothing is changed.
 A failed check is a blocker (exit 4); a warning is something apply or serve will deal with or
 a user should know; in the lab, checks of hardware the lab does not have say "not in lab".
@@ -17,13 +17,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from sparkfab.connection import Connection
 from sparkfab.launchers import repo_dir
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.launch import HF_CACHE, Launch, launch
 from sparkfab.verify import checks, images
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result
-from sparkfab.verify.run import ssh_config_for
 
 NOT_IN_LAB = "not in lab"
 NETPLAN_DIRS = ("/etc/netplan", "/run/netplan", "/lib/netplan")
@@ -39,14 +39,14 @@ def _foreign_module() -> ModuleType:
     return module
 
 
-def preflight(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Report:
-    """Every row for every host and instance; `lab_dir` when the hosts are a lab's Sparks."""
+def preflight(plan: Plan, conn: Connection, lab_dir: Path | None = None) -> Report:
+    """Every row for every host and instance, reached through `conn`; `lab_dir` when the hosts
+    are a lab's Sparks."""
     lab = lab_dir is not None
-    cfg, alias = ssh_config_for(plan, workdir, lab_dir)
     report = Report(plan.cluster, plan.link_speed)
     hosts: dict[str, Remote] = {}
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        parts = pool.map(lambda h: _host(plan, h, checks.connect(alias[h.name], cfg), lab, hosts), plan.hosts)
+        parts = pool.map(lambda h: _host(plan, h, conn.remote(h.name), lab, hosts), plan.hosts)
         for part in parts:
             report.results += part
     for inst in plan.instances:

@@ -15,8 +15,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkfab import paths
+from sparkfab import connection, paths
 from sparkfab.ansible_inventory import matching
+from sparkfab.connection import Connection
 from sparkfab.errors import UsageError
 from sparkfab.lab import inventory as lab_inv
 from sparkfab.lab.spec import spec
@@ -54,6 +55,11 @@ class Target:
     def work(self, verb: str) -> Path:
         """A verb's own working directory in the state (ssh_config, sockets, downloads)."""
         return self.state / verb
+
+    def connection(self, verb: str) -> Connection:
+        """How `verb` reaches the hosts: as Ansible does (its ssh_config in the verb's working
+        directory), or through the lab's ssh_config."""
+        return connection.for_plan(self.plan, self.work(verb), self.lab)
 
 
 def lab_of(path: Path, cluster: str) -> Path | None:

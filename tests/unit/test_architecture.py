@@ -17,7 +17,7 @@ LAYERS = (
     ("cli", ("sparkfab.cli", "sparkfab.__main__")),
     ("commands", ("sparkfab.commands",)),
     ("operations", ("sparkfab.target", "sparkfab.preflight", "sparkfab.discover")),
-    ("drivers", ("sparkfab.deploy", "sparkfab.verify", "sparkfab.lab", "sparkfab.measure")),
+    ("drivers", ("sparkfab.deploy", "sparkfab.connection", "sparkfab.verify", "sparkfab.lab", "sparkfab.measure")),
     ("generators", ("sparkfab.render", "sparkfab.writer", "sparkfab.outputs")),
     ("plan", ("sparkfab.resolve", "sparkfab.plan", "sparkfab.starter", "sparkfab.schema")),
     ("input", ("sparkfab.inventory", "sparkfab.ansible_inventory", "sparkfab.yamlload")),

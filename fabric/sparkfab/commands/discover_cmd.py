@@ -9,10 +9,10 @@ from pathlib import Path
 
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
+from sparkfab.connection import connect
 from sparkfab.discover import discover, merge
 from sparkfab.errors import Exit, Unavailable, UsageError
 from sparkfab.outputs import check_file, write_file
-from sparkfab.verify.checks import connect
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -40,7 +40,6 @@ def discover_cmd(args: argparse.Namespace) -> int:
     if args.inventory:
         from sparkfab.inventory import is_plain_file
         from sparkfab.target import Target
-        from sparkfab.verify.run import ssh_config_for
 
         if args.format != "json" and not is_plain_file(args.inventory):
             raise UsageError(
@@ -50,8 +49,8 @@ def discover_cmd(args: argparse.Namespace) -> int:
         raw_text = Path(args.inventory).read_text() if args.format != "json" else None
         target = Target.load(args.inventory, lab=args.lab)
         plan = target.plan
-        cfg, alias = ssh_config_for(plan, target.work("discover"), target.lab)
-        targets = [(h.name, h.mgmt_address, connect(alias[h.name], cfg)) for h in plan.hosts]
+        conn = target.connection("discover")
+        targets = [(h.name, h.mgmt_address, conn.remote(h.name)) for h in plan.hosts]
         result = discover(targets, args.settle)
         cluster = plan.cluster
     else:

@@ -29,7 +29,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
         collective=args.collective,
         perf=args.perf,
         sizes=args.sizes,
-        workdir=target.work("verify"),
+        conn=target.connection("verify"),
         lab=target.lab,
         log=_log,
     )

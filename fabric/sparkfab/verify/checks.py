@@ -23,12 +23,6 @@ from sparkfab.verify.result import FAIL, PASS, CollectiveResult, Result
 LAB_SPEED, HW_SPEED = 10000, 200000
 
 
-def connect(spec: str, ssh_config: str) -> Any:
-    import testinfra
-
-    return testinfra.get_host(f"ssh://{spec}", ssh_config=ssh_config)
-
-
 class NoRoot(Exception):
     """The login works but cannot become root without a password."""
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from sparkfab.connection import Connection
 from sparkfab.plan import Host, Plan
-from sparkfab.render import sshconfig
-from sparkfab.render.sshconfig import Block, multiplexed
 from sparkfab.render.tree import render
 from sparkfab.verify import checks, images, mesh
 from sparkfab.verify.perf import perf
@@ -19,80 +16,6 @@ from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Report, Result
 
 LLDP_WAIT_S = 8.0
-
-
-def ssh_config_for(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> tuple[str, dict[str, str]]:
-    """The lab's ssh_config (`lab_dir`), or one written for real hosts (with a ControlPath)."""
-    if lab_dir is not None:
-        return str(lab_dir / "ssh_config"), {h.name: h.name for h in plan.hosts}
-    workdir.mkdir(parents=True, exist_ok=True)
-    mux = multiplexed(control_dir(workdir))
-    blocks = [Block((h.name,), (f"HostName {h.mgmt_address}", *ssh_options(h.ansible), *mux)) for h in plan.hosts]
-    comment = f"sparkfab: the hosts of {plan.cluster} as Ansible reaches them (generated)"
-    cfg = workdir / "ssh_config"
-    cfg.write_text(sshconfig.ssh_config(comment, blocks))
-    os.chmod(cfg, 0o600)
-    return str(cfg), {h.name: h.name for h in plan.hosts}
-
-
-def control_dir(workdir: Path) -> Path:
-    """Where the multiplexed ssh sockets go: beside the state, unless that path is too long
-    for a Unix socket (108 bytes with `cm-` and a 40-character %C); then a short private
-    directory in /tmp named after it."""
-    if len(str(workdir)) + len("/cm-") + 40 < 100:
-        return workdir
-    import hashlib
-    import tempfile
-
-    short = (
-        Path(tempfile.gettempdir()) / f"sparkfab-{os.getuid()}" / hashlib.sha1(str(workdir).encode()).hexdigest()[:8]
-    )
-    short.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(short.parent, 0o700)
-    return short
-
-
-#: ssh's own options that Ansible's ssh arguments may carry, as ssh_config keywords
-_FLAGS = {"-J": "ProxyJump", "-i": "IdentityFile", "-p": "Port", "-l": "User", "-F": "Include"}
-
-
-def ssh_options(ansible: dict[str, Any]) -> list[str]:
-    """The ssh_config lines that reach a host the way Ansible's ssh connection does: its user
-    (unset: ssh's default, the local user, as Ansible leaves it),
-    port and key (the `ansible_ssh_*` aliases too), and what `ansible_ssh_common_args` and
-    `ansible_ssh_extra_args` pass to ssh (-o, -J, -i, -p, -l, -F); the first value wins in an
-    ssh_config, so the variables come before the free-form arguments, as on Ansible's command line."""
-    import shlex
-
-    def var(*names: str) -> Any:
-        return next((ansible[n] for n in names if ansible.get(n) not in (None, "")), None)
-
-    user = var("ansible_user", "ansible_ssh_user", "ansible_remote_user")
-    out = [f"User {user}"] if user else []  # none set: ssh's own default, as with Ansible
-    port = var("ansible_port", "ansible_ssh_port")
-    out += [f"Port {port}"] if port is not None else []
-    key = var("ansible_ssh_private_key_file", "ansible_private_key_file")
-    out += [f"IdentityFile {key}", "IdentitiesOnly yes"] if key else []
-    for name in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-        words = shlex.split(str(ansible.get(name) or ""))
-        i = 0
-        while i < len(words):
-            flag = words[i]
-            value = words[i + 1] if i + 1 < len(words) else ""
-            if flag == "-o" and value:
-                k, _, v = value.partition("=")
-                out.append(f"{k} {v}" if v else value)
-                i += 2
-            elif flag in _FLAGS and value:
-                out.append(f"{_FLAGS[flag]} {value}")
-                i += 2
-            elif flag.startswith("-o") and len(flag) > 2:
-                k, _, v = flag[2:].partition("=")
-                out.append(f"{k} {v}")
-                i += 1
-            else:
-                i += 1
-    return out
 
 
 def _per_host(plan: Plan, host: Host, th: Remote, lab: bool, files: dict[str, str]) -> list[Result]:
@@ -131,15 +54,15 @@ def verify(
     collective: bool = False,
     perf: bool = False,
     sizes: str = "4K,256K,4M,16M",
-    workdir: Path,
+    conn: Connection,
     lab: Path | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> Report:
-    """Every check on every host; `lab` (the lab directory) when the hosts are a lab's Sparks."""
-    cfg, alias = ssh_config_for(plan, workdir, lab)
+    """Every check on every host, reached through `conn`; `lab` (the lab directory) when the
+    hosts are a lab's Sparks."""
     files = {h: {f.path: f.content for f in fs} for h, fs in render(plan, {}, lab=lab is not None).hosts.items()}
     in_lab = lab is not None
-    hosts = {h.name: checks.connect(alias[h.name], cfg) for h in plan.hosts}
+    hosts = {h.name: conn.remote(h.name) for h in plan.hosts}
     report = Report(plan.cluster, plan.link_speed)
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(max_workers=16) as pool:

@@ -15,7 +15,7 @@ import pytest
 
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
-from sparkfab.verify.run import ssh_config_for, ssh_options
+from sparkfab.connection import for_plan, ssh_options
 from sparkfab.writer import write_tree
 from tests.conftest import REPO
 
@@ -66,10 +66,10 @@ def _ansible_view(inventory: Path, host: str) -> dict[str, object]:
 
 def test_ssh_and_ansible_connect_as_the_split_inventory_says(tmp_path):
     plan = load_plan(str(SPLIT))
-    cfg, alias = ssh_config_for(plan, tmp_path)
-    seen = _ssh_view(cfg, alias["spark-3d38"])
+    conn = for_plan(plan, tmp_path)
+    seen = _ssh_view(conn.ssh_config, conn.alias["spark-3d38"])
     assert (seen["user"], seen["port"], seen["hostname"]) == ("ops", "2222", "10.0.0.14")
-    assert _ssh_view(cfg, alias["spark-329f"])["port"] == "22"
+    assert _ssh_view(conn.ssh_config, conn.alias["spark-329f"])["port"] == "22"
     # the rendered inventory apply pushes with gives Ansible the same settings as the user's own
     write_tree(render(plan), tmp_path / "tree")
     for host in ("spark-329f", "spark-3d38"):

@@ -1,0 +1,109 @@
+"""How sparkfab's own programs reach a cluster's hosts: the way Ansible does.
+
+verify, preflight and discover log in with what Ansible's variables say for each host (user,
+port, key, jump host and other ssh arguments, wherever in the inventory they are written),
+multiplexed, and become root through `sudo -n` as the plays do (`verify.checks.as_root`). In
+the lab they use the lab's own ssh_config (its keys and known hosts). `Target.connection`
+builds one `Connection` per verb.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparkfab.plan import Plan
+from sparkfab.render import sshconfig
+from sparkfab.render.sshconfig import Block, multiplexed
+
+
+@dataclass(frozen=True)
+class Connection:
+    ssh_config: str  # the ssh_config every connection reads
+    alias: dict[str, str]  # host -> its Host pattern in that ssh_config
+
+    def remote(self, host: str) -> Any:
+        """A testinfra host for `host` (ssh backend; nothing is sent until a command runs)."""
+        return connect(self.alias[host], self.ssh_config)
+
+
+def connect(spec: str, ssh_config: str) -> Any:
+    import testinfra
+
+    return testinfra.get_host(f"ssh://{spec}", ssh_config=ssh_config)
+
+
+def for_plan(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Connection:
+    """The lab's ssh_config (`lab_dir`), or one written into `workdir` for real hosts (with a ControlPath)."""
+    alias = {h.name: h.name for h in plan.hosts}
+    if lab_dir is not None:
+        return Connection(str(lab_dir / "ssh_config"), alias)
+    workdir.mkdir(parents=True, exist_ok=True)
+    mux = multiplexed(control_dir(workdir))
+    blocks = [Block((h.name,), (f"HostName {h.mgmt_address}", *ssh_options(h.ansible), *mux)) for h in plan.hosts]
+    comment = f"sparkfab: the hosts of {plan.cluster} as Ansible reaches them (generated)"
+    cfg = workdir / "ssh_config"
+    cfg.write_text(sshconfig.ssh_config(comment, blocks))
+    os.chmod(cfg, 0o600)
+    return Connection(str(cfg), alias)
+
+
+def control_dir(workdir: Path) -> Path:
+    """Where the multiplexed ssh sockets go: beside the state, unless that path is too long
+    for a Unix socket (108 bytes with `cm-` and a 40-character %C); then a short private
+    directory in /tmp named after it."""
+    if len(str(workdir)) + len("/cm-") + 40 < 100:
+        return workdir
+    short = (
+        Path(tempfile.gettempdir()) / f"sparkfab-{os.getuid()}" / hashlib.sha1(str(workdir).encode()).hexdigest()[:8]
+    )
+    short.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(short.parent, 0o700)
+    return short
+
+
+#: ssh's own options that Ansible's ssh arguments may carry, as ssh_config keywords
+_FLAGS = {"-J": "ProxyJump", "-i": "IdentityFile", "-p": "Port", "-l": "User", "-F": "Include"}
+
+
+def ssh_options(ansible: dict[str, Any]) -> list[str]:
+    """The ssh_config lines that reach a host the way Ansible's ssh connection does: its user
+    (unset: ssh's default, the local user, as Ansible leaves it),
+    port and key (the `ansible_ssh_*` aliases too), and what `ansible_ssh_common_args` and
+    `ansible_ssh_extra_args` pass to ssh (-o, -J, -i, -p, -l, -F); the first value wins in an
+    ssh_config, so the variables come before the free-form arguments, as on Ansible's command line."""
+
+    def var(*names: str) -> Any:
+        return next((ansible[n] for n in names if ansible.get(n) not in (None, "")), None)
+
+    user = var("ansible_user", "ansible_ssh_user", "ansible_remote_user")
+    out = [f"User {user}"] if user else []  # none set: ssh's own default, as with Ansible
+    port = var("ansible_port", "ansible_ssh_port")
+    out += [f"Port {port}"] if port is not None else []
+    key = var("ansible_ssh_private_key_file", "ansible_private_key_file")
+    out += [f"IdentityFile {key}", "IdentitiesOnly yes"] if key else []
+    for name in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        words = shlex.split(str(ansible.get(name) or ""))
+        i = 0
+        while i < len(words):
+            flag = words[i]
+            value = words[i + 1] if i + 1 < len(words) else ""
+            if flag == "-o" and value:
+                k, _, v = value.partition("=")
+                out.append(f"{k} {v}" if v else value)
+                i += 2
+            elif flag in _FLAGS and value:
+                out.append(f"{_FLAGS[flag]} {value}")
+                i += 2
+            elif flag.startswith("-o") and len(flag) > 2:
+                k, _, v = flag[2:].partition("=")
+                out.append(f"{k} {v}")
+                i += 1
+            else:
+                i += 1
+    return out
