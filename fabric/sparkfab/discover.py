@@ -40,8 +40,10 @@ class HostView:
     error: str = ""
 
 
-@dataclass
-class Result:
+@dataclass(frozen=True)
+class Discovery:
+    """What discover found: the cables in ring order, what each host saw, and what did not fit."""
+
     cables: list[list[str]]
     hosts: dict[str, HostView]
     odd: list[str]
@@ -153,7 +155,7 @@ def _cable(
     return [f"{host}:{port}", str(far)]
 
 
-def derive(views: dict[str, HostView], order: list[str]) -> Result:
+def derive(views: dict[str, HostView], order: list[str]) -> Discovery:
     odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
     ends = _ends(views, odd)
     cables: dict[frozenset[str], list[str]] = {}
@@ -165,7 +167,7 @@ def derive(views: dict[str, HostView], order: list[str]) -> Result:
         cable = _cable(views, ends, host, port, far, odd) if far else None
         if cable:
             cables.setdefault(frozenset(cable), cable)
-    return Result(_ring_order(list(cables.values()), order), views, odd)
+    return Discovery(_ring_order(list(cables.values()), order), views, odd)
 
 
 def _ring_order(cables: list[list[str]], order: list[str]) -> list[list[str]]:
@@ -192,7 +194,7 @@ def _ring_order(cables: list[list[str]], order: list[str]) -> list[list[str]]:
     return out + sorted(left)
 
 
-def merge(raw_text: str | None, result: Result, cluster: str) -> str:
+def merge(raw_text: str | None, result: Discovery, cluster: str) -> str:
     """Write the cables into an existing inventory (comments and other keys kept) or a new one."""
     yaml = YAML(typ="rt")
     yaml.width = 4096
@@ -224,7 +226,7 @@ def _flow(cable: list[str]) -> Any:
     return seq
 
 
-def _new_inventory(result: Result, cluster: str) -> str:
+def _new_inventory(result: Discovery, cluster: str) -> str:
     hosts = {v.label: {"ansible_host": v.address} for v in result.hosts.values() if not v.error}
     sparks = list(hosts)
     switches = sorted({c[1].split(":")[0] for c in result.cables if c[1].split(":")[0] not in hosts})
@@ -240,7 +242,7 @@ def _new_inventory(result: Result, cluster: str) -> str:
     return "# yaml-language-server: $schema=./schema.json\n# written by `sparkfab discover`\n" + body
 
 
-def discover(targets: list[tuple[str, str, Any]], settle_s: float = 2.5, by_hostname: bool = False) -> Result:
+def discover(targets: list[tuple[str, str, Any]], settle_s: float = 2.5, by_hostname: bool = False) -> Discovery:
     """targets: (label, address, testinfra host) for each Spark, in the order given. With
     by_hostname (only addresses were given), Sparks are named by their hostnames."""
     views = [HostView(label, address) for label, address, _ in targets]

@@ -144,7 +144,7 @@ def _run_dir(path: Path, resume: bool) -> Path:
 
 
 def bench_cmd(args: argparse.Namespace) -> int:
-    tests = plans.load_plan(args.plan, args.output_tokens)
+    tests = plans.select(args.plan, args.output_tokens)
     devices = args.counters
     if args.counters_host:
         if args.counters or not args.inventory:

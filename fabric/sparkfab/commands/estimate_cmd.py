@@ -88,7 +88,7 @@ def _lab(
 
 
 def estimate_cmd(args: argparse.Namespace) -> int:
-    from sparkfab.measure.plans import load_plan as bench_plan
+    from sparkfab.measure.plans import select as bench_plan
 
     s = _setup(args)
     tests = bench_plan(args.plan or ("lab" if args.lab else None))

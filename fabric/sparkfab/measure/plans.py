@@ -50,7 +50,7 @@ _ROW_KEYS = {"name": str, "requests": int, "prompt_tokens": int, "output_tokens"
 _ROW_BOUNDS = {"requests": MAX_REQUESTS, "prompt_tokens": MAX_PROMPT_TOKENS, "output_tokens": MAX_OUTPUT_TOKENS}
 
 
-def load_plan(spec: str | None, output_tokens: int | None = None) -> list[Test]:
+def select(spec: str | None, output_tokens: int | None = None) -> list[Test]:
     """P1-P6 (and L1-L4) by name, `lab` for L1-L4, or a YAML file of {name, requests,
     prompt_tokens, output_tokens}."""
     if spec and (Path(spec).exists() or spec.endswith((".yml", ".yaml")) or "/" in spec):

@@ -32,6 +32,7 @@ from sparkfab.resolve.context import Ctx
 from sparkfab.resolve.hosts import resolve_hosts
 from sparkfab.resolve.instances import ResolvedInstance, instances
 from sparkfab.resolve.rails import RailKey, allocate
+from sparkfab.spark import LinkSpeed
 
 
 def resolve(
@@ -120,7 +121,7 @@ def assemble(
     )
 
 
-def load_plan(path: str, link_speed: str | None = None) -> Plan:
+def load_plan(path: str, link_speed: LinkSpeed | None = None) -> Plan:
     """Load, validate and resolve an inventory file in one step (`link_speed` replaces the
     file's and is validated like it)."""
     raw, source = read(path)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from sparkfab.connection import for_plan, ssh_options
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
-from sparkfab.connection import for_plan, ssh_options
 from sparkfab.writer import write_tree
 from tests.conftest import REPO
 

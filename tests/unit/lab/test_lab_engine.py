@@ -139,7 +139,7 @@ def test_lab_exec_and_up_parse_their_arguments(cli):
 
 def test_lab_plan_is_built_in():
     from sparkfab.measure.plans import LAB_PLAN
-    from sparkfab.measure.plans import load_plan as bench_plan
+    from sparkfab.measure.plans import select as bench_plan
 
     assert [t.name for t in bench_plan("lab")] == ["L1", "L2", "L3", "L4"] == [t.name for t in LAB_PLAN]
     assert [t.name for t in bench_plan("P1,L4")] == ["P1", "L4"]
