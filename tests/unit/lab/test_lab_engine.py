@@ -206,22 +206,24 @@ def test_lab_status_reads_the_state_and_names_where_each_instance_answers(cli, t
     """A lab whose namespaces are gone is down (exit 4), and the status still says what its state
     recorded: the Sparks' namespaces and addresses and the URL of each instance's rank 0."""
     monkeypatch.setenv("SPARKFAB_LAB_DIR", str(tmp_path))
-    (tmp_path / "pair1").mkdir()
-    hosts = {"spark-a": {"ns": "sf-pair1-spark-a", "mgmt_ip": "198.18.7.2"}, "spark-b": {"ns": "x", "mgmt_ip": "y"}}
+    inv = tmp_path / "inv.yml"  # a cluster name of its own: no lab of this machine has its namespaces
+    inv.write_text(Path("inventory/pair-1cable.yml").read_text().replace("cluster: pair1", "cluster: unit-down"))
+    (tmp_path / "unit-down").mkdir()
+    hosts = {"spark-a": {"ns": "sf-unit-down-spark-a", "mgmt_ip": "198.18.7.2"}, "spark-b": {"ns": "x", "mgmt_ip": "y"}}
     state = {"pids": {"spark-a/sshd": 2**22 + 1}, "hosts": hosts, "engine": "collective"}
-    (tmp_path / "pair1/state.json").write_text(json.dumps(state))
-    res = cli("lab", "status", "inventory/pair-1cable.yml", "--format", "json")
+    (tmp_path / "unit-down/state.json").write_text(json.dumps(state))
+    res = cli("lab", "status", str(inv), "--format", "json")
     st = json.loads(res.out)
-    assert res.code == 4 and st["up"] is False and st["cluster"] == "pair1" and st["namespaces"] == []
+    assert res.code == 4 and st["up"] is False and st["cluster"] == "unit-down" and st["namespaces"] == []
     assert st["processes"] == {"spark-a/sshd": False} and st["hosts"] == hosts and st["engine"] == "collective"
     assert st["serving"] == {
         "llama": {"url": "http://198.18.7.2:8000", "model": None, "engine": "collective", "tp": 2, "head": "spark-a"}
     }
-    text = cli("lab", "status", "inventory/pair-1cable.yml")
+    text = cli("lab", "status", str(inv))
     assert text.code == 4 and text.out.splitlines() == [
-        "lab pair1: down",
+        "lab unit-down: down",
         "  spark-a/sshd: gone",
-        "  spark-a: sf-pair1-spark-a 198.18.7.2",
+        "  spark-a: sf-unit-down-spark-a 198.18.7.2",
         "  spark-b: x y",
         "  instance llama (TP2, collective): http://198.18.7.2:8000 model None",
     ]
