@@ -15,7 +15,7 @@ from rich.progress import Progress
 
 from sparkfab import spark
 from sparkfab.commands import argtypes as at
-from sparkfab.commands.common import Verb
+from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, ServerError, Unavailable, UsageError
 from sparkfab.measure import bench, plans, sampler
 from sparkfab.measure.access import Access
@@ -25,13 +25,15 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--url", required=True, type=at.http_url, help="the OpenAI-compatible server, e.g. http://10.0.0.11:8000"
     )
-    p.add_argument("--model", required=True)
+    p.add_argument("--model", required=True, help="the model name the server answers to (its served-model-name)")
     p.add_argument(
         "--plan", help="tests P1,...,P6 (default all), or a YAML file of {name, requests, prompt_tokens, output_tokens}"
     )
-    p.add_argument("--rounds", type=at.integer(1, 1000), default=3)
-    p.add_argument("--warmup", type=at.integer(0, 100), default=1)
-    p.add_argument("--seed", type=at.integer(0, 2**63 - 1), default=0)
+    p.add_argument("--rounds", type=at.integer(1, 1000), default=3, help="measured rounds of each test (3)")
+    p.add_argument("--warmup", type=at.integer(0, 100), default=1, help="rounds before them, not measured (1)")
+    p.add_argument(
+        "--seed", type=at.integer(0, 2**63 - 1), default=0, help="seed of the prompts' padding (each run salts it)"
+    )
     p.add_argument(
         "--output-tokens", type=at.integer(1, plans.MAX_OUTPUT_TOKENS), help="override the plan's 1,024 output tokens"
     )
@@ -43,7 +45,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="sample this Spark's devices (with --inventory; bench runs on that Spark: `lab exec` in the lab)",
     )
-    p.add_argument("--source", choices=("rdma", "netdev"), default="rdma")
+    p.add_argument(
+        "--source", choices=("rdma", "netdev"), default="rdma", help="counters of RDMA devices (default) or netdevs"
+    )
     p.add_argument("--root", default="/", help="another sysfs tree (tests)")
     p.add_argument(
         "--idle-seconds", type=at.number(0, 3600), default=10.0, help="the link must be idle this long before a test"
@@ -194,10 +198,10 @@ def bench_cmd(args: argparse.Namespace) -> int:
 def _battery_args(p: argparse.ArgumentParser) -> None:
     from sparkfab.measure.battery import CHECKS
 
-    p.add_argument("--url", required=True, type=at.http_url)
-    p.add_argument("--model", required=True)
+    p.add_argument("--url", required=True, type=at.http_url, help="the OpenAI-compatible server")
+    p.add_argument("--model", required=True, help="the model name the server answers to")
     p.add_argument("--checks", type=at.choices(CHECKS), help=f"{','.join(CHECKS)} (default all)")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(p)
     p.add_argument(
         "--context-chars",
         type=at.integer(1000, 4_000_000),

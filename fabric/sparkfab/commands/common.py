@@ -63,7 +63,12 @@ def add_changes(
 def add_format(p: argparse.ArgumentParser, *choices: str) -> None:
     """--format, first choice the default (table and json unless told)."""
     options = choices or ("table", "json")
-    p.add_argument("--format", choices=options, default=options[0])
+    p.add_argument(
+        "--format",
+        choices=options,
+        default=options[0],
+        help=f"{options[0]} for people (default), {' or '.join(options[1:])} for programs",
+    )
 
 
 def add_all_rows(p: argparse.ArgumentParser) -> None:

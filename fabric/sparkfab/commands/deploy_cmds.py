@@ -177,7 +177,7 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
 
 
 def _serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("start", "stop", "restart"))
+    p.add_argument("action", choices=("start", "stop", "restart"), help="start, stop or restart serving, in order")
     add_target(p)
     p.add_argument("--instance", metavar="NAME", help="only this instance (its hosts; the others keep serving)")
     add_changes(p, limit="only these hosts (Ansible pattern; with --instance, both must match)")

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkfab.commands import argtypes as at
-from sparkfab.commands.common import Verb
+from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import model as models
 from sparkfab.measure.estimate import Estimate, Measured, Setup, TpRow, estimate
@@ -43,7 +43,7 @@ def _args(p: argparse.ArgumentParser) -> None:
         help="the inventory's lab: its model's config, and its shaped rates for 200 and 100e as --from and --to",
     )
     p.add_argument("--plan", help="tests to bound: P1-P6 (default), `lab` (default with --lab), names, or a YAML file")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(p)
     p.add_argument("--plot", type=at.path, help="write PNG plots into this directory (new, empty or an earlier one)")
 
 

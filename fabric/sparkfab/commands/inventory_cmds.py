@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkfab.commands import argtypes as at
-from sparkfab.commands.common import Verb, emit_json
+from sparkfab.commands.common import Verb, add_format, emit_json
 from sparkfab.errors import Exit
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
@@ -23,7 +23,7 @@ def _inventory_arg(p: argparse.ArgumentParser) -> None:
 
 def _format_arg(p: argparse.ArgumentParser) -> None:
     _inventory_arg(p)
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(p)
 
 
 def validate(args: argparse.Namespace) -> int:

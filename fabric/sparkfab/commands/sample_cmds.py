@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkfab.commands import argtypes as at
-from sparkfab.commands.common import Verb
+from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import sampler, traffic
 from sparkfab.outputs import check_file, png_by_sparkfab, starts_with, write_file
@@ -22,11 +22,13 @@ def _sample_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inventory", help="take the devices of --host from this inventory")
     p.add_argument("--host", help="the Spark this sampler runs on (with --inventory)")
     p.add_argument("--devices", type=at.device_list, help="comma-separated RDMA devices or netdevs")
-    p.add_argument("--source", choices=("rdma", "netdev"), default="rdma")
+    p.add_argument(
+        "--source", choices=("rdma", "netdev"), default="rdma", help="counters of RDMA devices (default) or netdevs"
+    )
     p.add_argument("--interval", type=at.interval(1e-4, 60.0), default="1ms", help="sample period (default 1ms)")
     p.add_argument("--duration", type=at.number(0, 30 * 86400, lo_open=True), help="seconds (default: until stopped)")
     p.add_argument("--root", default="/", help="another sysfs tree (tests)")
-    p.add_argument("-o", "--output", type=at.path, required=True)
+    p.add_argument("-o", "--output", type=at.path, required=True, help="the sample file to write (new)")
 
 
 def _devices(args: argparse.Namespace) -> list[str]:
@@ -71,12 +73,12 @@ def sample_cmd(args: argparse.Namespace) -> int:
 
 
 def _traffic_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", type=at.path)
+    p.add_argument("file", type=at.path, help="a sample file of `sparkfab sample` or bench")
     p.add_argument(
         "--intervals", type=at.interval_list(1e-4, 86400.0), default="1ms,5ms,100ms,1s", help="averaging intervals"
     )
     p.add_argument("--window", type=at.window, help="START:END in seconds from the first sample")
-    p.add_argument("--direction", choices=("tx", "rx"), default="tx")
+    p.add_argument("--direction", choices=("tx", "rx"), default="tx", help="sent (tx, default) or received bytes")
     p.add_argument("--plot", type=at.path, help="write a PNG time series (with --window: a zoom panel)")
     p.add_argument(
         "--export",
@@ -86,7 +88,7 @@ def _traffic_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--export-interval", type=at.interval(1e-4, 3600.0), default="1ms", help="bin width of --export (1ms)"
     )
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(p)
 
 
 def _export_target(args: argparse.Namespace) -> Path | None:
