@@ -24,7 +24,7 @@ from pathlib import Path
 from sparkfab import proc
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec
-from sparkfab.launchers import recipe, repo_dir
+from sparkfab.launchers import recipe
 from sparkfab.spark import SPEEDS, LinkSpeed
 
 ENGINES = ("vllm", "collective")
@@ -55,8 +55,14 @@ def rate_gbps(mode: LinkSpeed) -> float:
     return RATE_MBIT[mode] / 1000
 
 
+#: the checkout sparkfab runs from, where scripts/setup.sh makes `.venv-vllm` (a wheel carries none)
+_CHECKOUT = Path(__file__).resolve().parents[3]
+
+
 def vllm_python() -> Path:
-    return Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or repo_dir(".venv-vllm") / "bin" / "python")
+    """The Python of the environment with vLLM's CPU build: SPARKFAB_VLLM_PYTHON, else the
+    checkout's `.venv-vllm` (not `repo_dir`, which finds shipped content, never a venv)."""
+    return Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or _CHECKOUT / ".venv-vllm" / "bin" / "python")
 
 
 def check(engine: str) -> None:
