@@ -51,3 +51,20 @@ def test_ring_graph_is_on_by_default_on_rings_only():
     raw = yaml.safe_load((REPO / "inventory/ring4.yml").read_text())
     raw["all"]["vars"]["sparkfab"]["nccl_graph"] = False
     assert plan_of(raw).nccl_graph is False
+
+
+def test_the_recorded_link_speed_is_read_back_and_a_bad_one_is_named(cli, tmp_path, monkeypatch):
+    """A flip is recorded in the cluster's state and every later verb starts from it; a state file
+    that no longer names a mode is a usage error naming the file, before any host is reached."""
+    monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path))
+    inv = str(REPO / "inventory/ring4.yml")
+    (tmp_path / "ring4").mkdir()
+    (tmp_path / "ring4/link_speed").write_text("100e\n")
+    (tmp_path / "ring4/link_speed.glm").write_text("200\n")
+    target = Target.load(inv)
+    assert target.plan.link_speed == "100e" and {target.plan.mode_of(h) for h in target.plan.instances[0].hosts} == {
+        "200"
+    }
+    (tmp_path / "ring4/link_speed").write_text("fast\n")
+    res = cli("verify", inv)
+    assert res.code == 2 and f"{tmp_path}/ring4/link_speed: link speed 'fast': one of 200, 100e, 100" in res.err
