@@ -41,7 +41,7 @@ def main() -> None:
     span = t1 - t0
     print(
         f"{stats.samples} samples in {span:.1f} s at 1 kHz ({stats.impl} loop, {policy}); "
-        f"missed deadlines {stats.missed}; largest gap {s['gap_ms']['max']:.2f} ms (over 2 ms: {gaps_over_2ms})"
+        f"missed deadlines {stats.missed}; largest gap {s.gap_ms['max']:.2f} ms (over 2 ms: {gaps_over_2ms})"
     )
     br = s.bracket_us
     print(
