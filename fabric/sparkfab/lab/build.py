@@ -111,7 +111,7 @@ class LabStatus:
     id: str
     up: bool
     namespaces: tuple[str, ...]
-    processes: dict[str, bool]  # daemon (e.g. spark-a/sshd) -> still running
+    processes: dict[str, bool]  # the lab's own process per node (e.g. spark-a.sshd) -> still running
     hosts: dict[str, LabHost]
     engine: str | None
     inventory: str

@@ -210,19 +210,19 @@ def test_lab_status_reads_the_state_and_names_where_each_instance_answers(cli, t
     inv.write_text(Path("inventory/pair-1cable.yml").read_text().replace("cluster: pair1", "cluster: unit-down"))
     (tmp_path / "unit-down").mkdir()
     hosts = {"spark-a": {"ns": "sf-unit-down-spark-a", "mgmt_ip": "198.18.7.2"}, "spark-b": {"ns": "x", "mgmt_ip": "y"}}
-    state = {"pids": {"spark-a/sshd": 2**22 + 1}, "hosts": hosts, "engine": "collective"}
+    state = {"pids": {"spark-a.sshd": 2**22 + 1}, "hosts": hosts, "engine": "collective"}
     (tmp_path / "unit-down/state.json").write_text(json.dumps(state))
     res = cli("lab", "status", str(inv), "--format", "json")
     st = json.loads(res.out)
     assert res.code == 4 and st["up"] is False and st["cluster"] == "unit-down" and st["namespaces"] == []
-    assert st["processes"] == {"spark-a/sshd": False} and st["hosts"] == hosts and st["engine"] == "collective"
+    assert st["processes"] == {"spark-a.sshd": False} and st["hosts"] == hosts and st["engine"] == "collective"
     assert st["serving"] == {
         "llama": {"url": "http://198.18.7.2:8000", "model": None, "engine": "collective", "tp": 2, "head": "spark-a"}
     }
     text = cli("lab", "status", str(inv))
     assert text.code == 4 and text.out.splitlines() == [
         "lab unit-down: down",
-        "  spark-a/sshd: gone",
+        "  spark-a.sshd: gone",
         "  spark-a: sf-unit-down-spark-a 198.18.7.2",
         "  spark-b: x y",
         "  instance llama (TP2, collective): http://198.18.7.2:8000 model None",
