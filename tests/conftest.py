@@ -12,6 +12,9 @@ import pytest
 from tests.helpers.cli import CliResult, run
 
 REPO = Path(__file__).resolve().parents[1]
+#: vLLM's own checks of every launch take seconds to start: the tests that are about them turn
+#: them on (tests/slow/test_oracle.py); everything else relies on the flag table
+os.environ.setdefault("SPARKFAB_ORACLE", "off")
 EXAMPLES = sorted((REPO / "inventory").glob("*.yml"))
 REGEN = os.environ.get("SPARKFAB_REGEN") == "1"
 

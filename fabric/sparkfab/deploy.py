@@ -3,22 +3,77 @@
 Known traps handled here: the venv's bin/ goes on the run's PATH (runner execs `ansible-playbook`),
 `suppress_env_files=True` and a fresh `ident` per run (stale env/cmdline files once turned
 an apply into a silent check run), and `stats` is None when the run never started.
+
+Secrets never pass through ansible-runner: it writes the whole environment of the run into
+`artifacts/<ident>/command` (with `suppress_env_files` too), so the run gets only the variables
+Ansible needs (`RUN_ENV`), and the secrets the hosts need reach the secrets task through a file
+that exists only in memory (`secrets_source`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import json
 import os
 import sys
+import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import DeployError
-from sparkfab.launchers import repo_dir
+from sparkfab.launchers import is_secret_name, repo_dir
 from sparkfab.paths import state_dir
+
+#: what a run of ansible-playbook takes from sparkfab's environment: where things are, the
+#: locale, the ssh agent, proxies and the user's own ANSIBLE_* settings (no secret among them)
+RUN_ENV = frozenset(
+    {
+        *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "TMPDIR", "LANG", "LANGUAGE"),
+        *("SSH_AUTH_SOCK", "SSH_AGENT_PID", "KRB5CCNAME"),
+        *("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
+    }
+)
+RUN_ENV_PREFIXES = ("LC_", "ANSIBLE_")
+
+
+def run_env(environ: dict[str, str]) -> dict[str, str]:
+    """The part of `environ` a run gets: the names above, never one that holds a secret."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if (k in RUN_ENV or k.startswith(RUN_ENV_PREFIXES)) and not is_secret_name(k.removeprefix("ANSIBLE_"))
+    }
+
+
+@contextlib.contextmanager
+def secrets_source(names: list[str]) -> Iterator[str | None]:
+    """A path the secrets task reads `names`' values from (a JSON object of those set here), for
+    the length of a run: a memory-only file (memfd) this process holds open, read through
+    /proc/<pid>/fd by Ansible's file lookup; where there is none, a file in a private directory
+    removed after the run. None when no secret is set."""
+    values = {n: os.environ[n] for n in dict.fromkeys(names) if os.environ.get(n)}
+    if not values:
+        yield None
+        return
+    data = json.dumps(values).encode()
+    if hasattr(os, "memfd_create") and Path(f"/proc/{os.getpid()}/fd").is_dir():
+        fd = os.memfd_create("sparkfab-secrets", 0)
+        try:
+            os.write(fd, data)
+            yield f"/proc/{os.getpid()}/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryDirectory(prefix="sparkfab-") as d:
+        path = Path(d) / "secrets.json"
+        path.touch(mode=0o600)
+        path.write_bytes(data)
+        yield str(path)
+
 
 Event = dict[str, Any]
 
@@ -77,7 +132,7 @@ class Collector:
         h = self.hosts.get(host) if host else None
         if h is not None:
             self.hosts[h.host] = self._count(kind, data, h)
-        if self.on_update is not None and kind.startswith(("runner_on", "playbook_on_task_start")):
+        if self.on_update is not None and kind.startswith(("runner_on", "runner_retry", "playbook_on_task_start")):
             self.on_update(self.hosts)
         return True
 
@@ -85,6 +140,8 @@ class Collector:
         res = data.get("res", {}) or {}
         task = data.get("task", "")
         h = replace(h, task=task)
+        if kind == "runner_retry":  # a wait in progress: say how far it is
+            return replace(h, task=f"{task} (try {res.get('attempts', '?')} of {res.get('retries', '?')})")
         if kind == "runner_on_ok":
             self._diff(h.host, task, res)
             changed = bool(res.get("changed"))
@@ -153,8 +210,30 @@ def run_playbook(
     on_update: Callable[[dict[str, HostResult]], None] | None = None,
     hosts: list[str] | None = None,
     workdir: Path | None = None,
+    secrets: list[str] | None = None,
 ) -> RunResult:
-    import ansible_runner
+    """Run `playbook`; `secrets` names the variables of this environment the hosts' secrets file
+    gets (read by the secrets task from `secrets_source`, never through the run's environment)."""
+    with secrets_source(secrets or []) as source:
+        more = {"sparkfab_secrets_source": source} if source else {}
+        return _run(
+            playbook, inventory, cluster, check, diff, limit, {**(extravars or {}), **more}, on_update, hosts, workdir
+        )
+
+
+def _run(
+    playbook: str,
+    inventory: Path,
+    cluster: str,
+    check: bool,
+    diff: bool,
+    limit: str | None,
+    extravars: dict[str, Any],
+    on_update: Callable[[dict[str, HostResult]], None] | None,
+    hosts: list[str] | None,
+    workdir: Path | None,
+) -> RunResult:
+    import ansible_runner.interface
 
     bindir = str(Path(sys.executable).parent)
     work = workdir or state_dir(cluster)
@@ -173,14 +252,14 @@ def run_playbook(
         # connection to a namespace that is gone
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(work / "cp"),
     }
-    r = ansible_runner.run(
+    r = ansible_runner.interface.init_runner(
         private_data_dir=str(pdd),
         project_dir=str(repo_dir("playbooks")),
         playbook=playbook,
         inventory=str(inventory),
         cmdline=cmdline or None,
         limit=limit,
-        extravars=extravars or {},
+        extravars=extravars,
         envvars=envvars,
         ident=f"{playbook.removesuffix('.yml')}-{uuid.uuid4().hex[:8]}",
         quiet=True,
@@ -189,6 +268,9 @@ def run_playbook(
         event_handler=collector,
         forks=32,
     )
+    # runner seeded the run's environment with all of ours; it gets what Ansible needs instead
+    r.config.env = {**run_env(dict(os.environ)), **envvars}
+    r.run()
     if r.stats is None and not collector.hosts:
         raise_if_not_started(r)
     if r.rc != 0 and not any(h.failed or h.unreachable for h in collector.hosts.values()):

@@ -4,15 +4,17 @@ wheel carries a copy of both (`repo_dir`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from sparkfab.errors import RenderError
 
@@ -34,8 +36,23 @@ def repo_dir(name: str) -> Path:
 MODEL = re.compile(r"^(/[^\s]+|[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*)$")
 #: repository[:tag][@sha256:digest], as docker reads an image reference
 IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
+#: vLLM's engine-ready timeout when VLLM_ENGINE_READY_TIMEOUT_S is not set (vllm/envs.py)
+VLLM_READY_TIMEOUT_S = 600
+#: the API server's own start after the engine is ready (tokenizer, routes), with room
+API_START_S = 120
 #: Secrets passed into every vLLM container by name (values only from the host's root-only file).
 SECRETS = ("HF_TOKEN", "VLLM_API_KEY")
+#: the host's root-only KEY=VALUE file the secrets come from (apply writes it; never rendered)
+SECRETS_FILE = "/etc/sparkfab/secrets.env"
+#: vllm serve flags whose value is a secret -> the variable that carries it instead
+SECRET_FLAGS = {"api-key": "VLLM_API_KEY", "hf-token": "HF_TOKEN"}
+_SECRET_NAME = re.compile(r"(^|_)(TOKEN|API_KEY|ACCESS_KEY|SECRET|SECRET_KEY|PASSWORD|PASSWD|CREDENTIALS)$")
+
+
+def is_secret_name(name: str) -> bool:
+    """An environment name that by convention holds a secret (HF_TOKEN, WANDB_API_KEY,
+    AWS_SECRET_ACCESS_KEY, ...)."""
+    return bool(_SECRET_NAME.search(name.upper()))
 
 
 class Recipe(BaseModel):
@@ -47,7 +64,8 @@ class Recipe(BaseModel):
     description: str
     engine: Literal["vllm", "collective"] = "vllm"
     image: str = ""
-    #: the image's own ENTRYPOINT (`docker image inspect`): vllm/vllm-openai has [vllm, serve], NGC's none
+    #: the image's own ENTRYPOINT up to the command (`docker image inspect`): vllm/vllm-openai has
+    #: [vllm, serve]; NGC's nvidia_entrypoint.sh runs its arguments as given, so [] for it
     entrypoint: list[str] = Field(default_factory=list)
     #: how to make the image when no registry has it (a locally built tag)
     build: str = ""
@@ -61,6 +79,46 @@ class Recipe(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     volumes: list[str] = Field(default_factory=lambda: ["/root/.cache/huggingface:/root/.cache/huggingface"])
     shm_size: str = "64g"
+    #: the vLLM release the image carries (its `vllm --version`), compared with the parser that
+    #: checks the flags; empty when unknown
+    engine_version: str = ""
+    #: the NCCL release the image carries (torch.cuda.nccl.version() inside it), where known:
+    #: render and validate warn when a switchless instance's is older than 2.30.7
+    nccl_version: Annotated[str, StringConstraints(pattern=r"^(\d+\.\d+\.\d+)?$")] = ""
+    #: the numbers of the checkpoint's config.json that tensor parallelism divides
+    #: (num_attention_heads, num_key_value_heads, intermediate_size, vocab_size, ...), for a
+    #: checkpoint that is not on this machine; or `config:`, a config.json beside the recipe
+    architecture: dict[str, int] = Field(default_factory=dict)
+    config: str = ""
+    #: how long `serve` waits for rank 0's health (default: the engine's own start-up timeout,
+    #: VLLM_ENGINE_READY_TIMEOUT_S or vLLM's 600 s, plus the API server's start)
+    health_wait_s: int | None = None
+
+    @property
+    def default_runtime(self) -> Literal["docker", "process"]:
+        """Where the engine runs unless the instance says: vLLM in its image, the collective as a process."""
+        return "process" if self.engine == "collective" else "docker"
+
+    @property
+    def ready_timeout_s(self) -> int:
+        """How long the engine itself waits for its workers before it gives up (vLLM's own)."""
+        value = self.env.get("VLLM_ENGINE_READY_TIMEOUT_S", "")
+        return int(value) if value.isdigit() else VLLM_READY_TIMEOUT_S
+
+    @property
+    def health_wait(self) -> int:
+        return self.health_wait_s or self.ready_timeout_s + API_START_S
+
+    def declared_config(self) -> tuple[dict[str, Any], str] | None:
+        """The architecture the recipe declares for its own model, and where it says so."""
+        if self.config:
+            path = Path(self.source).parent / self.config
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"config {self.config}: {exc}") from None
+            return (data, str(path)) if isinstance(data, dict) else None
+        return (dict(self.architecture), f"recipe {self.name}'s architecture") if self.architecture else None
 
     @model_validator(mode="after")
     def _servable(self) -> Recipe:
@@ -123,14 +181,34 @@ def recipe(name: str, dirs: tuple[Path, ...] | None = None) -> Recipe:
 
 
 FLAGS_FILE = "vllm-serve-flags.txt"
+#: what a flag takes, as the table says (`assets/vllm_oracle.py flags` writes it from vLLM's parser)
+SWITCHES = ("switch", "bool")
+_SIZE = re.compile(r"^(\d+|\d+(\.\d+)?[kmgt]|\d+[KMGT])$")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One option string of `vllm serve`: what it takes and its choices."""
+
+    name: str  # with the dashes, e.g. --max-model-len
+    takes: str  # switch, bool (a switch with a --no- form), int, float, size, size|auto, json, json|text, text
+    choices: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=1)
+def vllm_flag_table() -> dict[str, Flag]:
+    """Every option string of `vllm serve` with what it takes, as the parser of the vLLM version
+    in the file's header defines them."""
+    out = {}
+    for line in (repo_dir("launchers") / FLAGS_FILE).read_text().splitlines():
+        if line.startswith("--"):
+            name, takes, *rest = line.split("\t") + ["text"] * (line.count("\t") == 0)
+            out[name] = Flag(name, takes, tuple(rest[0].split(",")) if rest else ())
+    return out
+
+
 def vllm_flags() -> frozenset[str]:
-    """Every option string of `vllm serve` (both spellings of boolean flags), as the parser of
-    the vLLM version in the file's header defines them (`scripts/vllm_parser.py` writes it)."""
-    path = repo_dir("launchers") / FLAGS_FILE
-    return frozenset(line.strip() for line in path.read_text().splitlines() if line.startswith("--"))
+    return frozenset(vllm_flag_table())
 
 
 @lru_cache(maxsize=1)
@@ -140,3 +218,40 @@ def vllm_version() -> str:
         if line.startswith("# vllm "):
             return line.split()[2]
     return "(unknown version)"
+
+
+def flag_value_problem(name: str, value: object) -> str | None:
+    """What `vllm serve`'s parser would refuse in `--name value` as sparkfab renders it (true:
+    the bare flag, false: `--no-name`, None: left out), judged by the flag table; None when it
+    would take it. The table knows types and choices, not every check vLLM makes: where vLLM
+    itself is installed, `sparkfab.oracle` asks its parser too."""
+    flag = vllm_flag_table().get(f"--{name}")
+    if flag is None or value is None:
+        return None
+    if isinstance(value, bool):
+        if flag.takes not in SWITCHES:
+            return f"--{name} takes a value ({flag.takes}), not {str(value).lower()}"
+        if value is False and f"--no-{name}" not in vllm_flag_table():
+            return f"--{name} has no --no-{name} form: false would render a flag vllm serve does not have"
+        return None
+    text = str(value)
+    if flag.takes in SWITCHES:
+        return f"--{name} is a switch: write true{' or false' if flag.takes == 'bool' else ''}, not {text!r}"
+    if flag.choices and text not in flag.choices:
+        return f"{text!r} is not a choice of --{name} ({', '.join(flag.choices)})"
+    return None if _fits(flag.takes, text) else f"{text!r} is not a {flag.takes} value (--{name})"
+
+
+def _fits(takes: str, text: str) -> bool:
+    try:
+        if takes == "int":
+            int(text)
+        elif takes == "float":
+            float(text)
+        elif takes in ("size", "size|auto"):
+            return bool(_SIZE.match(text.strip())) or (takes == "size|auto" and text.strip().lower() in ("auto", "-1"))
+        elif takes == "json":
+            json.loads(text)
+    except ValueError:
+        return False
+    return True

@@ -101,8 +101,8 @@ class Instance:
     tp: int
     ranks: tuple[Rank, ...]
     launcher: str | None
-    backend: str | None
-    runtime: str | None
+    backend: Literal["mp", "ray"] | None  # the instance's, else its recipe's (None: no recipe)
+    runtime: Literal["docker", "process"] | None  # the instance's, else its recipe's default
     port: int
     flags: dict[str, Any]
     env: dict[str, str]

@@ -17,11 +17,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from sparkfab import modelcheck
 from sparkfab.connection import Connection
 from sparkfab.launchers import repo_dir
 from sparkfab.plan import Host, Instance, Plan
-from sparkfab.render.launch import HF_CACHE, Launch, launch
-from sparkfab.verify import checks, images
+from sparkfab.render.launch import HF_CACHE, Launch, launch, volumes
+from sparkfab.verify import checks, images, perf
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result
 
@@ -125,6 +126,7 @@ def _netplan(host: Host, th: Remote) -> list[Result]:
         f"for f in $(ls {' '.join(d + '/*.yaml' for d in NETPLAN_DIRS)} 2>/dev/null); do "
         'printf "\\n@@sparkfab-file %s\\n" "$f"; cat "$f"; done'
     ).stdout
+    facts = _link_facts(host, th)
     found = []
     for chunk in listing.split("\n@@sparkfab-file ")[1:]:
         path, _, text = chunk.partition("\n")
@@ -135,11 +137,27 @@ def _netplan(host: Host, th: Remote) -> list[Result]:
         except yaml.YAMLError:
             found.append(Result("netplan", host.name, path, "readable", "not YAML", WARN, "netplan will refuse it"))
             continue
-        devs = mod.touched(doc, list(host.fabric_ifs))
+        devs = mod.touched(doc, list(host.fabric_ifs), facts)
         if devs:
             hint = f"configures {', '.join(devs)}: apply refuses it; --take-over-netplan moves it aside"
             found.append(Result("netplan", host.name, path, "no other file", "configures fabric netdevs", FAIL, hint))
     return found or [Result("netplan", host.name, "other files", "none on the fabric", "none", PASS)]
+
+
+def _link_facts(host: Host, th: Remote) -> dict[str, dict[str, str]]:
+    """Each fabric netdev's MAC address and driver, what a netplan `match:` compares."""
+    names = " ".join(host.fabric_ifs)
+    raw = th.run(
+        f"for i in {names}; do d=/sys/class/net/$i; "
+        'drv=$(readlink "$d/device/driver" 2>/dev/null || echo -); '
+        'echo "$i $(cat "$d/address" 2>/dev/null || echo -) ${drv##*/}"; done'
+    ).stdout
+    out: dict[str, dict[str, str]] = {}
+    for line in raw.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            out[parts[0]] = {k: v for k, v in (("macaddress", parts[1]), ("driver", parts[2])) if v not in ("-", "")}
+    return out
 
 
 def _clock(host: Host, th: Remote, lab: bool) -> Result:
@@ -174,6 +192,28 @@ def _instance(plan: Plan, inst: Instance, hosts: dict[str, Remote], lab: bool) -
             ]
         out += _program(inst, hosts, lxs)
     out += [_model(inst, h, hosts[h], head) for h in inst.hosts]
+    return out + _mpi(plan, inst, hosts[inst.hosts[0]])
+
+
+def _mpi(plan: Plan, inst: Instance, head: Remote) -> list[Result]:
+    """What `verify --perf` needs for nccl-tests: mpirun and all_reduce_perf on rank 0's login
+    PATH, and ssh from rank 0's login user to every other rank without a prompt (how mpirun
+    starts them). Warnings: apply and serve do not need them."""
+    if len(inst.hosts) < 2:
+        return []
+    if head.run(perf.as_login(perf.MPI_TOOLS)).rc != 0:
+        why = "mpirun or all_reduce_perf is not on the login user's PATH: verify --perf skips nccl-tests"
+        return [Result("mpi", inst.hosts[0], inst.name, "mpirun, all_reduce_perf", "absent", WARN, why)]
+    answers = dict(
+        line.split(" ", 1) for line in head.run(perf.peer_ssh_command(plan, inst)).stdout.splitlines() if " " in line
+    )
+    out = []
+    for h in inst.hosts[1:]:
+        addr = plan.host(h).mgmt_address
+        got = answers.get(addr, "no answer")
+        ok = got == "ok"
+        why = "" if ok else f"mpirun starts ranks over ssh: give rank 0's login user a key and known host for {addr}"
+        out.append(Result("mpi-ssh", inst.hosts[0], f"-> {h} {addr}", "ok", got[:80], PASS if ok else WARN, why))
     return out
 
 
@@ -246,13 +286,16 @@ def _program(inst: Instance, hosts: dict[str, Remote], lxs: dict[str, Launch]) -
 
 def _model(inst: Instance, host: str, th: Remote, lx: Launch) -> Result:
     model = inst.model or (inst.recipe.model if inst.recipe else "")
-    if not model:
+    if not model or inst.recipe is None:
         return Result.skip("model", host, inst.name, "the recipe names no model")
-    if lx.runtime == "process" or model.startswith("/"):
-        if lx.runtime != "process":
-            return Result.skip("model", host, model, "a path inside the image")
-        ok = th.run(f"test -f {shlex.quote(model)}/config.json").rc == 0
-        return Result("model", host, model, "present", "present" if ok else "absent", PASS if ok else FAIL)
+    if model.startswith("/"):
+        # a process reads the path itself; a container reads it through the recipe's volumes
+        where = modelcheck.host_path(model, volumes(inst.recipe, inst), lx.runtime)
+        if where is None:
+            return Result.skip("model", host, model, "a path inside the image (no volume mounts it)")
+        ok = th.run(f"test -f {shlex.quote(str(where))}/config.json").rc == 0
+        detail = "" if ok else f"{where} on the host (mounted at {model}) holds no checkpoint: copy it there"
+        return Result("model", host, model, "present", "present" if ok else "absent", PASS if ok else FAIL, detail)
     cache = inst.hf_cache or HF_CACHE
     folder = f"{cache}/hub/models--{model.replace('/', '--')}/snapshots"
     ok = th.run(f'test -n "$(ls -A {shlex.quote(folder)} 2>/dev/null)"').rc == 0

@@ -28,19 +28,41 @@ FLIP_SPEEDS: tuple[LinkSpeed, ...] = ("200", "100e")
 
 @dataclass(frozen=True)
 class Speed:
-    """What one link-speed mode means for a Spark."""
+    """What one link-speed mode means for a Spark: what it runs at, what the hardware shows, and
+    the marks `verify --perf` holds it to. Every reader of a mode reads this table."""
 
-    gbps: float  # the rate it runs at: 100e is what one root measured, not its name
+    gbps: float  # the rate NCCL gets: 100e is what one root measured, not its name
     nominal_gbps: float  # the rate it stands for (the lab scales this one down)
-    lane_gbps: int  # the switch breakout lane it needs
+    lane_gbps: int  # the switch breakout lane (or direct cable) it needs
     roots: tuple[int, ...]  # the PCIe roots NCCL is given
     text: str  # for people
+    #: the port's line rate, what every twin reports (netdev `speed` in Mb/s is 1000 times it,
+    #: the RDMA port's `rate` is "<line> Gb/sec"): 100e runs on the 200G link of mode 200
+    line_gbps: int
+    #: ib_write_bw of one twin while its twin runs too (both PCIe roots of a port share its line)
+    root_pass_gbps: float
+    #: both twins of a port together
+    port_pass_gbps: float
+    #: nccl-tests' all_reduce_perf bus bandwidth over the HCA list of the mode
+    busbw_pass_gbps: float
+
+    @property
+    def netdev_mbps(self) -> int:
+        return self.line_gbps * 1000
+
+    @property
+    def rdma_rate(self) -> str:
+        """The start of `/sys/class/infiniband/<dev>/ports/1/rate` (e.g. "200 Gb/sec (2X NDR)")."""
+        return f"{self.line_gbps} Gb/sec"
 
 
 SPEEDS: dict[LinkSpeed, Speed] = {
-    "200": Speed(PORT_GBPS, 200.0, 200, ROOTS, "200 Gb/s"),
-    "100e": Speed(ROOT_GBPS, 100.0, 200, (0,), "emulated 100 Gb/s"),
-    "100": Speed(100.0, 100.0, 100, ROOTS, "100 Gb/s"),
+    "200": Speed(PORT_GBPS, 200.0, 200, ROOTS, "200 Gb/s", 200, 95.0, 180.0, 180.0),
+    # the same cables and link as 200; only NCCL's device list changes (one root carries ~109 Gb/s)
+    "100e": Speed(ROOT_GBPS, 100.0, 200, (0,), "emulated 100 Gb/s", 200, 95.0, 180.0, 95.0),
+    # a real 100G lane (a 4x100G breakout) or a 100G cable (QSFP28) between two Sparks: both
+    # twins share 100 Gb/s, so each carries about half of it
+    "100": Speed(100.0, 100.0, 100, ROOTS, "100 Gb/s (100G lanes or cables)", 100, 45.0, 90.0, 90.0),
 }
 #: The link rate of each mode, Gb/s.
 LINK_GBPS: dict[LinkSpeed, float] = {m: s.gbps for m, s in SPEEDS.items()}

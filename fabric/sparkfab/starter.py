@@ -13,7 +13,7 @@ from sparkfab.inventory import CLUSTER_PATTERN
 TOPOLOGIES = ("pair", "ring", "switch")
 #: Sparks a CRS804 carries at 200 Gb/s: four 400G ports, each broken out into two 200G lanes.
 SWITCH_MAX = 8
-_LAUNCHERS = {("pair", 2): "llama-3.3-70b-tp2", ("ring", 3): "glm-5.3-flash-tp3", ("ring", 4): "glm-5.3-flash-ring4"}
+_LAUNCHERS = {("pair", 2): "llama-3.3-70b-tp2", ("ring", 4): "glm-5.3-flash-ring4"}
 
 
 def starter(topology: str, sparks: int | None = None, cluster: str | None = None) -> str:
@@ -42,7 +42,7 @@ def starter(topology: str, sparks: int | None = None, cluster: str | None = None
         "  vars:",
         "    sparkfab:",
         f"      cluster: {name}                # lower-case, at most 20 characters (it prefixes lab names)",
-        "      link_speed: 200               # 200 | 100e (emulated: one PCIe root) | 100 (100G breakout cables)",
+        "      link_speed: 200               # 200 | 100e (emulated: one PCIe root) | 100 (100G lanes or cables)",
         "      mtu: 9000",
         f"      subnet_pool: 192.168.0.0/{_pool_prefix(topology, n)}"
         + "  # fabric rails are carved from here, one /24 each (two per cable: the twins)",

@@ -3,7 +3,8 @@
 For every vLLM recipe x example inventory x link speed, the rendered `docker run` line is read
 back the way docker reads it (options, image, arguments), the image's entrypoint is applied,
 and the argv the container executes is parsed by the parser of `vllm serve` from the vLLM in
-.venv-vllm (scripts/setup.sh installs it; scripts/vllm_parser.py is the bridge).
+.venv-vllm (scripts/setup.sh installs it; fabric/sparkfab/assets/vllm_oracle.py is the bridge, the
+same one `sparkfab validate` runs).
 """
 
 from __future__ import annotations
@@ -33,15 +34,15 @@ def vllm_parse(argvs: list[list[str]]) -> list[dict]:
     if not VLLM_PY.exists():
         pytest.skip("no vLLM environment (.venv-vllm, made by scripts/setup.sh)")
     res = subprocess.run(
-        [str(VLLM_PY), str(REPO / "scripts/vllm_parser.py"), "parse"],
-        input=json.dumps(argvs),
+        [str(VLLM_PY), str(REPO / "fabric/sparkfab/assets/vllm_oracle.py"), "check"],
+        input=json.dumps({"launches": [{"argv": a, "model_dir": None} for a in argvs]}),
         capture_output=True,
         text=True,
         env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"},
         timeout=600,
         check=True,
     )
-    return json.loads(res.stdout.splitlines()[-1])
+    return json.loads(res.stdout.splitlines()[-1])["results"]
 
 
 def executed(script: str, image: str, entrypoint: list[str]) -> list[str]:
@@ -59,9 +60,9 @@ def serve_part(argv: list[str]) -> list[str] | None:
     """The `vllm serve ...` a container runs (inside Ray's `bash -c` on the head), or None."""
     if argv[:2] == ["vllm", "serve"]:
         return argv
-    if argv[:2] == ["bash", "-c"]:
+    if argv[:2] == ["bash", "-c"] and "&& exec vllm serve " in argv[2]:
         return shlex.split(argv[2].split("&& exec ", 1)[1])
-    return None  # a Ray worker: `ray start --block`
+    return None  # a Ray worker: it waits for the head, then `ray start --block`
 
 
 def _with_recipe(path: Path, name: str, tmp: Path) -> Path:
@@ -230,11 +231,11 @@ def test_ray_head_starts_first(tmp_path):
     assert rec.backend == "ray"
     from sparkfab.render.launch import launch
 
-    order = {r.rank: launch(plan, inst, plan.host(r.host), rec).start_order for r in inst.ranks}
-    assert order[0] == 0 and sorted(order.values()) == list(range(len(order)))
+    waves = {r.rank: launch(plan, inst, plan.host(r.host), rec).start_order for r in inst.ranks}
+    assert waves == {r: 0 if r == 0 else 1 for r in waves}  # the head alone, then every worker
     ring = load_plan(str(REPO / "inventory/ring4.yml"))  # vLLM's own multi-node mode: rank 0 last
     ri = ring.instances[0]
-    assert launch(ring, ri, ring.host(ri.ranks[0].host), recipes()[ri.launcher]).start_order == len(ri.ranks) - 1
+    assert launch(ring, ri, ring.host(ri.ranks[0].host), recipes()[ri.launcher]).start_order == 1
 
 
 def test_every_rank_of_an_instance_has_the_same_engine_hash(tmp_path):

@@ -17,7 +17,17 @@ LAYERS = (
     ("cli", ("sparkfab.cli", "sparkfab.__main__")),
     ("commands", ("sparkfab.commands",)),
     ("operations", ("sparkfab.target", "sparkfab.preflight", "sparkfab.discover")),
-    ("drivers", ("sparkfab.deploy", "sparkfab.connection", "sparkfab.verify", "sparkfab.lab", "sparkfab.measure")),
+    (
+        "drivers",
+        (
+            "sparkfab.deploy",
+            "sparkfab.connection",
+            "sparkfab.oracle",
+            "sparkfab.verify",
+            "sparkfab.lab",
+            "sparkfab.measure",
+        ),
+    ),
     ("generators", ("sparkfab.render", "sparkfab.writer", "sparkfab.outputs")),
     ("plan", ("sparkfab.resolve", "sparkfab.plan", "sparkfab.starter", "sparkfab.schema")),
     ("input", ("sparkfab.inventory", "sparkfab.ansible_inventory", "sparkfab.yamlload")),
@@ -25,6 +35,7 @@ LAYERS = (
         "facts",
         (
             "sparkfab.launchers",
+            "sparkfab.modelcheck",
             "sparkfab.catalog",
             "sparkfab.spark",
             "sparkfab.errors",

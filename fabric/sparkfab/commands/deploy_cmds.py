@@ -15,6 +15,7 @@ from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.deploy import HostResult, RunResult, run_playbook
 from sparkfab.errors import DeployError, Exit, UsageError
 from sparkfab.plan import Plan
+from sparkfab.render.launch import secret_names
 from sparkfab.resolve import load_plan
 from sparkfab.target import Target, flipped_instances, forget_speeds, instance_limit, save_speeds
 
@@ -57,6 +58,7 @@ def run_with_progress(
     args: argparse.Namespace,
     extravars: dict[str, object] | None = None,
     plan: Plan | None = None,
+    secrets: list[str] | None = None,
 ) -> RunResult:
     plan = plan or target.plan
     names = [h.name for h in plan.hosts]
@@ -81,6 +83,7 @@ def run_with_progress(
             on_update=update,
             hosts=names,
             workdir=target.state,
+            secrets=secrets,
         )
     finally:
         if live is not None:
@@ -115,12 +118,15 @@ def _apply_args(p: argparse.ArgumentParser) -> None:
 
 
 def apply_cmd(args: argparse.Namespace) -> int:
+    from sparkfab import oracle
+
     target = Target.load(args.inventory, lab=args.lab)
     plan = target.plan
+    oracle.check(plan, None if args.quiet else lambda text: _err.print(f"note: {text}", markup=False))
     _confirm(target, args, "apply")
     tree = target.render()
     extra: dict[str, object] | None = {"sparkfab_netplan_take_over": True} if args.take_over_netplan else None
-    result = run_with_progress("site.yml", target, tree, args, extra)
+    result = run_with_progress("site.yml", target, tree, args, extra, secrets=secret_names(plan))
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
     changed = sum(h.changed for h in result.hosts.values())

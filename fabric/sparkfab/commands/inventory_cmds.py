@@ -15,6 +15,7 @@ from sparkfab.commands.common import Verb, add_format, emit_json
 from sparkfab.errors import Exit
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
+from sparkfab.spark import SPEEDS
 
 
 def _inventory_arg(p: argparse.ArgumentParser) -> None:
@@ -27,14 +28,25 @@ def _format_arg(p: argparse.ArgumentParser) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
+    from sparkfab import oracle
+    from sparkfab.render.nccl import warnings
+
     plan = load_plan(args.inventory)
+    verdict = oracle.check(plan, None if args.quiet else _note)
+    for w in [] if args.quiet else warnings(plan):
+        sys.stderr.write(f"warning: {w}\n")
     n_if = sum(len(h.ifaces) for h in plan.hosts)
     if not args.quiet:
+        judged = f"; every launch parsed by vLLM {verdict.version}" if verdict.version else ""
         sys.stderr.write(
             f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
-            f"{n_if} fabric interfaces, {len(plan.instances)} instance(s)\n"
+            f"{n_if} fabric interfaces, {len(plan.instances)} instance(s){judged}\n"
         )
     return Exit.OK
+
+
+def _note(text: str) -> None:
+    sys.stderr.write(f"note: {text}\n")
 
 
 def plan_cmd(args: argparse.Namespace) -> int:
@@ -46,9 +58,21 @@ def plan_cmd(args: argparse.Namespace) -> int:
     return Exit.OK
 
 
+def link_text(plan: Plan) -> str:
+    """The link-speed mode in words, with what mode 100 means on this cluster's cables: a 100G
+    breakout lane on a switch, a 100G (QSFP28) cable between two Sparks."""
+    text = f"{plan.link_speed} ({SPEEDS[plan.link_speed].text})"
+    if plan.link_speed != "100":
+        return text
+    kinds = sorted(
+        {"100G (QSFP28) cables between Sparks" if r.switch is None else "100G breakout lanes" for r in plan.rails}
+    )
+    return f"{text}: {' and '.join(kinds)}" if kinds else text
+
+
 def print_plan(plan: Plan, console: Console) -> None:
     console.print(
-        f"[bold]{plan.cluster}[/]: link {plan.link_speed}, MTU {plan.mtu}, rails /"
+        f"[bold]{plan.cluster}[/]: link {link_text(plan)}, MTU {plan.mtu}, rails /"
         f"{plan.rail_prefix}, control plane {plan.control_plane}"
     )
     for inst in plan.instances:

@@ -17,7 +17,6 @@ from sparkfab.lab import inventory as lab_inventory
 from sparkfab.lab.spec import LabSpec, spec
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
-from sparkfab.spark import LinkSpeed
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -65,7 +64,7 @@ def lab_cmd(args: argparse.Namespace) -> int:
     if args.action == "exec":
         return _exec(args, sp)
     if args.action == "up":
-        return _up(args, sp, plan.link_speed)
+        return _up(args, sp, plan)
     if args.action == "down":
         return _down(plan.cluster)
     if args.action == "status":
@@ -120,17 +119,18 @@ def _serving(plan: Plan, sp: LabSpec, st: build.LabStatus) -> dict[str, build.Se
     return out
 
 
-def _up(args: argparse.Namespace, sp: LabSpec, mode: LinkSpeed) -> int:
+def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
     if args.dry_run:
         sys.stdout.write("\n".join(sp.describe()) + "\n")
         return Exit.OK
     lab_engine.check(args.engine)
+    lab_inventory.check(args.inventory, sp, args.engine)
     state = build.up(sp)
     try:
         t0 = time.perf_counter()
-        lab_engine.install(sp, args.engine)
+        lab_engine.install(sp, args.engine, {i.tp for i in plan.instances})
         t_engine = time.perf_counter() - t0
-        shaped = wire.link_speed(sp, mode)
+        shaped = wire.link_speed(sp, plan.link_speed)
     except Exception:
         build.down(sp.cluster)
         raise

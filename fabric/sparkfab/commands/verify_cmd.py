@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from sparkfab.commands.common import Verb, add_all_rows, add_format, add_target
+from sparkfab.commands.common import Verb, add_all_rows, add_format, add_target, emit_json
 from sparkfab.commands.tables import print_report
 from sparkfab.errors import Exit
 from sparkfab.target import Target
@@ -19,10 +19,17 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collective", action="store_true", help="run a torch.distributed all-reduce across all ranks")
     p.add_argument("--perf", action="store_true", help="ib_write_bw/ib_write_lat per rail, all_reduce_perf (hardware)")
     p.add_argument("--sizes", default="4K,256K,4M,16M", help="collective sweep sizes")
+    p.add_argument(
+        "--expectations",
+        action="store_true",
+        help="print what the checks expect at each link-speed mode (200, 100e, 100) and contact no host",
+    )
     add_all_rows(p)
 
 
 def verify_cmd(args: argparse.Namespace) -> int:
+    if args.expectations:
+        return _expectations(args)
     target = Target.load(args.inventory, lab=args.lab)
     report = verify(
         target.plan,
@@ -38,6 +45,30 @@ def verify_cmd(args: argparse.Namespace) -> int:
     else:
         print_report(report, args.all)
     return Exit.OK if report.ok else Exit.CHECK
+
+
+def _expectations(args: argparse.Namespace) -> int:
+    """The hardware expectations of every mode side by side, the inventory's marked."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from sparkfab.resolve import load_plan
+    from sparkfab.spark import LINK_SPEEDS
+    from sparkfab.verify.expect import table
+
+    plan = load_plan(args.inventory)
+    rows = table()
+    if args.format == "json":
+        emit_json({"cluster": plan.cluster, "link_speed": plan.link_speed, "modes": list(LINK_SPEEDS), "rows": rows})
+        return Exit.OK
+    t = Table(title=f"verify expects, per link-speed mode ({plan.cluster} runs at {plan.link_speed})")
+    t.add_column("check")
+    for m in LINK_SPEEDS:
+        t.add_column(f"[bold]{m}[/] (this cluster)" if m == plan.link_speed else m, justify="right")
+    for row in rows:
+        t.add_row(*row)
+    Console(width=160).print(t)
+    return Exit.OK
 
 
 def _log(line: str) -> None:

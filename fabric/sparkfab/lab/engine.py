@@ -17,6 +17,7 @@ scaled down so that a small model on a small machine sees the same kind of diffe
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from pathlib import Path
@@ -25,6 +26,8 @@ from sparkfab import proc
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec
 from sparkfab.launchers import recipe
+from sparkfab.modelcheck import VOCAB_PADDING
+from sparkfab.oracle import vllm_python
 from sparkfab.spark import SPEEDS, LinkSpeed
 
 ENGINES = ("vllm", "collective")
@@ -35,8 +38,25 @@ SCALE = 500
 #: (100e: 100 Gb/s, an exact half of 200, not the 109 Gb/s one root measured), divided by SCALE
 RATE_MBIT: dict[LinkSpeed, int] = {m: round(s.nominal_gbps * 1000 / SCALE) for m, s in SPEEDS.items()}
 #: The lab's model: big enough that its all-reduces are measurable on a shaped link (10 KB per
-#: prompt token per rank at TP2), small enough for four ranks on a 2-core, 24 GB machine.
-MODEL = {"hidden": 1024, "heads": 16, "kv_heads": 4, "layers": 2}
+#: prompt token per rank at TP2), small enough for four ranks on a 2-core, 24 GB machine. Heads
+#: of 64 values (vLLM's CPU attention takes no smaller); `model_shape` grows the head count for
+#: a TP size that does not divide 16.
+HEAD_DIM, HEADS, KV_HEADS, LAYERS, TOKENIZER_VOCAB = 64, 16, 4, 2, 400
+
+
+def model_shape(tps: set[int]) -> dict[str, int]:
+    """The lab model's sizes such that vLLM can split it at every TP size in `tps`: heads (and
+    with them the hidden and intermediate sizes) a multiple of each, key/value heads that each
+    TP size divides or is divided by, and a vocabulary whose 64-padding divides too."""
+    step = math.lcm(*tps) if tps else 1
+    heads = -(-HEADS // step) * step
+    kv = next(d for d in range(KV_HEADS, 0, -1) if heads % d == 0 and all(t % d == 0 or d % t == 0 for t in tps))
+    padded = -(-TOKENIZER_VOCAB // VOCAB_PADDING) * VOCAB_PADDING
+    pad = math.lcm(VOCAB_PADDING, step)
+    vocab = TOKENIZER_VOCAB if padded % step == 0 else -(-TOKENIZER_VOCAB // pad) * pad
+    return {"hidden": heads * HEAD_DIM, "heads": heads, "kv_heads": kv, "layers": LAYERS, "vocab": vocab}
+
+
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -53,16 +73,6 @@ def rate_text(mode: LinkSpeed) -> str:
 
 def rate_gbps(mode: LinkSpeed) -> float:
     return RATE_MBIT[mode] / 1000
-
-
-#: the checkout sparkfab runs from, where scripts/setup.sh makes `.venv-vllm` (a wheel carries none)
-_CHECKOUT = Path(__file__).resolve().parents[3]
-
-
-def vllm_python() -> Path:
-    """The Python of the environment with vLLM's CPU build: SPARKFAB_VLLM_PYTHON, else the
-    checkout's `.venv-vllm` (not `repo_dir`, which finds shipped content, never a venv)."""
-    return Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or _CHECKOUT / ".venv-vllm" / "bin" / "python")
 
 
 def check(engine: str) -> None:
@@ -83,8 +93,9 @@ def model_dir(spec: LabSpec) -> Path:
     return spec.dir / "model"
 
 
-def install(spec: LabSpec, engine: str) -> None:
-    """Write the `vllm` command and the model into the lab directory (vllm engine only)."""
+def install(spec: LabSpec, engine: str, tps: set[int]) -> None:
+    """Write the `vllm` command and the model (shaped for the instances' TP sizes) into the lab
+    directory (vllm engine only)."""
     if engine != "vllm":
         return
     py = vllm_python()
@@ -95,9 +106,15 @@ def install(spec: LabSpec, engine: str) -> None:
         f'VLLM_TARGET_DEVICE=cpu exec {shlex.quote(str(py))} -m vllm.entrypoints.cli.main "$@"\n'
     )
     os.chmod(bd / "vllm", 0o755)
+    ray = py.parent / "ray"
+    if ray.exists():  # Ray's own CLI, for recipes that start the engine on a Ray cluster
+        (bd / "ray").write_text(
+            f'#!/bin/sh\n# sparkfab lab: the `ray` of the lab\'s image\nexec {shlex.quote(str(ray))} "$@"\n'
+        )
+        os.chmod(bd / "ray", 0o755)
     script = Path(__file__).with_name("model.py")
     args = [str(py), str(script), str(model_dir(spec))]
-    for key, value in MODEL.items():
+    for key, value in model_shape(tps).items():
         args += [f"--{key.replace('_', '-')}", str(value)]
     res = proc.run(args, check=False, timeout=600)
     if res.returncode != 0:

@@ -9,7 +9,7 @@ with it, streams its tokens and counts them, which is what `bench` and `battery`
 against. The generation config has no end-of-sequence token, so the model always writes
 max_tokens tokens (transformers serve does not take vLLM's ignore_eos).
 
-    python fabric/sparkfab/lab/model.py DIR [--hidden 1024 --heads 16 --kv-heads 4 --layers 2]
+    python fabric/sparkfab/lab/model.py DIR [--hidden 1024 --heads 16 --kv-heads 4 --layers 2 --vocab 448]
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ CHAT_TEMPLATE = (
 )
 
 
-def make(out: Path, seed: int = 0, hidden: int = 64, heads: int = 4, kv_heads: int = 2, layers: int = 2) -> Path:
-    """A model in `out`; vLLM's CPU attention needs head_dim >= 32 (hidden / heads), e.g. 128, 2, 1."""
+def make(
+    out: Path, seed: int = 0, hidden: int = 64, heads: int = 4, kv_heads: int = 2, layers: int = 2, vocab: int = 0
+) -> Path:
+    """A model in `out`; vLLM's CPU attention needs head_dim >= 32 (hidden / heads), e.g. 128, 2, 1.
+    `vocab` (at least the tokenizer's) sizes the embedding so that tensor parallelism can split it."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -50,7 +53,7 @@ def make(out: Path, seed: int = 0, hidden: int = 64, heads: int = 4, kv_heads: i
     fast.save_pretrained(out)
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(fast),
+        vocab_size=max(vocab, len(fast)),
         hidden_size=hidden,
         intermediate_size=2 * hidden,
         num_hidden_layers=layers,
@@ -76,13 +79,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--kv-heads", type=int, default=4)
     p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--vocab", type=int, default=0, help="embedding rows (at least the tokenizer's vocabulary)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     if a.hidden % a.heads or a.hidden // a.heads < 32 or a.heads % a.kv_heads:
         p.error(
             "hidden/heads must be a whole head size of at least 32 (vLLM's CPU attention), heads a multiple of kv-heads"
         )
-    print(make(a.dir, a.seed, a.hidden, a.heads, a.kv_heads, a.layers))
+    print(make(a.dir, a.seed, a.hidden, a.heads, a.kv_heads, a.layers, a.vocab))
     return 0
 
 

@@ -18,8 +18,10 @@ SYSCTL_PATH = "/etc/sysctl.d/60-sparkfab.conf"
 NFT_PATH = "/etc/sparkfab/firewall.nft"
 UFW_PATH = "/etc/sparkfab/ufw.rules"
 DOCKER_USER_PATH = "/etc/sparkfab/docker-user.sh"
-#: kept beside the other files; the role installs it into /etc/systemd/system on real hosts
+#: kept beside the other files; the role installs them into /etc/systemd/system where systemd runs
 DOCKER_UNIT_PATH = "/etc/sparkfab/sparkfab-docker-user.service"
+FIREWALL_UNIT_PATH = "/etc/sparkfab/sparkfab-firewall.service"
+NFT = "/usr/sbin/nft"
 #: marks sparkfab's rules for people reading `iptables -S DOCKER-USER`; verify checks the netdev
 #: pairs instead, since nft's JSON does not carry iptables comments
 DOCKER_RULE_COMMENT = "sparkfab"
@@ -62,6 +64,13 @@ def nftables(plan: Plan, host: Host) -> File:
         ports=control_ports(plan, host),
     )
     return File(NFT_PATH, text, 0o644)
+
+
+def firewall_unit(plan: Plan, host: Host) -> File:
+    """Loads the table at boot, before the network comes up (a reboot otherwise leaves the fabric
+    without its input filter until the next apply)."""
+    text = fill("firewall.service.j2", cluster=plan.cluster, host=host.name, nft=NFT, rules=NFT_PATH)
+    return File(FIREWALL_UNIT_PATH, text, 0o644)
 
 
 def ufw_rules(plan: Plan, host: Host) -> File:

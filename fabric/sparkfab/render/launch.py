@@ -14,15 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkfab.errors import RenderError
-from sparkfab.launchers import SECRETS, Recipe
+from sparkfab.launchers import SECRETS, SECRETS_FILE, Recipe
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render import File
 from sparkfab.render.text import fill
 
 LAUNCH_DIR = "/etc/sparkfab/launch"
 COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
-#: root-only KEY=VALUE file on the host that the engine's secrets come from (never rendered)
-SECRETS_PATH = "/etc/sparkfab/secrets.env"
 HF_CACHE = "/root/.cache/huggingface"
 #: Flags that differ per rank by design, with a value and without one; everything else must
 #: match across ranks.
@@ -35,13 +33,18 @@ class Launch:
     instance: str
     rank: int
     world: int
-    start_order: int
+    start_order: int  # the wave it starts in: 0 first, 1 once the first wave has started
     runtime: str
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
     engine_flags: tuple[str, ...]
     health_url: str | None
     secrets: tuple[str, ...] = ()
+    health_wait_s: int = 0  # how long serve waits for rank 0's health (the engine's own timeout and more)
+
+    @property
+    def start_first(self) -> bool:
+        return self.start_order == 0
 
     @property
     def engine_hash(self) -> str:
@@ -105,7 +108,7 @@ def flag_argv(flags: dict[str, Any]) -> list[str]:
 def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
     rank = next(r for r in inst.ranks if r.host == host.name)
     n = len(inst.ranks)
-    runtime = inst.runtime or ("process" if recipe.engine == "collective" else "docker")
+    runtime = inst.runtime or recipe.default_runtime
     backend = inst.backend or recipe.backend
     master = inst.master_addr
     if recipe.tp_backend == "gloo":
@@ -129,7 +132,17 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
         engine,
         health,
         secrets,
+        recipe.health_wait,
     )
+
+
+def secret_names(plan: Plan) -> list[str]:
+    """Every secret some engine of the plan takes from its host's secrets file."""
+    names: dict[str, None] = {}
+    for inst in plan.instances:
+        if inst.recipe is not None:
+            names.update(dict.fromkeys(launch(plan, inst, plan.host(inst.hosts[0]), inst.recipe).secrets))
+    return list(names)
 
 
 def engine_flags(argv: list[str]) -> tuple[str, ...]:
@@ -147,11 +160,14 @@ def engine_flags(argv: list[str]) -> tuple[str, ...]:
 
 
 def _start_order(rank: int, n: int, backend: str, recipe: Recipe) -> int:
-    """With Ray the head (rank 0) starts first and the workers join it, as vLLM's and NVIDIA's
-    recipes do; with vLLM's own multi-node mode the workers wait for rank 0, which starts last."""
+    """The wave a rank starts in. With Ray the head (rank 0) starts first and the workers join it,
+    as vLLM's and NVIDIA's recipes do; with vLLM's own multi-node mode the workers wait for rank
+    0, which starts last (a single rank starts at once)."""
+    if n == 1:
+        return 0
     if recipe.engine == "vllm" and backend == "ray":
-        return rank
-    return n - 1 if rank == 0 else rank - 1
+        return 0 if rank == 0 else 1
+    return 1 if rank == 0 else 0
 
 
 def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: str, master: str) -> list[str]:
@@ -232,8 +248,10 @@ def _env(plan: Plan, inst: Instance, host: Host, recipe: Recipe, backend: str) -
     return sorted(env.items())
 
 
-def ray_commands(plan: Plan, inst: Instance, host: Host, serve: list[str]) -> list[str]:
-    """The container command with Ray: rank 0 starts the head then serves; others join."""
+def ray_commands(plan: Plan, inst: Instance, host: Host, serve: list[str], wait_s: int) -> list[str]:
+    """The container command with Ray: rank 0 starts the head then serves; others join. A worker
+    waits (up to `wait_s`) for the head's port before it joins: `ray start` gives up on a head
+    that is not there yet after a few seconds and would leave its container dead for good."""
     port = str(plan.master_port)
     if host.name == inst.ranks[0].host:
         head = [
@@ -247,7 +265,7 @@ def ray_commands(plan: Plan, inst: Instance, host: Host, serve: list[str]) -> li
             "--disable-usage-stats",
         ]
         return ["bash", "-c", f"{shlex.join(head)} && exec {shlex.join(serve)}"]
-    return [
+    join = [
         "ray",
         "start",
         "--block",
@@ -257,6 +275,12 @@ def ray_commands(plan: Plan, inst: Instance, host: Host, serve: list[str]) -> li
         host.control_address,
         "--disable-usage-stats",
     ]
+    wait = (
+        f"for _ in $(seq {max(1, wait_s // 2)}); do (exec 3<>/dev/tcp/{inst.master_addr}/{port}) 2>/dev/null "
+        f"&& exec {shlex.join(join)}; sleep 2; done; "
+        f"echo 'no Ray head answered at {inst.master_addr}:{port} within {wait_s} s' >&2; exit 1"
+    )
+    return ["bash", "-c", wait]
 
 
 def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
@@ -267,7 +291,7 @@ def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
     backend = inst.backend or recipe.backend
     command = list(lx.argv)
     if recipe.engine == "vllm" and backend == "ray":
-        command = ray_commands(plan, inst, host, command)
+        command = ray_commands(plan, inst, host, command, lx.health_wait_s)
     meta = {
         "instance": inst.name,
         "rank": lx.rank,
@@ -309,9 +333,27 @@ def volumes(recipe: Recipe, inst: Instance) -> list[str]:
     return vols
 
 
+def container_options(recipe: Recipe, inst: Instance) -> list[list[str]]:
+    """`docker run`'s options that make a container a Spark's engine, one group a line: host
+    network and IPC, the GPU and the RDMA devices, unlimited memlock, the env files and
+    /etc/sparkfab at the same path (NCCL_GRAPH_FILE and the env files name paths under it), the
+    recipe's volumes. The launch script and `verify --collective` use the same."""
+    return [
+        ["--network", "host", "--ipc", "host", "--gpus", "all"],
+        ["--device", "/dev/infiniband", "--cap-add", "IPC_LOCK"],
+        ["--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--shm-size", recipe.shm_size],
+        ["--env-file", "/etc/sparkfab/nccl.env", "--env-file", f"{LAUNCH_DIR}/{inst.name}.env"],
+        ["-v", "/etc/sparkfab:/etc/sparkfab:ro"],
+        [x for v in volumes(recipe, inst) for x in ("-v", v)],
+    ]
+
+
 def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, command: list[str]) -> str:
     envs = f"/etc/sparkfab/nccl.env {LAUNCH_DIR}/{inst.name}.env"
     options, args = container_command(recipe, command)
+    lines = [shlex.join(group) for group in container_options(recipe, inst)]
+    # secrets: root-only, never rendered; values reach the engine by name, not on a command line
+    lines[3] += "".join(f" -e {n}" for n in lx.secrets)
     return fill(
         "launch.sh.j2",
         instance=inst.name,
@@ -319,19 +361,14 @@ def _script(plan: Plan, inst: Instance, host: Host, recipe: Recipe, lx: Launch, 
         world=lx.world,
         host=host.name,
         start_order=lx.start_order,
-        # secrets: root-only, never rendered; values reach the engine by name, not on a command line
         secrets=bool(lx.secrets),
-        secrets_path=SECRETS_PATH,
-        export_secrets=export_env(SECRETS_PATH),
+        secrets_path=SECRETS_FILE,
+        export_secrets=export_env(SECRETS_FILE),
         runtime=lx.runtime,
         export_env=export_env(envs),
         command=shlex.join(command).replace("python3", "${SPARKFAB_PYTHON:-python3}", 1),
         container=f"sparkfab-{inst.name}",
-        shm_size=recipe.shm_size,
-        env_file=f"{LAUNCH_DIR}/{inst.name}.env",
-        passed="".join(f" -e {n}" for n in lx.secrets),
-        # NCCL_GRAPH_FILE and the env files name paths under /etc/sparkfab: the same path inside
-        volumes=" ".join(f"-v {shlex.quote(v)}" for v in volumes(recipe, inst)),
+        options=lines,
         image=shlex.join([*options, recipe.image]),
         args=shlex.join(args),
     )

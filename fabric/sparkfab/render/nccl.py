@@ -15,11 +15,8 @@ ENV_PATH = "/etc/sparkfab/nccl.env"
 GRAPH_PATH = "/etc/sparkfab/nccl-graph.xml"
 SUBNET_AWARE_SINCE = (2, 30, 7)
 
-_MODE_TEXT: dict[spark.LinkSpeed, str] = {
-    "200": "200 Gb/s: both PCIe roots",
-    "100e": "emulated 100 Gb/s: PCIe root 0 only",
-    "100": "100 Gb/s breakout: both PCIe roots",
-}
+_ROOTS_TEXT = {(0, 1): "both PCIe roots", (0,): "PCIe root 0 only"}
+_MODE_TEXT: dict[spark.LinkSpeed, str] = {m: f"{s.text}: {_ROOTS_TEXT[s.roots]}" for m, s in spark.SPEEDS.items()}
 
 
 def version_tuple(v: str) -> tuple[int, ...]:
@@ -27,14 +24,21 @@ def version_tuple(v: str) -> tuple[int, ...]:
 
 
 def warnings(plan: Plan) -> list[str]:
-    direct = [i.name for i in plan.instances if i.direct]
-    if direct and version_tuple(plan.nccl_version) < SUBNET_AWARE_SINCE:
-        return [
-            f"NCCL {plan.nccl_version} predates 2.30.7: NCCL_IB_SUBNET_AWARE_ROUTING is ignored, "
-            f"so the switchless instance(s) {', '.join(direct)} may pick a device with no path "
-            "to the next rank (ibv_modify_qp ... Connection timed out)"
-        ]
-    return []
+    """Switchless instances whose NCCL predates subnet-aware routing: the NCCL their recipe's
+    image carries (`nccl_version:` in the recipe), else the inventory's `nccl_version`."""
+    out = []
+    for inst in plan.instances:
+        if not inst.direct:
+            continue
+        own = inst.recipe.nccl_version if inst.recipe is not None else ""
+        version, source = (own, f"{inst.recipe.image}'s NCCL") if own and inst.recipe else (plan.nccl_version, "NCCL")
+        if version_tuple(version) < SUBNET_AWARE_SINCE:
+            out.append(
+                f"{source} {version} predates 2.30.7: NCCL_IB_SUBNET_AWARE_ROUTING is ignored, so the "
+                f"switchless instance {inst.name} may pick a device with no path to the next rank "
+                "(ibv_modify_qp ... Connection timed out); verify and preflight read the image's own NCCL"
+            )
+    return out
 
 
 def env_vars(plan: Plan, host: Host, inst: Instance | None) -> list[tuple[str, str]]:

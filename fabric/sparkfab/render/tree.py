@@ -39,6 +39,7 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
         files.append(File(LLDP_PATH, LLDP_CONF))
     if plan.control_plane == "fabric" and host.ifaces:
         files += [control.sysctl(plan, host), control.nftables(plan, host), control.ufw_rules(plan, host)]
+        files.append(control.firewall_unit(plan, host))
         if host.forwarding:
             files += [control.docker_user(plan, host), control.docker_unit(plan, host)]
     inst = plan.instance_of(host.name)
@@ -85,6 +86,7 @@ _KINDS = (
     ("/etc/sparkfab/ufw", "control"),
     ("/etc/sparkfab/docker-user", "control"),
     ("/etc/sparkfab/sparkfab-docker-user", "control"),
+    ("/etc/sparkfab/sparkfab-firewall", "control"),
     ("/etc/lldpd.d/", "lldp"),
 )
 
@@ -114,6 +116,8 @@ def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
             "sparkfab_rank": lx.rank,
             "sparkfab_world_size": lx.world,
             "sparkfab_start_order": lx.start_order,
+            "sparkfab_start_first": lx.start_first,
+            "sparkfab_health_wait_s": lx.health_wait_s,
             "sparkfab_runtime": lx.runtime,
             "sparkfab_health_url": lx.health_url,
             "sparkfab_engine_flag_hash": lx.engine_hash,

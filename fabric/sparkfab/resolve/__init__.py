@@ -72,6 +72,7 @@ def assemble(
     insts = []
     for ri in instances:
         spec = sf.instances[ri.name]
+        recipe = ctx.recipes()[spec.launcher] if spec.launcher else None
         insts.append(
             Instance(
                 name=ri.name,
@@ -79,9 +80,10 @@ def assemble(
                 tp=spec.tp,
                 ranks=tuple(ri.ranks),
                 launcher=spec.launcher,
-                recipe=ctx.recipes()[spec.launcher] if spec.launcher else None,
-                backend=spec.backend,
-                runtime=spec.runtime,
+                recipe=recipe,
+                # one resolved backend and runtime, read by the launch, the firewall and the plays
+                backend=spec.backend or (recipe.backend if recipe else None),
+                runtime=spec.runtime or (recipe.default_runtime if recipe else None),
                 port=spec.port,
                 flags=dict(spec.flags),
                 env=dict(spec.env),

@@ -14,13 +14,11 @@ from typing import Any
 
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.control import forward_pairs
-from sparkfab.render.launch import export_env
+from sparkfab.render.launch import container_options, export_env
 from sparkfab.verify import firewall, hardware, lldp
+from sparkfab.verify.expect import Expect
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, CollectiveResult, Result
-
-#: veth reports 10000 Mb/s; a ConnectX-7 port reports 200000 Mb/s on both twins.
-LAB_SPEED, HW_SPEED = 10000, 200000
 
 
 class NoRoot(Exception):
@@ -53,7 +51,7 @@ def as_root(th: Any) -> Any:  # a testinfra Host: its backend is switched to sud
     return th
 
 
-def link_checks(plan: Plan, host: Host, th: Remote, lab: bool) -> list[Result]:
+def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:
     links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
     addrs = {x["ifname"]: x for x in json.loads(th.check_output("ip -j -4 addr show"))}
     names = " ".join(i.netdev for i in host.ifaces)
@@ -82,11 +80,8 @@ def link_checks(plan: Plan, host: Host, th: Remote, lab: bool) -> list[Result]:
         have = sorted(f"{a['local']}/{a['prefixlen']}" for a in addrs.get(name, {}).get("addr_info", []))
         out.append(Result.compare("ipv4", host.name, name, [iface.address], have))
         speed = speeds.get(name)
-        out.append(
-            Result.compare(
-                "speed", host.name, name, LAB_SPEED if lab else HW_SPEED, speed, "veth in the lab" if lab else ""
-            )
-        )
+        why = exp.stand_in or ("" if speed == exp.netdev_mbps else f"link speed {exp.mode} expects {exp.netdev_mbps}")
+        out.append(Result.compare("speed", host.name, name, exp.netdev_mbps, speed, why))
     return out
 
 
@@ -203,9 +198,9 @@ def cabling(host: Host, th: Remote) -> list[Result]:
     return lldp.check_host(host, lldp.neighbours(res.stdout))
 
 
-def rdma(plan: Plan, host: Host, th: Remote, lab: bool) -> list[Result]:
-    if lab:
-        return [Result.skip("rdma", host.name, "RDMA devices", "lab: veths have no RDMA devices (hardware only)")]
+def rdma(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:
+    if exp.rdma_rate is None:
+        return [Result.skip("rdma", host.name, "RDMA devices", f"no RDMA devices: {exp.stand_in}")]
 
     def read(path: str) -> str | None:
         f = th.file(path)
@@ -213,28 +208,36 @@ def rdma(plan: Plan, host: Host, th: Remote, lab: bool) -> list[Result]:
 
     inst = plan.instance_of(host.name)
     graph = plan.nccl_graph and inst is not None and inst.direct
-    return hardware.rdma_checks(host, read, plan.mode_of(host.name), graph)
+    return hardware.rdma_checks(host, read, exp.mode, graph)
+
+
+def collective_command(plan: Plan, inst: Instance, rank: int, backend: str, sizes: str) -> str:
+    """One rank of the all-reduce with the rendered env: inside the instance's image for the docker
+    runtime (its torch and NCCL, started as the engine's container is), else the host's Python."""
+    port = plan.master_port + 1  # admitted by the fabric firewall next to the engine's port
+    args = (
+        f"/etc/sparkfab/collective.py run --rank {rank} --world-size {len(inst.ranks)} "
+        f"--master-addr {inst.master_addr} --master-port {port} --backend {backend} "
+        f"--sizes {shlex.quote(sizes)} --timeout 90"
+    )
+    rec = inst.recipe
+    if inst.runtime == "docker" and rec is not None:
+        options = " ".join(shlex.join(group) for group in container_options(rec, inst))
+        return f"docker run --rm {options} --entrypoint python3 {shlex.quote(rec.image)} {args}"
+    env = f"/etc/sparkfab/nccl.env /etc/sparkfab/launch/{inst.name}.env"
+    return f'{export_env(env)}; exec "${{SPARKFAB_PYTHON:-python3}}" {args}'
 
 
 def collective(
-    plan: Plan, inst: Instance, hosts: dict[str, Remote], lab: bool, sizes: str, log: Callable[[str], None]
+    plan: Plan, inst: Instance, hosts: dict[str, Remote], backend: str, sizes: str, log: Callable[[str], None]
 ) -> CollectiveResult:
     """The torch.distributed all-reduce with the generated env: workers first, rank 0 last."""
     import concurrent.futures as cf
 
-    backend = "gloo" if lab else "nccl"
-    port = plan.master_port + 1  # admitted by the fabric firewall next to the engine's port
     n = len(inst.ranks)
 
     def one(rank: int, host: str) -> dict[str, Any]:
-        env = f"/etc/sparkfab/nccl.env /etc/sparkfab/launch/{inst.name}.env"
-        cmd = (
-            f"{export_env(env)}; "
-            f'exec "${{SPARKFAB_PYTHON:-python3}}" /etc/sparkfab/collective.py run --rank {rank} '
-            f"--world-size {n} --master-addr {inst.master_addr} --master-port {port} "
-            f"--backend {backend} --sizes {shlex.quote(sizes)} --timeout 90"
-        )
-        res = hosts[host].run(cmd)
+        res = hosts[host].run(collective_command(plan, inst, rank, backend, sizes))
         lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
         if res.rc == 0 and lines:
             parsed: dict[str, Any] = json.loads(lines[-1])

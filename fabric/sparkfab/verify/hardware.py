@@ -9,13 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparkfab.plan import Host
-from sparkfab.spark import LinkSpeed
+from sparkfab.spark import SPEEDS, LinkSpeed
 from sparkfab.verify.result import FAIL, PASS, Result
-
-#: Pass marks of `verify --perf` (Gb/s): what one PCIe root carries, and what both twins of a port
-#: reach together; a rail or port measured below its mark fails.
-ROOT_PASS_GBPS = 95.0
-PORT_PASS_GBPS = 180.0
 
 Reader = Callable[[str], str | None]  # path under /sys -> content, None when absent
 
@@ -45,9 +40,9 @@ def rdma_checks(host: Host, read: Reader, mode: LinkSpeed, graph: bool = False) 
         state = (read(f"{base}/state") or "absent").strip()
         out.append(Result.compare("rdma-state", host.name, iface.rdma, "4: ACTIVE", state, why_active))
         rate = (read(f"{base}/rate") or "absent").strip()
-        out.append(
-            Result("rdma-rate", host.name, iface.rdma, "200 Gb/sec", rate, PASS if rate.startswith("200 ") else FAIL)
-        )
+        want = SPEEDS[mode].rdma_rate
+        ok = rate == want or rate.startswith(want + " ")
+        out.append(Result("rdma-rate", host.name, iface.rdma, want, rate, PASS if ok else FAIL))
         idx = roce_v2_gid_index(read, iface.rdma, iface.ip)
         out.append(
             Result(

@@ -10,6 +10,7 @@ import time
 
 from sparkfab.plan import Host, Iface, Instance, Plan
 from sparkfab.render.launch import export_env
+from sparkfab.spark import SPEEDS
 from sparkfab.verify import hardware
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
@@ -77,6 +78,7 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
         with cf.ThreadPoolExecutor(max_workers=len(group)) as pool:
             runs = list(pool.map(lambda j: _bw(hosts, *j), jobs))
         total = 0.0
+        marks = SPEEDS[plan.mode_of(group[0][0].name)]
         for (a, ai, b, bi), (note, gbps) in zip(group, runs, strict=True):
             total += gbps or 0.0
             out.append(
@@ -84,9 +86,9 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
                     "ib_write_bw",
                     a.name,
                     f"{ai.rdma} -> {b.name}:{bi.rdma}",
-                    f">= {hardware.ROOT_PASS_GBPS:.0f} Gb/s",
+                    f">= {marks.root_pass_gbps:.0f} Gb/s",
                     "-" if gbps is None else f"{gbps:.1f} Gb/s",
-                    PASS if gbps and gbps >= hardware.ROOT_PASS_GBPS else FAIL,
+                    PASS if gbps and gbps >= marks.root_pass_gbps else FAIL,
                     "" if gbps else note,
                 )
             )
@@ -97,9 +99,9 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
                     "port-bw",
                     a.name,
                     f"{ai.port} (both twins)",
-                    f">= {hardware.PORT_PASS_GBPS:.0f} Gb/s",
+                    f">= {marks.port_pass_gbps:.0f} Gb/s",
                     f"{total:.1f} Gb/s",
-                    PASS if total >= hardware.PORT_PASS_GBPS else FAIL,
+                    PASS if total >= marks.port_pass_gbps else FAIL,
                 )
             )
         a, ai, b, bi = group[0]
@@ -119,37 +121,84 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
     return out
 
 
+#: OpenMPI refuses to start as root unless told, and then only with both variables set
+ROOT_OK = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+#: how mpirun starts the other ranks: over ssh to each management address, as the login user,
+#: never asking (a missing key or unknown host key fails at once; preflight checks both)
+RSH_AGENT = "ssh -o BatchMode=yes -o ConnectTimeout=10"
+
+
+def as_login(command: str, root_env: str = "") -> str:
+    """`command` (sh) as the user who logged in, in a login shell (their PATH, e.g. to a built
+    nccl-tests) from their home: verify's commands run as root through `sudo -n`, so it goes
+    back to $SUDO_USER; a root login runs it as root, with `root_env`."""
+    back = shlex.quote("cd; " + command)
+    as_root = shlex.quote(f"cd; {'export ' + root_env + '; ' if root_env else ''}{command}")
+    return (
+        'if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then '
+        f'exec sudo -n -H -u "$SUDO_USER" sh -lc {back}; else exec sh -lc {as_root}; fi'
+    )
+
+
 def all_reduce_command(plan: Plan, inst: Instance) -> str:
-    """nccl-tests across the instance, ranks in cable order, each rank with its own rendered
-    /etc/sparkfab/nccl.env (read on that rank, literally), MPI's own TCP on the management
-    interface so that it stays off the fabric under test."""
+    """nccl-tests across the instance, as NVIDIA's Spark playbook runs it: mpirun as the login
+    user (verify's commands run as root through sudo, so it goes back to $SUDO_USER; a root login
+    gets OpenMPI's permission to run as root), the other ranks started over ssh to their
+    management addresses, ranks in cable order, each with its own rendered /etc/sparkfab/nccl.env
+    (read on that rank, literally), and MPI's own traffic (its TCP, and UCX where OpenMPI is
+    built with it) on the management interface, off the fabric under test. MASTER_ADDR and
+    MASTER_PORT (rank 0's control address) are for a stand-in of all_reduce_perf; nccl-tests
+    does not read them."""
     hostlist = ",".join(f"{plan.host(h).mgmt_address}:1" for h in inst.hosts)
     rank_cmd = f"{export_env('/etc/sparkfab/nccl.env')}; exec all_reduce_perf -b 1M -e 256M -f 4 -d bfloat16"
     mgmt = plan.host(inst.hosts[0]).mgmt_if
-    return (
-        f"mpirun -np {len(inst.hosts)} -H {hostlist} --mca btl_tcp_if_include {mgmt} "
-        f"--mca oob_tcp_if_include {mgmt} sh -c {shlex.quote(rank_cmd)}"
+    mpi = (
+        f"UCX_NET_DEVICES={mgmt} MASTER_ADDR={inst.master_addr} MASTER_PORT={plan.master_port + 1} "
+        f"mpirun -np {len(inst.hosts)} -H {hostlist} --mca plm_rsh_agent {shlex.quote(RSH_AGENT)} "
+        f"--mca btl_tcp_if_include {mgmt} --mca oob_tcp_if_include {mgmt} "
+        "-x UCX_NET_DEVICES -x MASTER_ADDR -x MASTER_PORT "
+        f"sh -c {shlex.quote(rank_cmd)}"
+    )
+    return as_login(mpi, ROOT_OK)
+
+
+def peer_ssh_command(plan: Plan, inst: Instance) -> str:
+    """What mpirun needs before it starts: rank 0's login user reaches every other rank's
+    management address over ssh without a prompt. Prints `<address> ok|<error>` per peer."""
+    peers = " ".join(plan.host(h).mgmt_address for h in inst.hosts[1:])
+    probe = (
+        f'for a in {peers}; do if out=$({RSH_AGENT} "$a" true 2>&1); then echo "$a ok"; '
+        'else echo "$a $(echo $out | tail -c 160)"; fi; done'
+    )
+    return as_login(probe)
+
+
+#: what `verify --perf` needs on rank 0, found on the login user's PATH (a login shell's)
+MPI_TOOLS = "command -v all_reduce_perf && command -v mpirun"
+
+
+def all_reduce(plan: Plan, inst: Instance, head: Remote, want: float) -> Result:
+    """nccl-tests' all_reduce_perf across one instance, judged by the mode's bus-bandwidth mark."""
+    if head.run(as_login(MPI_TOOLS)).rc != 0:
+        return Result.skip("all_reduce_perf", inst.hosts[0], inst.name, "all_reduce_perf or mpirun not installed")
+    res = head.run(all_reduce_command(plan, inst))
+    rows, avg = hardware.parse_nccl_tests(res.stdout)
+    best = max((r.busbw for r in rows), default=0.0) * 8
+    why = "" if rows else ((res.stderr or res.stdout).strip().splitlines() or [f"exit {res.rc}"])[-1][-200:]
+    return Result(
+        "all_reduce_perf",
+        inst.hosts[0],
+        inst.name,
+        f"busbw >= {want:g} Gb/s",
+        f"{best:.0f} Gb/s (avg {avg} GB/s)",
+        PASS if best >= want else FAIL,
+        why,
     )
 
 
 def _all_reduce(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
-    first = plan.hosts[0].name
-    if hosts[first].run("command -v all_reduce_perf && command -v mpirun").rc != 0:
-        return [Result.skip("all_reduce_perf", first, "nccl-tests", "all_reduce_perf or mpirun not installed")]
-    out = []
-    for inst in plan.instances:
-        res = hosts[inst.hosts[0]].run(all_reduce_command(plan, inst))
-        rows, avg = hardware.parse_nccl_tests(res.stdout)
-        best = max((r.busbw for r in rows), default=0.0) * 8
-        want = hardware.PORT_PASS_GBPS if plan.mode_of(inst.hosts[0]) != "100e" else hardware.ROOT_PASS_GBPS
-        out.append(
-            Result(
-                "all_reduce_perf",
-                inst.hosts[0],
-                inst.name,
-                f"busbw >= {want:.0f} Gb/s",
-                f"{best:.0f} Gb/s (avg {avg} GB/s)",
-                PASS if best >= want else FAIL,
-            )
-        )
-    return out
+    return [
+        all_reduce(plan, inst, hosts[inst.hosts[0]], SPEEDS[plan.mode_of(inst.hosts[0])].busbw_pass_gbps)
+        for inst in plan.instances
+        if len(inst.hosts) > 1
+    ]

@@ -11,6 +11,7 @@ from sparkfab.connection import Connection
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
 from sparkfab.verify import checks, images, mesh
+from sparkfab.verify.expect import expect
 from sparkfab.verify.perf import perf
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Report, Result
@@ -27,10 +28,11 @@ def _per_host(plan: Plan, host: Host, th: Remote, lab: bool, files: dict[str, st
         return [Result("ssh", host.name, "connection", "root (sudo -n)", "no root", FAIL, str(exc))]
     except Exception as exc:
         return [Result("ssh", host.name, "connection", "reachable", "unreachable", FAIL, str(exc)[:200])]
-    out = checks.link_checks(plan, host, th, lab)
+    exp = expect(plan.mode_of(host.name), lab)
+    out = checks.link_checks(plan, host, th, exp)
     out += checks.config_checks(plan, host, th, files)
     out += checks.jumbo_pings(plan, host, th)
-    out += checks.rdma(plan, host, th, lab)
+    out += checks.rdma(plan, host, th, exp)
     return out
 
 
@@ -105,7 +107,9 @@ def verify(
                     )
                 )
                 continue
-            res = checks.collective(plan, inst, hosts, in_lab, sizes, log)
+            res = checks.collective(
+                plan, inst, hosts, expect(plan.mode_of(inst.hosts[0]), in_lab).collective, sizes, log
+            )
             report.collective[inst.name] = res
             report.results.append(
                 Result(

@@ -16,6 +16,11 @@ description:
     name the first of those wins) except sparkfab's own, and names every definition that
     matches a fabric netdev by id, C(match.name) (globs), C(set-name), a member list
     (C(interfaces)) or a VLAN C(link).
+  - A C(match) without C(name) (C(driver), C(macaddress), anything else) counts as touching a
+    fabric netdev unless the netdev's own driver and MAC address (read from sysfs) prove it
+    does not - networkd takes only the first matching .network file, and netplan's name for
+    such a definition (C(10-netplan-<id>.network)) can sort before sparkfab's, replacing its
+    whole configuration of the netdev.
   - With C(take_over), files under C(/etc/netplan) are moved into C(backup_dir) (never
     overwriting an earlier backup); files elsewhere cannot be moved and are refused.
   - Supports check mode and diff mode.
@@ -84,19 +89,39 @@ def netplan_files(root):
     return [chosen[n] for n in sorted(chosen)]
 
 
-def _names(ident, conf):
-    names = {str(ident)}
-    if isinstance(conf, dict):
-        match = conf.get("match")
-        if isinstance(match, dict) and match.get("name"):
-            names.add(str(match["name"]))
-        if conf.get("set-name"):
-            names.add(str(conf["set-name"]))
-    return names
+def _globs(value):
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
-def touched(doc, netdevs):
-    """The fabric netdevs a parsed netplan document configures, sorted."""
+def _matches(ident, conf, dev, facts):
+    """Whether the definition `ident: conf` configures netdev `dev` (facts: what sysfs says of
+    it, {"macaddress", "driver"}; a fact not known is taken to match). With `match:` every key
+    given must hold, as networkd requires; the id itself is then only a label."""
+    if not isinstance(conf, dict):
+        return fnmatch.fnmatchcase(dev, str(ident))
+    if conf.get("set-name") == dev:
+        return True
+    match = conf.get("match")
+    if not isinstance(match, dict):
+        return fnmatch.fnmatchcase(dev, str(ident))
+    for key, value in match.items():
+        if key == "name":
+            ok = any(fnmatch.fnmatchcase(dev, g) for g in _globs(value))
+        elif key == "macaddress" and facts.get("macaddress"):
+            ok = str(value).lower() == facts["macaddress"].lower()
+        elif key == "driver" and facts.get("driver"):
+            ok = any(fnmatch.fnmatchcase(facts["driver"], g) for g in _globs(value))
+        else:
+            ok = True  # not provable here: it may match
+        if not ok:
+            return False
+    return True
+
+
+def touched(doc, netdevs, facts=None):
+    """The fabric netdevs a parsed netplan document configures, sorted (`facts`: per netdev
+    what sysfs says of it; without them a match by driver or MAC address counts as a hit)."""
+    facts = facts or {}
     hits = set()
     network = doc.get("network") if isinstance(doc, dict) else None
     if not isinstance(network, dict):
@@ -106,13 +131,27 @@ def touched(doc, netdevs):
         if not isinstance(defs, dict):
             continue
         for ident, conf in defs.items():
-            for dev in netdevs:
-                if any(fnmatch.fnmatchcase(dev, pattern) for pattern in _names(ident, conf)):
-                    hits.add(dev)
+            hits.update(dev for dev in netdevs if _matches(ident, conf, dev, facts.get(dev, {})))
             if isinstance(conf, dict):
                 members = conf.get("interfaces") if isinstance(conf.get("interfaces"), list) else []
                 hits.update(dev for dev in netdevs if dev in members or conf.get("link") == dev)
     return sorted(hits)
+
+
+def sysfs_facts(root, netdevs):
+    """What matches read of each netdev: its MAC address and its driver's name."""
+    out = {}
+    for dev in netdevs:
+        base = os.path.join(root, "sys/class/net", dev)
+        facts = {}
+        try:
+            with open(os.path.join(base, "address"), encoding="ascii") as f:
+                facts["macaddress"] = f.read().strip()
+            facts["driver"] = os.path.basename(os.readlink(os.path.join(base, "device/driver")))
+        except OSError:
+            pass
+        out[dev] = facts
+    return out
 
 
 def _free(path):
@@ -131,6 +170,7 @@ def run(module):
     root = p["root"]
     own = os.path.join(root, p["own"].lstrip("/"))
     foreign = []
+    facts = sysfs_facts(root, p["netdevs"])
     for path in netplan_files(root):
         if os.path.abspath(path) == os.path.abspath(own):
             continue
@@ -141,7 +181,7 @@ def run(module):
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             module.warn(f"cannot read {path}: {exc}")
             continue
-        devs = touched(doc, p["netdevs"])
+        devs = touched(doc, p["netdevs"], facts)
         if devs:
             foreign.append({"path": path, "netdevs": devs, "text": text})
     report = [{"path": f["path"], "netdevs": f["netdevs"]} for f in foreign]

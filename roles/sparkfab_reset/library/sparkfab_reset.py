@@ -14,7 +14,8 @@ module: sparkfab_reset
 short_description: Remove what sparkfab installed on a host and restore what it moved aside
 description:
   - Files - sparkfab's netplan file, everything under /etc/sparkfab, its sysctl.d and lldpd.d
-    files, the DOCKER-USER unit, the include line in /etc/nftables.conf.
+    files, its units (the firewall's and the DOCKER-USER one), the include line in
+    /etc/nftables.conf that earlier versions wrote.
   - Netplan files that apply moved aside (--take-over-netplan) go back where they were, unless
     something else took their place (then they stay in the backup and the result says so).
   - Runtime - the nftables table, sparkfab's DOCKER-USER rules (and the chain, when sparkfab made
@@ -53,7 +54,7 @@ ETC = "/etc/sparkfab"
 BACKUP = "/etc/sparkfab/backup/netplan"
 BEFORE = "/etc/sparkfab/before"
 FILES = ("/etc/sysctl.d/60-sparkfab.conf", "/etc/lldpd.d/sparkfab.conf")
-UNIT = "sparkfab-docker-user.service"
+UNITS = ("sparkfab-firewall.service", "sparkfab-docker-user.service")
 NFT_INCLUDE = 'include "/etc/sparkfab/firewall.nft"'
 COMMENT = "sparkfab"
 
@@ -155,14 +156,15 @@ class Reset:
         for rule in [r for r in rules.splitlines() if r.strip() and not r.startswith("#")]:
             self.do(f"ufw delete {rule}", sh, ["ufw", "delete", *rule.split()])
 
-    def unit(self):
-        path = f"/etc/systemd/system/{UNIT}"
-        if self.m.params["lab"] or not os.path.lexists(path):
-            return
-        if have("systemctl"):
-            self.do(f"disable {UNIT}", sh, ["systemctl", "disable", UNIT])
-        self.remove_file(path)
-        if have("systemctl"):
+    def units(self):
+        """The units apply installed (only where systemd runs: /run/systemd/system)."""
+        found = [u for u in UNITS if os.path.lexists(f"/etc/systemd/system/{u}")]
+        systemd = os.path.isdir("/run/systemd/system") and have("systemctl")
+        for unit in found:
+            if systemd:
+                self.do(f"disable {unit}", sh, ["systemctl", "disable", unit])
+            self.remove_file(f"/etc/systemd/system/{unit}")
+        if found and systemd:
             self.do("systemctl daemon-reload", sh, ["systemctl", "daemon-reload"])
 
     def nftables_conf(self):
@@ -253,7 +255,7 @@ class Reset:
         self.firewall()
         self.filter_table(before)
         self.ufw()
-        self.unit()
+        self.units()
         self.nftables_conf()
         self.sysctls(before)
         self.links(before)

@@ -88,3 +88,59 @@ def test_files_outside_etc_are_refused_even_with_take_over(tmp_path):
     assert res["failed"] and "run/netplan/90-cloud.yaml is not under /etc/netplan and cannot be moved" in res["msg"]
     # /run shadows /lib for one file name, as netplan reads them
     assert [Path(f["path"]).parts[-3:] for f in res["foreign"]] == [("run", "netplan", "90-cloud.yaml")]
+
+
+DRIVER = "network:\n  ethernets:\n    cx7:\n      match: {driver: mlx5_core}\n      addresses: [10.9.9.9/24]\n"
+MAC = "network:\n  ethernets:\n    port:\n      match: {macaddress: '58:a2:e1:00:00:01'}\n      mtu: 1500\n"
+
+
+def _sysfs(root: Path, dev: str, mac: str, driver: str) -> None:
+    base = root / "sys/class/net" / dev
+    (base / "device").mkdir(parents=True)
+    (base / "address").write_text(mac + "\n")
+    (root / "sys/bus/pci/drivers" / driver).mkdir(parents=True, exist_ok=True)
+    (base / "device/driver").symlink_to(root / "sys/bus/pci/drivers" / driver)
+
+
+def test_a_match_by_driver_or_mac_counts_unless_the_host_proves_otherwise(tmp_path):
+    """`match: {driver: mlx5_core}` names no netdev, yet networkd applies it to every ConnectX-7
+    port; without sysfs to say otherwise it counts as touching every fabric netdev."""
+    root = _tree(tmp_path, **{"etc/netplan/10-cx7.yaml": DRIVER, "etc/netplan/20-mac.yaml": MAC})
+    found = {Path(f["path"]).name: f["netdevs"] for f in _run(root)["foreign"]}
+    assert found == {"10-cx7.yaml": sorted(FABRIC), "20-mac.yaml": sorted(FABRIC)}
+    # the host's own facts: the ConnectX-7 ports are mlx5_core; one of them has the MAC address
+    for i, dev in enumerate(FABRIC):
+        _sysfs(root, dev, f"58:a2:e1:00:00:0{i}", "mlx5_core")
+    found = {Path(f["path"]).name: f["netdevs"] for f in _run(root)["foreign"]}
+    assert found == {"10-cx7.yaml": sorted(FABRIC), "20-mac.yaml": [FABRIC[1]]}
+
+
+def test_a_match_the_host_disproves_is_left_alone(tmp_path):
+    other = DRIVER.replace("mlx5_core", "r8169")
+    root = _tree(tmp_path, **{"etc/netplan/10-eth.yaml": other, "etc/netplan/20-mac.yaml": MAC.replace("01", "99")})
+    for i, dev in enumerate(FABRIC):
+        _sysfs(root, dev, f"58:a2:e1:00:00:0{i}", "mlx5_core")
+    res = _run(root)
+    assert res["changed"] is False and res["foreign"] == []
+
+
+def test_networkd_takes_the_foreign_match_file_first(tmp_path):
+    """Why a match by driver is dangerous, in networkd's own terms: netplan writes such a
+    definition as 10-netplan-<id>.network with Driver=, which sorts before sparkfab's
+    10-netplan-<netdev>.network; networkd uses the first .network file that matches a link."""
+    import shutil
+
+    if not shutil.which("netplan"):
+        import pytest
+
+        pytest.skip("netplan is not installed (scripts/setup.sh)")
+    ours = "network:\n  version: 2\n  ethernets:\n    enp1s0f0np0:\n      addresses: [192.168.100.1/24]\n"
+    root = _tree(tmp_path, **{"etc/netplan/10-cx7.yaml": DRIVER, "etc/netplan/60-sparkfab.yaml": ours})
+    for f in (root / "etc/netplan").iterdir():
+        f.chmod(0o600)
+    res = subprocess.run(["netplan", "generate", "--root-dir", str(root)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    units = sorted(p.name for p in (root / "run/systemd/network").glob("*.network"))
+    assert units == ["10-netplan-cx7.network", "10-netplan-enp1s0f0np0.network"]
+    assert "Driver=mlx5_core" in (root / "run/systemd/network/10-netplan-cx7.network").read_text()
+    assert _run(root)["failed"]  # and apply refuses it before networkd can pick it

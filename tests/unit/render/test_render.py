@@ -211,7 +211,8 @@ def test_generated_vllm_flags_are_known():
                     import json
 
                     argv = json.loads(f.content)["argv"]
-                    if argv[0] == "ray":  # a Ray worker runs no vllm serve of its own
+                    if argv[0] == "bash" and "&& exec vllm serve " not in argv[-1]:
+                        assert "exec ray start --block" in argv[-1]  # a Ray worker: no vllm serve of its own
                         continue
                     serve = shlex.split(argv[-1].split("&& exec ", 1)[1]) if argv[0] == "bash" else argv
                     assert serve[:2] == ["vllm", "serve"]
@@ -227,14 +228,17 @@ def test_flag_list_is_generated_from_vllms_parser():
     py = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")
     if not py.exists():
         pytest.skip("no vLLM environment to compare with (SPARKFAB_VLLM_PYTHON)")
+    table = REPO / "launchers/vllm-serve-flags.txt"
     res = subprocess.run(
-        [str(py), str(REPO / "scripts/vllm_parser.py"), "flags", "--check"],
+        [str(py), str(REPO / "fabric/sparkfab/assets/vllm_oracle.py"), "flags", "--out", str(table), "--check"],
         capture_output=True,
         text=True,
         env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"},
         timeout=600,
     )
-    assert res.returncode == 0, f"stale: run scripts/vllm_parser.py with vLLM's Python\n{res.stderr[-800:]}"
+    assert res.returncode == 0, (
+        f"stale: run fabric/sparkfab/assets/vllm_oracle.py flags with vLLM's Python\n{res.stderr[-800:]}"
+    )
 
 
 def test_flag_list_names_its_vllm_version():
@@ -272,8 +276,8 @@ def test_start_order_workers_first():
     from sparkfab.render.launch import launch
 
     inst = plan.instances[0]
-    order = sorted(inst.hosts, key=lambda h: launch(plan, inst, plan.host(h), recipe(inst.launcher)).start_order)
-    assert order[-1] == inst.ranks[0].host and order[:-1] == list(inst.hosts[1:])
+    waves = {h: launch(plan, inst, plan.host(h), recipe(inst.launcher)).start_order for h in inst.hosts}
+    assert waves == {h: 1 if h == inst.ranks[0].host else 0 for h in inst.hosts}  # every worker, then rank 0
 
 
 def test_old_nccl_warns(tmp_path, cli):

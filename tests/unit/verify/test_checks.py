@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,37 @@ def test_rdma_checks_on_a_fake_sysfs(tmp_path):
     assert len(hardware.rdma_checks(host, read, "100e")) == 4  # only root 0 is listed at 100e
 
 
+@pytest.mark.parametrize("example", ["switch8-crs812-100", "switch16-crs804-100"])
+def test_a_100g_cluster_passes_at_100g_and_fails_a_200g_expectation(tmp_path, example):
+    """The shipped 100G examples: every twin at "100 Gb/sec (2X HDR)" passes at their mode 100,
+    and the same hardware read against mode 200 fails every listed device's rate."""
+    plan = load_plan(str(REPO / f"inventory/{example}.yml"))
+    assert plan.link_speed == "100"
+    host = plan.hosts[0]
+    for i in host.ifaces:
+        _fake_sysfs(tmp_path, i.rdma, i.ip, 3)
+        (tmp_path / f"sys/class/infiniband/{i.rdma}/ports/1/rate").write_text("100 Gb/sec (2X HDR)\n")
+
+    def read(path: str) -> str | None:
+        p = tmp_path / path.lstrip("/")
+        return p.read_text() if p.exists() else None
+
+    assert all(r.status == PASS for r in hardware.rdma_checks(host, read, "100"))
+    wrong = [r for r in hardware.rdma_checks(host, read, "200") if r.status == FAIL]
+    assert [(r.check, r.expected) for r in wrong] == [("rdma-rate", "200 Gb/sec")] * len(host.hca["200"])
+
+
+def test_expectations_come_from_the_mode_table():
+    """Every mode's expectations, side by side; 100e keeps the 200G link and NCCL's one root."""
+    from sparkfab.verify.expect import table
+
+    rows = {r[0]: r[1:] for r in table()}
+    assert rows["netdev speed (Mb/s)"] == ["200000", "200000", "100000"]
+    assert rows["RDMA port rate"] == ["200 Gb/sec", "200 Gb/sec", "100 Gb/sec"]
+    assert rows["all_reduce_perf busbw (Gb/s)"] == [">= 180", ">= 95", ">= 90"]
+    assert rows["ib_write_bw per port, both twins (Gb/s)"] == [">= 180", ">= 180", ">= 90"]
+
+
 def _chain(table, name, **kw):
     return {"chain": {"family": "ip", "table": table, "name": name, **kw}}
 
@@ -284,9 +316,10 @@ def test_perf_runs_each_rank_with_its_own_nccl_env():
     plan = load_plan(str(REPO / "inventory/ring4.yml"))
     inst = plan.instances[0]
     cmd = all_reduce_command(plan, inst)
-    assert " -x " not in cmd, "no variables copied from the head to every rank"
+    exported = re.findall(r" -x (\S+)", cmd)
+    assert set(exported) == {"UCX_NET_DEVICES", "MASTER_ADDR", "MASTER_PORT"}, "no NCCL variable copied from the head"
     assert "/etc/sparkfab/nccl.env" in cmd and "export" in cmd and "exec all_reduce_perf" in cmd
-    hosts = [h.split(":")[0] for h in cmd.split(" -H ")[1].split()[0].split(",")]
+    hosts = [h.split(":")[0] for h in re.search(r"mpirun -np \d+ -H (\S+)", cmd).group(1).split(",")]
     assert hosts == [plan.host(h).mgmt_address for h in inst.hosts], "ranks in cable order"
     assert f"btl_tcp_if_include {plan.host(inst.hosts[0]).mgmt_if}" in cmd
 

@@ -3,7 +3,9 @@ files) in, the rows of the report out; through a host double, without root or ss
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
 from sparkfab.verify import checks
+from sparkfab.verify.expect import VETH_MBPS, expect
 from sparkfab.verify.result import Report
 from tests.conftest import REPO
 from tests.doubles.host import Answer, FakeHost, ip_addr, ip_link
@@ -22,7 +25,7 @@ HOST = RING.hosts[0]
 def _healthy(**change: Any) -> dict[str, Any]:
     links = {i.netdev: {"mtu": RING.mtu} for i in HOST.ifaces}
     addrs = {i.netdev: [i.address] for i in HOST.ifaces}
-    speeds = {i.netdev: checks.HW_SPEED for i in HOST.ifaces}
+    speeds = {i.netdev: 200000 for i in HOST.ifaces}
     for name, what in change.items():
         kind, dev = name.split("__")
         dev = HOST.ifaces[int(dev)].netdev
@@ -42,32 +45,41 @@ def _host(state: dict[str, Any]) -> FakeHost:
     )
 
 
+HW, LAB = expect("200"), expect("200", lab=True)
 LINK_ROWS = [
-    ("healthy", _healthy(), False, []),
-    ("no such netdev", _healthy(link__0=None), False, [("netdev", 0, "absent", "no such interface")]),
+    ("healthy", _healthy(), HW, []),
+    ("no such netdev", _healthy(link__0=None), HW, [("netdev", 0, "absent", "no such interface")]),
     (
         "unplugged",
         _healthy(link__1={"mtu": 9000, "carrier": False}),
-        False,
+        HW,
         [("carrier", 1, "0", "no carrier: cable unplugged or far end down")],
     ),
-    ("down", _healthy(link__2={"mtu": 9000, "up": False}), False, [("up", 2, "DOWN", ""), ("carrier", 2, "0", None)]),
-    ("mtu 1500", _healthy(link__3={"mtu": 1500}), False, [("mtu", 3, "1500", "")]),
+    ("down", _healthy(link__2={"mtu": 9000, "up": False}), HW, [("up", 2, "DOWN", ""), ("carrier", 2, "0", None)]),
+    ("mtu 1500", _healthy(link__3={"mtu": 1500}), HW, [("mtu", 3, "1500", "")]),
     (
         "NVIDIA's netplan file's address beside the plan's",
         _healthy(addr__0=[HOST.ifaces[0].address, "192.168.100.10/24"]),
-        False,
+        HW,
         [("ipv4", 0, None, "")],
     ),
-    ("no address", _healthy(addr__1=[]), False, [("ipv4", 1, "[]", "")]),
-    ("a twin at 100G", _healthy(speed__2=100000), False, [("speed", 2, "100000", "")]),
-    ("veths in the lab", _healthy(**{f"speed__{i}": checks.LAB_SPEED for i in range(4)}), True, []),
+    ("no address", _healthy(addr__1=[]), HW, [("ipv4", 1, "[]", "")]),
+    ("a twin at 100G", _healthy(speed__2=100000), HW, [("speed", 2, "100000", "link speed 200 expects 200000")]),
+    ("100e runs on the 200G link", _healthy(), expect("100e"), []),
+    ("a 100G cluster at 100G", _healthy(**{f"speed__{i}": 100000 for i in range(4)}), expect("100"), []),
+    (
+        "a 100G cluster on a 200G lane",
+        _healthy(speed__0=200000, **{f"speed__{i}": 100000 for i in range(1, 4)}),
+        expect("100"),
+        [("speed", 0, "200000", "link speed 100 expects 100000")],
+    ),
+    ("veths in the lab", _healthy(**{f"speed__{i}": VETH_MBPS for i in range(4)}), LAB, []),
 ]
 
 
-@pytest.mark.parametrize("case,state,lab,failing", LINK_ROWS, ids=[r[0] for r in LINK_ROWS])
-def test_link_checks(case, state, lab, failing):
-    rows = checks.link_checks(RING, HOST, _host(state), lab)
+@pytest.mark.parametrize("case,state,exp,failing", LINK_ROWS, ids=[r[0] for r in LINK_ROWS])
+def test_link_checks(case, state, exp, failing):
+    rows = checks.link_checks(RING, HOST, _host(state), exp)
     got = [r for r in rows if r.status == "fail"]
     assert len(got) == len(failing), [(r.check, r.subject, r.actual) for r in got]
     for r, (check, dev, actual, detail) in zip(got, failing, strict=True):
@@ -142,10 +154,34 @@ def test_collective_result_from_each_ranks_answer(case, zero, one, ok, ranks):
     inst = PAIR.instances[0]
     head, other = inst.ranks[0].host, inst.ranks[1].host
     hosts = {head: FakeHost({"": zero}), other: FakeHost({"": one})}
-    res = checks.collective(PAIR, inst, hosts, True, "4K", lambda line: None)
+    res = checks.collective(PAIR, inst, hosts, "gloo", "4K", lambda line: None)
     assert (res.ok, res.ranks, res.backend, res.world_size) == (ok, ranks, "gloo", 2)
     assert [r.bytes for r in res.sweep] == [4096] and res.sweep[0].busbw_GBps == 0.034
     assert f"--rank 1 --world-size 2 --master-addr {inst.master_addr}" in hosts[other].sent[0]
     # the JSON report keeps the shape scripts read: collective.<instance>.{ok, backend, ranks, sweep[]}
     d = Report(PAIR.cluster, "200", collective={inst.name: res}).to_dict()["collective"][inst.name]
     assert (d["ok"], d["backend"], d["ranks"], d["sweep"]) == (ok, "gloo", ranks, SWEEP)
+
+
+def test_the_collective_runs_in_the_instances_image_for_the_docker_runtime():
+    """A stock DGX OS host has no torch, and the host's NCCL is not the engine's: for the docker
+    runtime the collective runs in the image, with the launch's own env files, devices and mounts."""
+    inst = PAIR.instances[0]
+    assert inst.runtime == "docker"
+    cmd = checks.collective_command(PAIR, inst, 1, "nccl", "4K")
+    docker = shlex.split(cmd)
+    image = inst.recipe.image
+    at = docker.index(image)
+    assert docker[:3] == ["docker", "run", "--rm"] and docker[at - 2 : at + 1] == ["--entrypoint", "python3", image]
+    for option in ("--gpus", "--device", "--env-file", "-v", "--network"):
+        assert option in docker
+    assert "/etc/sparkfab/launch/llama.env" in docker and "/etc/sparkfab:/etc/sparkfab:ro" in docker
+    after = docker[docker.index(image) + 1 :]
+    assert (
+        after[:2] == ["/etc/sparkfab/collective.py", "run"]
+        and "--backend" in after
+        and after[after.index("--backend") + 1] == "nccl"
+    )
+    # the process runtime (the lab's, or a user's) runs the host's Python with the same env
+    proc = checks.collective_command(PAIR, dataclasses.replace(inst, runtime="process"), 1, "gloo", "4K")
+    assert "docker" not in proc and "/etc/sparkfab/launch/llama.env" in proc and "SPARKFAB_PYTHON" in proc

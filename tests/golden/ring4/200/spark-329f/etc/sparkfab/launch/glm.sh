@@ -1,5 +1,5 @@
 #!/bin/sh
-# sparkfab: start glm rank 0/4 on spark-329f (start order 3; generated)
+# sparkfab: start glm rank 0/4 on spark-329f (start order 1; generated)
 set -eu
 if [ -r /etc/sparkfab/secrets.env ]; then for f in /etc/sparkfab/secrets.env; do while IFS= read -r line || [ -n "$line" ]; do case "$line" in ""|"#"*) continue ;; esac; export "$line"; done < "$f"; done; fi
 docker rm -f sparkfab-glm >/dev/null 2>&1 || true

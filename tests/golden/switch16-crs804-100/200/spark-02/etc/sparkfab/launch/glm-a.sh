@@ -11,4 +11,4 @@ exec docker run -d --name sparkfab-glm-a --restart no \
   -v /etc/sparkfab:/etc/sparkfab:ro \
   -v /root/.cache/huggingface:/root/.cache/huggingface \
   vllm-node-b12x \
-  ray start --block --address 10.0.1.11:29501 --node-ip-address 10.0.1.12 --disable-usage-stats
+  bash -c 'for _ in $(seq 1860); do (exec 3<>/dev/tcp/10.0.1.11/29501) 2>/dev/null && exec ray start --block --address 10.0.1.11:29501 --node-ip-address 10.0.1.12 --disable-usage-stats; sleep 2; done; echo '"'"'no Ray head answered at 10.0.1.11:29501 within 3720 s'"'"' >&2; exit 1'

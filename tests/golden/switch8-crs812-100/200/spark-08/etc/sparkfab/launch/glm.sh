@@ -1,5 +1,5 @@
 #!/bin/sh
-# sparkfab: start glm rank 7/8 on spark-08 (start order 7; generated)
+# sparkfab: start glm rank 7/8 on spark-08 (start order 1; generated)
 set -eu
 if [ -r /etc/sparkfab/secrets.env ]; then for f in /etc/sparkfab/secrets.env; do while IFS= read -r line || [ -n "$line" ]; do case "$line" in ""|"#"*) continue ;; esac; export "$line"; done < "$f"; done; fi
 docker rm -f sparkfab-glm >/dev/null 2>&1 || true
@@ -11,4 +11,4 @@ exec docker run -d --name sparkfab-glm --restart no \
   -v /etc/sparkfab:/etc/sparkfab:ro \
   -v /root/.cache/huggingface:/root/.cache/huggingface \
   vllm-node-b12x \
-  ray start --block --address 10.0.1.11:29501 --node-ip-address 10.0.1.18 --disable-usage-stats
+  bash -c 'for _ in $(seq 1860); do (exec 3<>/dev/tcp/10.0.1.11/29501) 2>/dev/null && exec ray start --block --address 10.0.1.11:29501 --node-ip-address 10.0.1.18 --disable-usage-stats; sleep 2; done; echo '"'"'no Ray head answered at 10.0.1.11:29501 within 3720 s'"'"' >&2; exit 1'
