@@ -261,15 +261,17 @@ def _run(
         limit=limit,
         extravars=extravars,
         envvars=envvars,
-        ident=f"{playbook.removesuffix('.yml')}-{uuid.uuid4().hex[:8]}",
+        ident=f"{Path(playbook).stem}-{uuid.uuid4().hex[:8]}",
         quiet=True,
         suppress_env_files=True,
         rotate_artifacts=10,
         event_handler=collector,
         forks=32,
     )
-    # runner seeded the run's environment with all of ours; it gets what Ansible needs instead
-    r.config.env = {**run_env(dict(os.environ)), **envvars}
+    # runner seeded the run's environment with all of ours (and added its own callback settings):
+    # of ours, the run keeps what Ansible needs
+    keep = run_env(dict(os.environ))
+    r.config.env = {k: v for k, v in r.config.env.items() if k in keep or os.environ.get(k) != v or k in envvars}
     r.run()
     if r.stats is None and not collector.hosts:
         raise_if_not_started(r)
