@@ -4,8 +4,6 @@ secrets over in a memory-only file; a real run on localhost proves both."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sparkfab.deploy import run_env, run_playbook
 from tests.conftest import REPO
 
