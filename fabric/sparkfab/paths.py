@@ -5,7 +5,8 @@
   `~/.local/state/sparkfab/<cluster>` otherwise.
 - A lab: `$SPARKFAB_LAB_DIR/<cluster>`, else `/var/lib/sparkfab/lab/<cluster>`; its state
   lives inside it (`state/`), so `lab down` removes everything at once.
-- Files this machine's tools read per network namespace: `/etc/netns/<namespace>/`.
+- The lab's images (a lab Spark's root, its container image), built once and kept:
+  `$SPARKFAB_LAB_IMAGES`, else `/var/lib/sparkfab/lab-images` (`sparkfab.lab.image`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,6 @@ from pathlib import Path
 
 STATE_ENV = "SPARKFAB_STATE_DIR"
 LAB_ENV = "SPARKFAB_LAB_DIR"
-#: `ip netns exec` bind-mounts /etc/netns/<ns>/<name> over /etc/<name>
-NETNS_ETC = Path("/etc/netns")
-#: directories the lab bind-mounts per Spark, created on this machine when missing
-HOST_MOUNTPOINTS = (Path("/etc/sparkfab"),)
 
 
 def state_dir(cluster: str) -> Path:

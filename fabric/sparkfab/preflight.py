@@ -4,7 +4,7 @@ rewrites netplan.
 Every host is reached the way verify and Ansible reach it (`sparkfab.connection`): the same
 ssh settings, and root through `sudo -n` where the login is not root. Nothing is changed.
 A failed check is a blocker (exit 4); a warning is something apply or serve will deal with or
-a user should know; in the lab, checks of hardware the lab does not have say "not in lab".
+a user should know. A lab's Sparks are checked as any (they present the hardware's facts).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import concurrent.futures as cf
 import importlib.util
 import json
 import shlex
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -26,7 +25,6 @@ from sparkfab.verify import checks, images, perf
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result
 
-NOT_IN_LAB = "not in lab"
 NETPLAN_DIRS = ("/etc/netplan", "/run/netplan", "/lib/netplan")
 
 
@@ -40,23 +38,21 @@ def _foreign_module() -> ModuleType:
     return module
 
 
-def preflight(plan: Plan, conn: Connection, lab_dir: Path | None = None) -> Report:
-    """Every row for every host and instance, reached through `conn`; `lab_dir` when the hosts
-    are a lab's Sparks."""
-    lab = lab_dir is not None
+def preflight(plan: Plan, conn: Connection) -> Report:
+    """Every row for every host and instance, reached through `conn` (a lab's Sparks as any)."""
     report = Report(plan.cluster, plan.link_speed)
     hosts: dict[str, Remote] = {}
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        parts = pool.map(lambda h: _host(plan, h, conn.remote(h.name), lab, hosts), plan.hosts)
+        parts = pool.map(lambda h: _host(plan, h, conn.remote(h.name), hosts), plan.hosts)
         for part in parts:
             report.results += part
     for inst in plan.instances:
         if set(inst.hosts) <= set(hosts):
-            report.results += _instance(plan, inst, hosts, lab)
+            report.results += _instance(plan, inst, hosts)
     return report
 
 
-def _host(plan: Plan, host: Host, th: Remote, lab: bool, reached: dict[str, Any]) -> list[Result]:
+def _host(plan: Plan, host: Host, th: Remote, reached: dict[str, Any]) -> list[Result]:
     try:
         checks.as_root(th)
     except checks.NoRoot as exc:
@@ -69,9 +65,9 @@ def _host(plan: Plan, host: Host, th: Remote, lab: bool, reached: dict[str, Any]
     reached[host.name] = th
     out = [Result("ssh", host.name, "login", "reachable", "reachable", PASS), _sudo(host, th)]
     out += _netdevs(host, th)
-    out += _rdma(host, th, lab)
+    out += _rdma(host, th)
     out += _netplan(host, th)
-    out.append(_clock(host, th, lab))
+    out.append(_clock(host, th))
     return out
 
 
@@ -100,10 +96,8 @@ def _netdevs(host: Host, th: Remote) -> list[Result]:
     return out
 
 
-def _rdma(host: Host, th: Remote, lab: bool) -> list[Result]:
+def _rdma(host: Host, th: Remote) -> list[Result]:
     devices = sorted(set(host.hca["200"]))
-    if lab:
-        return [Result.skip("rdma", host.name, d, NOT_IN_LAB) for d in devices]
     out = []
     for dev in devices:
         res = th.run(f"cat /sys/class/infiniband/{shlex.quote(dev)}/ports/1/state")
@@ -160,9 +154,7 @@ def _link_facts(host: Host, th: Remote) -> dict[str, dict[str, str]]:
     return out
 
 
-def _clock(host: Host, th: Remote, lab: bool) -> Result:
-    if lab:
-        return Result.skip("clock", host.name, "NTP", NOT_IN_LAB)
+def _clock(host: Host, th: Remote) -> Result:
     res = th.run("timedatectl show -p NTPSynchronized --value")
     got = res.stdout.strip() or "unknown"
     status = PASS if got == "yes" else WARN
@@ -172,24 +164,19 @@ def _clock(host: Host, th: Remote, lab: bool) -> Result:
 # ----------------------------------------------------------------------------- per instance
 
 
-def _instance(plan: Plan, inst: Instance, hosts: dict[str, Remote], lab: bool) -> list[Result]:
+def _instance(plan: Plan, inst: Instance, hosts: dict[str, Remote]) -> list[Result]:
     if inst.recipe is None:
         return []
     lxs = {h: launch(plan, inst, plan.host(h), inst.recipe) for h in inst.hosts}
     head = lxs[inst.hosts[0]]
     out = _ports(plan, inst, hosts[inst.hosts[0]], head)
     if head.runtime == "docker":
-        out += [_docker(h, hosts[h], lab) for h in inst.hosts]
+        out += [_docker(h, hosts[h]) for h in inst.hosts]
         image = inst.recipe.image
         out += images.same_image(inst, image, hosts)
         out.append(images.nccl_in_image(inst, image, hosts[inst.hosts[0]], inst.direct))
         out.append(_forward_policy(plan, inst, hosts))
     else:
-        if lab:
-            out += [
-                Result.skip(check, inst.hosts[0], inst.name, f"{NOT_IN_LAB} (runtime process)")
-                for check in ("docker", "nccl-version")
-            ]
         out += _program(inst, hosts, lxs)
     out += [_model(inst, h, hosts[h], head) for h in inst.hosts]
     return out + _mpi(plan, inst, hosts[inst.hosts[0]])
@@ -232,17 +219,16 @@ def _ports(plan: Plan, inst: Instance, th: Remote, lx: Launch) -> list[Result]:
     return out
 
 
-def _docker(host: str, th: Remote, lab: bool) -> Result:
-    if lab:
-        return Result.skip("docker", host, "nvidia runtime", NOT_IN_LAB)
+def _docker(host: str, th: Remote) -> Result:
+    """Docker with what `docker run --gpus all` needs: NVIDIA's hook (Docker's own GPU driver
+    registers only when it finds it) or the toolkit's `nvidia` runtime."""
     res = th.run("docker info --format '{{json .Runtimes}}'")
     if res.rc != 0:
-        return Result("docker", host, "nvidia runtime", "present", "no docker", FAIL, res.stderr.strip()[:160])
-    ok = "nvidia" in res.stdout
+        return Result("docker", host, "GPU support", "present", "no docker", FAIL, res.stderr.strip()[:160])
+    hook = th.run("command -v nvidia-container-runtime-hook").rc == 0
+    ok = hook or "nvidia" in res.stdout
     detail = "" if ok else "install the NVIDIA Container Toolkit (nvidia-ctk runtime configure)"
-    return Result(
-        "docker", host, "nvidia runtime", "present", "present" if ok else "absent", PASS if ok else FAIL, detail
-    )
+    return Result("docker", host, "GPU support", "present", "present" if ok else "absent", PASS if ok else FAIL, detail)
 
 
 def _forward_policy(plan: Plan, inst: Instance, hosts: dict[str, Remote]) -> Result:

@@ -10,7 +10,6 @@ networkd restarted instead of `netplan apply`, no RDMA checks, the lab's ssh_con
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from sparkfab.connection import Connection
 from sparkfab.errors import UsageError
 from sparkfab.lab import inventory as lab_inv
 from sparkfab.lab.spec import spec
+from sparkfab.lab.state import LabState
 from sparkfab.plan import Plan
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
@@ -49,7 +49,7 @@ class Target:
         tree = self.state / "tree"
         if tree.exists():
             shutil.rmtree(tree)
-        write_tree(render(plan or self.plan, assets(), lab=self.lab is not None), tree)
+        write_tree(render(plan or self.plan, assets()), tree)
         return tree
 
     def work(self, verb: str) -> Path:
@@ -75,11 +75,10 @@ def lab_inventory(inventory: str) -> Path:
     """Write the lab's copy of a user's inventory (always from the inventory as it is now, so
     edits since `lab up` take effect) and return its path."""
     plan = load_plan(inventory)
-    state = paths.lab_state(plan.cluster)
-    if not state.exists():
+    if not paths.lab_state(plan.cluster).exists():
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {inventory}`")
-    engine = json.loads(state.read_text()).get("engine", "collective")
-    return lab_inv.write(inventory, spec(plan), engine)
+    state = LabState.read(paths.lab_dir(plan.cluster))
+    return lab_inv.write(inventory, spec(plan), state.engine)
 
 
 def current_link_speed(plan: Plan, state: Path) -> LinkSpeed:

@@ -117,9 +117,9 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
     mode = plan.mode_of(served[0].hosts[0]) if len(served) == 1 else plan.link_speed
     ctx: dict[str, Any] = {"path": str(args.inventory), "cluster": plan.cluster, "link_speed": mode}
     if target.lab is not None:
-        from sparkfab.lab import engine
+        from sparkfab.lab import rates
 
-        ctx.update(lab=True, link_gbps=engine.rate_gbps(mode), link_rate=engine.rate_text(mode))
+        ctx.update(lab=True, link_gbps=rates.rate_gbps(mode), link_rate=rates.rate_text(mode))
     else:
         ctx["link_gbps"] = spark.LINK_GBPS[mode]
     if len(served) == 1:

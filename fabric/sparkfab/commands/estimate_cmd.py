@@ -73,7 +73,7 @@ def _lab(
     args: argparse.Namespace, from_gbps: float | None, to_gbps: float | None, config: str | None
 ) -> tuple[float, float, str | None]:
     """The lab's shaped rates for 200 and 100e, and its model's config unless another is named."""
-    from sparkfab.lab import engine
+    from sparkfab.lab import rates
     from sparkfab.paths import lab_dir
     from sparkfab.resolve import load_plan
 
@@ -84,7 +84,7 @@ def _lab(
         if not path.is_file():
             raise UsageError(f"--lab: no lab model at {path}: run `sparkfab lab up {args.inventory}` first")
         config = str(path)
-    return from_gbps or engine.rate_gbps("200"), to_gbps or engine.rate_gbps("100e"), config
+    return from_gbps or rates.rate_gbps("200"), to_gbps or rates.rate_gbps("100e"), config
 
 
 def estimate_cmd(args: argparse.Namespace) -> int:

@@ -1,9 +1,8 @@
-"""`sparkfab lab up|down|status|wire|exec INVENTORY ...`: one sub-command per action, each with its own flags."""
+"""`sparkfab lab up|down|status|wire|exec|reboot INVENTORY ...`: one sub-command per action, each with its own flags."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -15,6 +14,7 @@ from sparkfab.lab import build, links, wire
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import inventory as lab_inventory
 from sparkfab.lab.spec import LabSpec, spec
+from sparkfab.lab.state import FILE as STATE
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
 
@@ -41,9 +41,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     what.add_argument("--swap", nargs=2, metavar=("CABLE", "CABLE"), help="swap two cables (cables[N])")
     what.add_argument("--cut", metavar="CABLE", help="cut a cable or one rail (cables[N] or cables[N].r1)")
     what.add_argument("--rate", nargs=2, metavar=("CABLE", "RATE"), help="shape a cable, e.g. cables[0] 1gbit")
-    what.add_argument(
-        "--docker", metavar="HOST", help="Docker's FORWARD policy (DROP) and DOCKER-USER chain on a Spark"
-    )
+    what.add_argument("--docker", metavar="HOST", help="restart a Spark's Docker (its FORWARD policy and chains anew)")
     run = sub.add_parser("exec", help="run COMMAND on a lab Spark, in its network namespace")
     add_inventory(run)
     run.add_argument(
@@ -52,7 +50,11 @@ def _args(p: argparse.ArgumentParser) -> None:
         metavar="HOST [--] COMMAND",
         help="the Spark, then the command (put -- before a command with options)",
     )
-    for sp in (up, down, status, wire_p, run):
+    boot = sub.add_parser("reboot", help="reboot a lab Spark (what is not persisted on its disk is gone)")
+    add_inventory(boot)
+    boot.add_argument("host", metavar="HOST", help="the Spark")
+    boot.add_argument("--no-wait", action="store_true", help="return once the reboot has begun")
+    for sp in (up, down, status, wire_p, run, boot):
         # the verb's own -v/-q, given after the action too (SUPPRESS: the verb's value stands)
         sp.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more logging on stderr")
         sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="only errors on stderr")
@@ -69,6 +71,8 @@ def lab_cmd(args: argparse.Namespace) -> int:
         return _down(plan.cluster)
     if args.action == "status":
         return _status(args, plan, sp)
+    if args.action == "reboot":
+        return _reboot(args, sp)
     return _wire(args, sp)
 
 
@@ -125,25 +129,42 @@ def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
         return Exit.OK
     lab_engine.check(args.engine)
     lab_inventory.check(args.inventory, sp, args.engine)
-    state = build.up(sp)
-    try:
-        t0 = time.perf_counter()
-        lab_engine.install(sp, args.engine, {i.tp for i in plan.instances})
-        t_engine = time.perf_counter() - t0
-        shaped = wire.link_speed(sp, plan.link_speed)
-    except Exception:
-        build.down(sp.cluster)
-        raise
-    state["engine"] = args.engine
-    (sp.dir / "state.json").write_text(json.dumps(state, indent=2))
+    state = build.up(sp, args.inventory, args.engine, plan.link_speed, {i.tp for i in plan.instances})
     inv = lab_inventory.write(args.inventory, sp, args.engine)
-    t = state["timing"]
-    made = f"; the lab's model in {t_engine:.1f} s" if args.engine == "vllm" else ""
+    t = state.timing
+    parts = [f"links {t.get('links_s', 0):.1f} s", f"boot {t.get('boot_s', 0):.1f} s"]
+    if t.get("image_s", 0) > 1:
+        parts.insert(0, f"image built in {t['image_s']:.0f} s")
+    if "image_import_s" in t:
+        parts.append(f"container image into every Docker {t['image_import_s']:.1f} s")
     sys.stderr.write(
-        f"lab {sp.cluster} up in {t['total_s']:.2f} s ({len(sp.sparks)} Sparks, {len(sp.veths)} "
-        f"fabric veths; links {t['links_s']:.2f} s{made}); serving engine: {args.engine}\n{shaped}\n"
+        f"lab {sp.cluster} up in {t['total_s']:.1f} s ({len(sp.sparks)} booted Sparks, {len(sp.veths)} "
+        f"fabric veths; {', '.join(parts)}); serving engine: {args.engine}\n"
+        f"{wire.link_speed_text(sp, plan.link_speed)}\n"
     )
     sys.stdout.write(f"{inv}\n")
+    return Exit.OK
+
+
+def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
+    """Reboot one lab Spark: its init goes down and up again, its network namespace is made anew."""
+    from sparkfab.lab import machine
+
+    _up_here(args, sp)
+    ms = {m.node.name: m for m in machine.machines(sp)}
+    if args.host not in ms:
+        raise UsageError(f"lab reboot: no Spark {args.host!r} in {sp.cluster} (Sparks: {', '.join(ms)})")
+    m = ms[args.host]
+    t0 = time.perf_counter()
+    before = machine.init_pid(m)
+    machine.reboot(m)
+    if args.no_wait:
+        return Exit.OK
+    deadline = time.monotonic() + 120
+    while machine.init_pid(m) in (None, before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    machine.wait_booted(m, timeout=max(1.0, deadline - time.monotonic()))
+    sys.stderr.write(f"{args.host} rebooted in {time.perf_counter() - t0:.1f} s\n")
     return Exit.OK
 
 
@@ -169,7 +190,7 @@ def _exec(args: argparse.Namespace, sp: LabSpec) -> int:
 def _up_here(args: argparse.Namespace, sp: LabSpec) -> None:
     """The lab is up, and it is the one this lab directory describes (namespaces of the same name
     that another lab directory made are not ours to rewire)."""
-    if not links.existing_namespaces(sp.cluster) or not (sp.dir / "state.json").is_file():
+    if not links.existing_namespaces(sp.cluster) or not (sp.dir / STATE).is_file():
         raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
 
 
@@ -188,7 +209,5 @@ def _wire(args: argparse.Namespace, sp: LabSpec) -> int:
 
 
 VERBS = (
-    Verb(
-        "lab", "Rehearse a cluster on this machine: namespaces, veths, bridges, sshd, networkd, lldpd.", _args, lab_cmd
-    ),
+    Verb("lab", "Rehearse a cluster on this machine: booted Sparks (systemd, Docker) joined by veths.", _args, lab_cmd),
 )

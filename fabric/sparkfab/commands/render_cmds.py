@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path
 
 from sparkfab import spark
 from sparkfab.commands import argtypes as at
@@ -13,7 +12,6 @@ from sparkfab.commands.common import Verb, add_inventory
 from sparkfab.errors import Exit
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
-from sparkfab.target import lab_of
 from sparkfab.writer import assets, write_tree
 
 
@@ -34,8 +32,7 @@ def render_cmd(args: argparse.Namespace) -> int:
     plan = load_plan(args.inventory, args.link_speed)
     if args.nccl_graph:
         plan = dataclasses.replace(plan, nccl_graph=True)
-    # a lab's own inventory renders as the lab pushes it
-    tree = render(plan, assets(), lab=lab_of(Path(args.inventory), plan.cluster) is not None)
+    tree = render(plan, assets())
     for w in tree.warnings:
         sys.stderr.write(f"warning: {w}\n")
     written = write_tree(tree, args.output, [args.inventory])

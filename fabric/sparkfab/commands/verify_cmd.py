@@ -37,7 +37,6 @@ def verify_cmd(args: argparse.Namespace) -> int:
         perf=args.perf,
         sizes=args.sizes,
         conn=target.connection("verify"),
-        lab=target.lab,
         log=_log,
     )
     if args.format == "json":

@@ -1,63 +1,93 @@
-"""Bring a lab up, take it down, say what it is: the lifecycle over `links`, `hostfs`,
-`daemons` and `login` (one module per concern). `down` works from names and pids alone, so it
-also cleans up after a crash half-way through `up`.
+"""Bring a lab up, take it down, say what it is: the whole lifecycle over `links`, `keys`,
+`machine`, `daemons` and `engine` (one module per concern). `down` works from names and pids
+alone, so it also cleans up after a crash half-way through `up`.
 """
 
 from __future__ import annotations
 
-import json
+import concurrent.futures as cf
 import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from sparkfab import spark
 from sparkfab.errors import LabError
-from sparkfab.lab import daemons, hostfs, links, login
+from sparkfab.lab import daemons, engine, image, keys, links, machine, wire
 from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.spec import LabSpec, lab_id, ns_prefix
-from sparkfab.paths import lab_dir, lab_inventory, lab_state
+from sparkfab.lab.state import LabState
+from sparkfab.paths import lab_dir, lab_inventory
+from sparkfab.spark import LinkSpeed
+
+SWITCH_LLDP = "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n"
 
 
-def up(spec: LabSpec) -> dict[str, Any]:
+def up(spec: LabSpec, inventory: str, engine_name: str, mode: LinkSpeed, tps: set[int]) -> LabState:
+    """Everything a lab is, in order: the image (built once), namespaces and cables, keys, the
+    engine's files, the machines booted, the switches' lldpd, the container image in every
+    Spark's Docker, the cables shaped to `mode`'s rate; then its state, written once."""
     if existing_namespaces(spec.cluster):
         raise LabError(
             f"lab {spec.cluster} is already up (namespaces {ns_prefix(spec.cluster)}*): run `sparkfab lab down` first"
         )
+    t: dict[str, float] = {}
     t0 = time.perf_counter()
+    root = image.machine_root()
+    t["image_s"] = time.perf_counter() - t0
     spec.dir.mkdir(parents=True, exist_ok=True)
-    (spec.dir / "pids").mkdir(exist_ok=True)
     try:
-        links.namespaces(spec)
-        links.mgmt(spec)
-        links.fabric(spec)
-        t_links = time.perf_counter() - t0
-        login.create(spec)
-        hostfs.ssh_keys(spec)
-        hostfs.etc(spec)
-        pids = daemons.start(spec)
-        daemons.wait_sshd(spec)
-    except Exception:
+        state = _build(spec, inventory, engine_name, mode, tps, root, t)
+    except BaseException:
         down(spec.cluster)
         raise
-    state = {
-        "cluster": spec.cluster,
-        "id": spec.id,
-        "mgmt_net": spec.mgmt_net,
-        "root_ip": spec.root_ip,
-        "namespaces": [n.ns for n in spec.nodes],
-        "pids": pids,
-        "hosts": {n.name: {"ns": n.ns, "mgmt_ip": n.mgmt_ip} for n in spec.sparks},
-        "timing": {"links_s": round(t_links, 3), "total_s": round(time.perf_counter() - t0, 3)},
-    }
-    (spec.dir / "state.json").write_text(json.dumps(state, indent=2))
+    t["total_s"] = time.perf_counter() - t0
+    state = LabState(
+        state.cluster, inventory, engine_name, mode, spec, state.pids, {k: round(v, 3) for k, v in t.items()}
+    )
+    state.write()
     return state
+
+
+def _build(
+    spec: LabSpec, inventory: str, engine_name: str, mode: LinkSpeed, tps: set[int], root: Path, t: dict[str, float]
+) -> LabState:
+    t0 = time.perf_counter()
+    links.namespaces(spec)
+    links.mgmt(spec)
+    links.fabric(spec)
+    t["links_s"] = time.perf_counter() - t0
+    known = keys.make(spec)
+    extra = engine.install(spec, engine_name, tps)
+    line = spark.SPEEDS[mode].line_gbps
+    ms = machine.machines(spec)
+    pids: dict[str, int] = {}
+    for m in ms:
+        machine.prepare(spec, m, root, keys.directory(spec), known, line)
+        pids[f"{m.node.name}.machine"] = machine.start(spec, m, root, extra)
+    (spec.dir / "switch-lldpd.conf").write_text(SWITCH_LLDP)
+    pids |= daemons.start_switches(spec, spec.dir / "switch-lldpd.conf")
+    with cf.ThreadPoolExecutor(max_workers=len(ms) or 1) as pool:
+        list(pool.map(machine.wait_booted, ms))
+    t["boot_s"] = time.perf_counter() - t0 - t["links_s"]
+    daemons.wait_sshd(spec)
+    if engine_name == "vllm":
+        t1 = time.perf_counter()
+        engine.load_image(spec, ms)
+        t["image_import_s"] = time.perf_counter() - t1
+    wire.link_speed(spec, mode)
+    return LabState(spec.cluster, inventory, engine_name, mode, spec, pids, t)
 
 
 def down(cluster: str) -> dict[str, int]:
     """Remove everything the lab created, by name and pid; works without a state file."""
     from pyroute2 import netns
 
+    d = lab_dir(cluster)
+    ms = [machine.Machine(_node_of(p), p) for p in sorted((d / "machines").glob("*")) if p.is_dir()]
+    machine.stop(ms)
     namespaces = existing_namespaces(cluster)
     pids = daemons.lab_pids(cluster, namespaces)
     daemons.kill(pids, cluster)
@@ -67,23 +97,35 @@ def down(cluster: str) -> dict[str, int]:
         except FileNotFoundError:  # gone meanwhile (another `lab down` of the same lab)
             pass
     removed = links.remove_root_links(cluster)
-    dirs = hostfs.remove_etc(cluster)
-    hostfs.remove_mountpoints(cluster)
-    login.remove(cluster)
-    if lab_dir(cluster).exists():
-        shutil.rmtree(lab_dir(cluster), ignore_errors=True)
+    cgroups = machine.remove_cgroups(cluster)
+    if d.exists():
+        shutil.rmtree(d, ignore_errors=True)
     links.wait_gone(cluster)
-    return {"namespaces": len(namespaces), "processes": len(pids), "links": removed, "etc_dirs": dirs}
+    return {
+        "machines": len(ms),
+        "namespaces": len(namespaces),
+        "processes": len(pids),
+        "links": removed,
+        "cgroups": cgroups,
+    }
+
+
+def _node_of(path: Path) -> Any:
+    """A machine found on disk (its directory and namespace's name are all `stop` needs)."""
+    from sparkfab.lab.spec import Node
+
+    return Node(path.name, ns_prefix(path.parent.parent.name) + path.name, "spark")
 
 
 def leftovers(cluster: str) -> list[str]:
     """Everything of this lab still present (empty after a clean `lab down`)."""
     found = [f"namespace {n}" for n in existing_namespaces(cluster)]
     found += [f"link {name}" for name in links.root_links(cluster)]
-    found += [f"dir {d}" for d in hostfs.etc_left(cluster)]
+    found += [f"cgroup {c}" for c in machine.cgroups_left(cluster)]
+    found += [f"dir {p}" for p in sorted(machine.PROPAGATE.glob(ns_prefix(cluster) + "*"))]
     if lab_dir(cluster).exists():
         found.append(f"dir {lab_dir(cluster)}")
-    return found + login.leftovers(cluster)
+    return found
 
 
 @dataclass(frozen=True)
@@ -111,7 +153,7 @@ class LabStatus:
     id: str
     up: bool
     namespaces: tuple[str, ...]
-    processes: dict[str, bool]  # the lab's own process per node (e.g. spark-a.sshd) -> still running
+    processes: dict[str, bool]  # the lab's own process per node (e.g. spark-a.machine) -> still running
     hosts: dict[str, LabHost]
     engine: str | None
     inventory: str
@@ -123,17 +165,19 @@ class LabStatus:
 
 
 def status(cluster: str) -> LabStatus:
-    state_file = lab_state(cluster)
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    try:
+        state: LabState | None = LabState.read(lab_dir(cluster))
+    except Exception:
+        state = None
     namespaces = existing_namespaces(cluster)
     return LabStatus(
         cluster=cluster,
         id=lab_id(cluster),
         up=bool(namespaces),
         namespaces=tuple(namespaces),
-        processes={name: daemons.ours(pid, cluster) for name, pid in state.get("pids", {}).items()},
-        hosts={name: LabHost(h["ns"], h["mgmt_ip"]) for name, h in state.get("hosts", {}).items()},
-        engine=state.get("engine"),
+        processes={name: daemons.ours(pid, cluster) for name, pid in (state.pids if state else {}).items()},
+        hosts={n.name: LabHost(n.ns, n.mgmt_ip) for n in (state.spec.sparks if state else ())},
+        engine=state.engine if state else None,
         inventory=str(lab_inventory(cluster)),
         python=sys.executable,
     )

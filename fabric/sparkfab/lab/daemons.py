@@ -1,9 +1,8 @@
-"""The lab's processes, and ending them: only ever by pid, and only a process that is ours.
+"""The lab's own processes, and ending them: only ever by pid, and only a process that is ours.
 
-Each Spark's processes (sshd, systemd-networkd, lldpd, and all SSH sessions) run in its
-network namespace and share one private mount namespace with a tmpfs on /run (so
-/run/systemd, /run/sshd and lldpd's socket are per Spark) and a read-only /sys (networkd then
-skips udev).
+A lab Spark is a machine (`lab.machine`); what runs here besides is each switch's lldpd, in the
+switch's network namespace with a private /run (its socket). Every process of a Spark runs in
+its network namespace, so ending a lab's processes is ending what runs in its namespaces.
 """
 
 from __future__ import annotations
@@ -21,29 +20,19 @@ from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.spec import LabSpec
 from sparkfab.paths import lab_dir
 
-NETWORKD = "/lib/systemd/systemd-networkd"
 
-
-def start(spec: LabSpec) -> dict[str, int]:
+def start_switches(spec: LabSpec, conf: Path) -> dict[str, int]:
+    """lldpd on every switch's ports (a switch announces its port ids to the Sparks), with `conf`."""
     pids: dict[str, int] = {}
     logs = spec.dir / "logs"
     logs.mkdir(exist_ok=True)
-    pdir = spec.dir / "pids"
     for n in spec.nodes:
-        lldp = f"lldpd -d -I '{n.lldp_ifs}' >>{logs}/{n.name}.lldpd.log 2>&1 & echo $! >{pdir}/{n.name}.lldpd"
-        prep = (
-            f"mount -t tmpfs -o mode=755 sf-run /run && mkdir -p /run/sshd /run/lldpd /run/systemd "
-            f"&& mount -o remount,bind,ro /sys && hostname {n.name} && "
+        if n.kind != "switch":
+            continue
+        script = (
+            "mount -t tmpfs -o mode=755 sf-run /run && mkdir -p /run/lldpd && "
+            f"hostname {n.name} && exec lldpd -d -O {conf} -I '{n.lldp_ifs}'"
         )
-        if n.kind == "spark":
-            script = (
-                prep
-                + f"({NETWORKD} >>{logs}/{n.name}.networkd.log 2>&1 & echo $! >/run/systemd/sparkfab-networkd.pid; "
-                f"cp /run/systemd/sparkfab-networkd.pid {pdir}/{n.name}.networkd) && ({lldp}) && "
-                f"exec /usr/sbin/sshd -D -e -f /etc/ssh/sshd_config"
-            )
-        else:
-            script = prep + f"exec lldpd -d -I '{n.lldp_ifs}'"
         argv = [
             "ip",
             "netns",
@@ -59,7 +48,7 @@ def start(spec: LabSpec) -> dict[str, int]:
             script,
         ]
         p = proc.spawn(argv, str(logs / f"{n.name}.log"))
-        pids[f"{n.name}.{'sshd' if n.kind == 'spark' else 'lldpd'}"] = p.pid
+        pids[f"{n.name}.lldpd"] = p.pid
     return pids
 
 
@@ -91,9 +80,9 @@ def _namespace_inodes(cluster: str) -> set[int]:
 
 
 def ours(pid: int, cluster: str, namespaces: set[int] | None = None) -> bool:
-    """A live process of this lab: it runs in one of the lab's network namespaces, or it is an
-    ssh connection master whose command line names the lab's directory. A pid from a pid file
-    that now belongs to some other process is not ours."""
+    """A live process of this lab: it runs in one of the lab's network namespaces, or its command
+    line names the lab's directory (a machine's supervisor and nspawn, an ssh connection master).
+    A pid from a pid file that now belongs to some other process is not ours."""
     try:
         inode = os.stat(f"/proc/{pid}/ns/net").st_ino
         inodes = _namespace_inodes(cluster) if namespaces is None else namespaces
@@ -126,21 +115,25 @@ def lab_pids(cluster: str, namespaces: list[str]) -> set[int]:
     for ns in namespaces:
         res = proc.run(["ip", "netns", "pids", ns], check=False)
         pids |= {int(p) for p in res.stdout.split() if p.isdigit()}
-    pdir = lab_dir(cluster) / "pids"
     state = lab_dir(cluster) / "state.json"
     if state.exists():
-        pids |= {int(p) for p in json.loads(state.read_text()).get("pids", {}).values()}
-    for f in pdir.glob("*") if pdir.exists() else []:
-        if f.read_text().strip().isdigit():
-            pids.add(int(f.read_text().strip()))
+        try:
+            pids |= {int(p) for p in json.loads(state.read_text()).get("pids", {}).values()}
+        except (OSError, ValueError, AttributeError):
+            pass
     pids |= _ssh_masters(lab_dir(cluster))
     pids.discard(os.getpid())
     return pids
 
 
+#: what the lab starts here whose command line names its directory
+OWN = ("ssh", "sh", "systemd-nspawn", "unshare")
+
+
 def _ssh_masters(directory: Path, entries: list[Path] | None = None) -> set[int]:
-    """SSH connection masters our tools started for this lab (their command line names its
-    directory): ended by pid, so that a rebuilt lab never talks through a dead connection."""
+    """Processes our tools started for this lab whose command line names its directory (ssh
+    connection masters, a machine's supervisor and nspawn): ended by pid, so that a rebuilt lab
+    never talks through a dead connection."""
     found = set()
     marker = str(directory) + "/"
     for entry in Path("/proc").iterdir() if entries is None else entries:
@@ -151,6 +144,6 @@ def _ssh_masters(directory: Path, entries: list[Path] | None = None) -> set[int]
             comm = (entry / "comm").read_text().strip()
         except OSError:
             continue
-        if comm == "ssh" and marker in cmd:
+        if comm in OWN and marker in cmd:
             found.add(int(entry.name))
     return found

@@ -1,18 +1,19 @@
-"""What a lab serves, and how fast its cables are.
+"""What a lab serves.
 
 Two engines:
 
 - `vllm` (the default): vLLM's CPU build serving a model made at `lab up`, through the
-  `lab-vllm` recipe, the `process` runtime and the same multi-node flags a Spark gets. The
-  virtual environment that holds it (`.venv-vllm`, made by `scripts/setup.sh`; another one with
-  `SPARKFAB_VLLM_PYTHON`) is the lab's stand-in for the container image: `lab up` writes a
-  `vllm` command into the lab directory that runs it, and the launch env puts it on PATH.
-- `collective`: the torch.distributed all-reduce workload (seconds to start; for tests of the
-  start order and of the Ansible path).
+  `lab-vllm` recipe, the `docker` runtime (the launch scripts a Spark runs) and the same
+  multi-node flags a Spark gets. The recipe's image is the lab's container image
+  (`lab.image.container_tar`), imported into every Spark's Docker at `lab up`; vLLM's virtual
+  environment (`.venv-vllm`, made by `scripts/setup.sh`; another one with
+  `SPARKFAB_VLLM_PYTHON`), the Python it was made from, a `vllm` command for it and the model
+  are bound into each Spark and, by the lab's copy of the recipe (its `volumes:`), into the
+  container: a 4 GB environment imported into every Spark's Docker would make `lab up` slow.
+- `collective`: the torch.distributed all-reduce workload, as a process (seconds to start; for
+  tests of the start order and of the Ansible path).
 
-Link speed: on a Spark, 200 Gb/s uses both PCIe roots of a port and the emulated 100 Gb/s one
-of them. A lab has no PCIe roots, so both modes become token-bucket rates of every fabric veth,
-scaled down so that a small model on a small machine sees the same kind of difference.
+How fast the lab's cables are is `lab.rates`'s.
 """
 
 from __future__ import annotations
@@ -20,23 +21,21 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import subprocess
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from sparkfab import proc
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec
-from sparkfab.launchers import recipe
+from sparkfab.launchers import recipe, repo_dir
 from sparkfab.modelcheck import VOCAB_PADDING
 from sparkfab.oracle import vllm_python
-from sparkfab.spark import SPEEDS, LinkSpeed
 
 ENGINES = ("vllm", "collective")
 RECIPES = {"vllm": "lab-vllm", "collective": "lab-collective"}
-#: A real link speed is this many times the lab's shaped rate.
-SCALE = 500
-#: link-speed mode -> the shaped rate of every fabric veth, Mbit/s: the rate the mode stands for
-#: (100e: 100 Gb/s, an exact half of 200, not the 109 Gb/s one root measured), divided by SCALE
-RATE_MBIT: dict[LinkSpeed, int] = {m: round(s.nominal_gbps * 1000 / SCALE) for m, s in SPEEDS.items()}
 #: The lab's model: big enough that its all-reduces are measurable on a shaped link (10 KB per
 #: prompt token per rank at TP2), small enough for four ranks on a 2-core, 24 GB machine. Heads
 #: of 64 values (vLLM's CPU attention takes no smaller); `model_shape` grows the head count for
@@ -66,15 +65,6 @@ def served_name(spec: LabSpec) -> str:
     return str(name) if name else str(model_dir(spec))
 
 
-def rate_text(mode: LinkSpeed) -> str:
-    """How the lab shapes `mode`, for output: '400 Mbit/s (200 Gb/s at 1:500)'."""
-    return f"{RATE_MBIT[mode]} Mbit/s ({SPEEDS[mode].text} at 1:{SCALE})"
-
-
-def rate_gbps(mode: LinkSpeed) -> float:
-    return RATE_MBIT[mode] / 1000
-
-
 def check(engine: str) -> None:
     if engine not in ENGINES:
         raise LabError(f"unknown lab engine {engine!r}: {' or '.join(ENGINES)}")
@@ -93,11 +83,16 @@ def model_dir(spec: LabSpec) -> Path:
     return spec.dir / "model"
 
 
-def install(spec: LabSpec, engine: str, tps: set[int]) -> None:
+#: where the lab's model is inside a lab Spark and its containers (the lab-vllm recipe's `model`)
+LAB_MODEL = "/var/lib/sparkfab/lab-model"
+
+
+def install(spec: LabSpec, engine: str, tps: set[int]) -> list[tuple[Path, str]]:
     """Write the `vllm` command and the model (shaped for the instances' TP sizes) into the lab
-    directory (vllm engine only)."""
+    directory (vllm engine only); return what every lab Spark binds read-only for it, besides
+    the host's Python environments (`lab.machine.host_paths`)."""
     if engine != "vllm":
-        return
+        return []
     py = vllm_python()
     bd = bin_dir(spec)
     bd.mkdir(parents=True, exist_ok=True)
@@ -119,12 +114,58 @@ def install(spec: LabSpec, engine: str, tps: set[int]) -> None:
     res = proc.run(args, check=False, timeout=600)
     if res.returncode != 0:
         raise LabError(f"making the lab's model failed: {(res.stderr or res.stdout).strip()[-800:]}")
+    (bd / "python3").unlink(missing_ok=True)
+    (bd / "python3").symlink_to(py)  # the image's python3: torch for `verify --collective` in a container
+    return [(bd, str(bd)), (model_dir(spec), LAB_MODEL)]
+
+
+def recipe_text(spec: LabSpec) -> str:
+    """The lab's copy of the lab-vllm recipe: sparkfab's, with the volumes that bring vLLM's
+    environment, its Python, the `vllm` command and the model into the container (their paths
+    are this machine's)."""
+    from sparkfab.lab.machine import host_paths
+
+    data = yaml.safe_load((repo_dir("launchers") / f"{RECIPES['vllm']}.yml").read_text())
+    binds = ("/usr", *host_paths(), bin_dir(spec), LAB_MODEL)  # the machine's userland, then vLLM's
+    data["volumes"] = [f"{p}:{p}:ro" for p in binds]
+    head = f"# sparkfab lab {spec.cluster}: lab-vllm with the volumes of this machine's vLLM (generated)\n"
+    return head + yaml.safe_dump(data, sort_keys=False, width=200)
+
+
+def load_image(spec: LabSpec, machines: list[Any]) -> None:
+    """The lab's container image into every Spark's Docker, under the recipe's image name."""
+    import concurrent.futures as cf
+
+    from sparkfab.lab import image, machine
+
+    tar = image.container_tar()
+    tag = recipe(RECIPES["vllm"]).image
+
+    def one(m: Any) -> None:
+        pid = machine.init_pid(m)
+        with open(tar, "rb") as f:
+            res = subprocess.run(
+                ["nsenter", "-t", str(pid), "-a", "docker", "import", "-", tag],
+                stdin=f,
+                capture_output=True,
+                timeout=600,
+            )
+        if res.returncode != 0:
+            raise LabError(f"{m.node.name}: docker import of the lab image failed: {res.stderr.decode()[-300:]}")
+
+    with cf.ThreadPoolExecutor(max_workers=len(machines) or 1) as pool:
+        list(pool.map(one, machines))
 
 
 def instance_env(spec: LabSpec, engine: str, python: str) -> dict[str, str]:
     """Env every lab instance gets: the Python of the collective workload (verify --collective
-    runs it with either engine) and, for vLLM, the lab image's command on PATH."""
+    runs it with either engine) and, for vLLM, the lab image's commands on PATH."""
     env = {"SPARKFAB_PYTHON": python}
     if engine == "vllm":
         env["PATH"] = f"{bin_dir(spec)}:{_PATH}"
     return env
+
+
+def runtime(engine: str) -> str:
+    """How a lab instance runs: vLLM in Docker, as on a Spark; the collective as a process."""
+    return "docker" if engine == "vllm" else "process"

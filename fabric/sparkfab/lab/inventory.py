@@ -3,8 +3,8 @@
 Cables, ranks and the sparkfab block stay as written; hosts point at the lab's management
 addresses over the lab's ssh_config (lab-ness is not written here: it comes from where this
 file lives, see `sparkfab.target`); instances run the lab's engine (`sparkfab.lab.engine`:
-vLLM's CPU build with the lab's model, or the collective workload) with the `process` runtime.
-A vLLM instance's own flags and model are for GPUs, so the lab recipe's replace them.
+vLLM's CPU build with the lab's model in Docker, or the collective workload as a process). A
+vLLM instance's own flags and model are for GPUs, so the lab recipe's replace them.
 """
 
 from __future__ import annotations
@@ -66,11 +66,10 @@ def lab_inventory(
         group["hosts"][name] = hv
     for name, inst in (group_vars["sparkfab"].get("instances") or {}).items():
         inst["launcher"] = lab_engine.RECIPES[engine]
-        inst["runtime"] = "process"
+        inst["runtime"] = lab_engine.runtime(engine)
         for key in ("flags", "model", "hf_cache", "backend"):
             inst.pop(key, None)
         if engine == "vllm":
-            inst["model"] = str(lab_engine.model_dir(spec))
             backend = (backends or {}).get(name)
             if backend:  # the real cluster's: its recipe's or its own (Ray, or vLLM's own)
                 inst["backend"] = backend
@@ -101,4 +100,7 @@ def write(user_inventory: str, spec: LabSpec, engine: str, into: Path | None = N
         shutil.rmtree(copy_dir)
     if mine.is_dir():
         shutil.copytree(mine, copy_dir, ignore=shutil.ignore_patterns("*.tmp", "__pycache__"))
+    if engine == "vllm":  # the lab's own copy of its recipe, with this machine's volumes
+        copy_dir.mkdir(exist_ok=True)
+        (copy_dir / f"{lab_engine.RECIPES['vllm']}.yml").write_text(lab_engine.recipe_text(spec))
     return out

@@ -1,5 +1,8 @@
 """The lab's links, through pyroute2: namespaces, the management bridge and its veths, the
-fabric veths (one per rail of a cable) and the switch bridges; and their removal by prefix."""
+fabric veths (one per rail of a cable) and the switch bridges; and their removal by prefix.
+
+A Spark's end of a cable starts at the MTU a ConnectX-7 netdev boots with (1500): netplan sets
+the plan's; a switch's port has the plan's MTU from the start (the switch's own configuration)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import time
 from typing import Any
 
 from sparkfab.errors import LabError
-from sparkfab.lab.spec import LabSpec, Veth, ns_prefix, root_prefix
+from sparkfab.lab.spec import LabSpec, Node, Veth, ns_prefix, root_prefix
 
 
 def ipr() -> Any:
@@ -30,31 +33,45 @@ def existing_namespaces(cluster: str) -> list[str]:
     return sorted(n for n in namespaces_of.listnetns() if n.startswith(ns_prefix(cluster)))
 
 
+#: the MTU a Spark's fabric netdev has before netplan sets the plan's
+BOOT_MTU = 1500
+
+
 def namespaces(spec: LabSpec) -> None:
+    for n in spec.nodes:
+        namespace(n.ns)
+
+
+def namespace(name: str) -> None:
     from pyroute2 import netns as namespaces_of
 
-    for n in spec.nodes:
-        namespaces_of.create(n.ns)
-        with netns(n.ns) as ns:
-            ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
+    namespaces_of.create(name)
+    with netns(name) as ns:
+        ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
 
 
 def mgmt(spec: LabSpec) -> None:
+    with ipr() as ip:
+        ip.link("add", ifname=spec.bridge, kind="bridge")
+        br = ip.link_lookup(ifname=spec.bridge)[0]
+        ip.addr("add", index=br, address=spec.root_ip, prefixlen=24)
+        ip.link("set", index=br, state="up")
+    for n in spec.sparks:
+        mgmt_link(spec, n)
+
+
+def mgmt_link(spec: LabSpec, n: Node) -> None:
+    """A Spark's management port on the lab's bridge, with its address (the site's DHCP, as it were)."""
     root_fd = os.open("/proc/self/ns/net", os.O_RDONLY)
     try:
+        with netns(n.ns) as ns:
+            ns.link("add", ifname=n.mgmt_if, kind="veth", peer={"ifname": n.root_peer, "net_ns_fd": root_fd})
+            idx = ns.link_lookup(ifname=n.mgmt_if)[0]
+            ns.addr("add", index=idx, address=n.mgmt_ip, prefixlen=24)
+            ns.link("set", index=idx, state="up")
         with ipr() as ip:
-            ip.link("add", ifname=spec.bridge, kind="bridge")
             br = ip.link_lookup(ifname=spec.bridge)[0]
-            ip.addr("add", index=br, address=spec.root_ip, prefixlen=24)
-            ip.link("set", index=br, state="up")
-            for n in spec.sparks:
-                with netns(n.ns) as ns:
-                    ns.link("add", ifname=n.mgmt_if, kind="veth", peer={"ifname": n.root_peer, "net_ns_fd": root_fd})
-                    idx = ns.link_lookup(ifname=n.mgmt_if)[0]
-                    ns.addr("add", index=idx, address=n.mgmt_ip, prefixlen=24)
-                    ns.link("set", index=idx, state="up")
-                peer = ip.link_lookup(ifname=n.root_peer)[0]
-                ip.link("set", index=peer, master=br, state="up")
+            ip.link("set", index=ip.link_lookup(ifname=n.root_peer)[0], master=br, state="up")
     finally:
         os.close(root_fd)
 
@@ -70,16 +87,18 @@ def fabric(spec: LabSpec) -> None:
 
 def make_veth(v: Veth) -> None:
     """Create a rail inside the Spark's namespace with its final names (networkd v252 does not
-    pick up a link renamed after creation), MTU on both ends, both ends up."""
+    pick up a link renamed after creation), both ends up (a cut one's far end down); a Spark's
+    end at the boot MTU, a switch port at the plan's."""
+    far_mtu = v.mtu if v.bridge else BOOT_MTU
     with netns(v.a_ns) as a:
-        peer = {"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": v.mtu}
-        a.link("add", ifname=v.a_if, kind="veth", mtu=v.mtu, peer=peer)
+        peer = {"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": far_mtu}
+        a.link("add", ifname=v.a_if, kind="veth", mtu=BOOT_MTU, peer=peer)
         a.link("set", index=a.link_lookup(ifname=v.a_if)[0], state="up")
     with netns(v.b_ns) as b:
         idx = b.link_lookup(ifname=v.b_if)[0]
         if v.bridge:
             b.link("set", index=idx, master=b.link_lookup(ifname=v.bridge)[0])
-        b.link("set", index=idx, state="up")
+        b.link("set", index=idx, state="down" if v.cut else "up")
 
 
 def remove_root_links(cluster: str) -> int:
@@ -104,6 +123,16 @@ def wait_gone(cluster: str, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise LabError(f"links of lab {cluster} did not go away: {', '.join(left)}")
         time.sleep(0.05)
+
+
+def wait_gone_link(name: str, timeout: float = 5.0) -> None:
+    """Until a root-namespace link is gone (its namespace's removal is asynchronous)."""
+    deadline = time.monotonic() + timeout
+    with ipr() as ip:
+        while ip.link_lookup(ifname=name):
+            if time.monotonic() > deadline:
+                raise LabError(f"link {name} did not go away")
+            time.sleep(0.05)
 
 
 def root_links(cluster: str) -> list[str]:

@@ -62,6 +62,8 @@ class Veth:
     bridge: str | None = None  # b end is a switch port, enslaved to this bridge
     cable: int = -1  # the cable it stands for (its index in the inventory) ...
     root: int = 0  # ... and the PCIe root of its rail
+    rate_mbit: int = 0  # the token-bucket rate it is shaped to (0: not shaped)
+    cut: bool = False  # pulled at the far end (a drill): the Spark's end has no carrier
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ class LabSpec:
         ]
         for n in self.nodes:
             what = (
-                f"{n.mgmt_if} {n.mgmt_ip} <-> {n.root_peer}, sshd, systemd-networkd, lldpd"
+                f"{n.mgmt_if} {n.mgmt_ip} <-> {n.root_peer}, a booted machine: systemd, sshd, systemd-networkd, "
+                "lldpd, nftables, Docker"
                 if n.kind == "spark"
                 else "lldpd"
             )
@@ -98,8 +101,8 @@ class LabSpec:
         for ns, br, mtu in self.switch_bridges:
             lines.append(f"bridge {br} in {ns}, MTU {mtu}")
         for v in self.veths:
-            to = f"{v.b_ns}:{v.b_if}" + (f" (port of {v.bridge})" if v.bridge else "")
-            lines.append(f"veth {v.a_ns}:{v.a_if} <-> {to}, MTU {v.mtu}  [{v.label}]")
+            to = f"{v.b_ns}:{v.b_if}" + (f" (port of {v.bridge}, MTU {v.mtu})" if v.bridge else "")
+            lines.append(f"veth {v.a_ns}:{v.a_if} <-> {to}  [{v.label}]")
         return lines
 
 

@@ -1,20 +1,23 @@
-"""Fault drills on a running lab: swap two cables, cut one, shape a link (tc tbf), start
-Docker's firewall on a Spark.
+"""Fault drills on a running lab: swap two cables, cut one, shape a link (tc tbf), restart a
+Spark's Docker; and a Spark's cables made anew when it reboots.
 
 A cable is named `cables[i]` (both rails) or `cables[i].r0` / `.r1` (one rail). The
-current wiring is kept in the lab directory so that several drills can be stacked.
+current wiring (what was swapped or cut, and every rail's shaped rate) is kept in the lab
+directory so that several drills can be stacked and a rebooted Spark gets its cables back as
+they were.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from sparkfab.errors import UsageError
-from sparkfab.lab.engine import RATE_MBIT, rate_text
 from sparkfab.lab.links import make_veth, netns
+from sparkfab.lab.rates import RATE_MBIT, rate_text
 from sparkfab.lab.spec import LabSpec, Veth
 from sparkfab.spark import LinkSpeed
 
@@ -67,8 +70,10 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
         _delete(vb)
         na = replace(va, b_ns=vb.b_ns, b_if=vb.b_if, bridge=vb.bridge, label=va.label + " (swapped)")
         nb = replace(vb, b_ns=va.b_ns, b_if=va.b_if, bridge=va.bridge, label=vb.label + " (swapped)")
-        make_veth(na)
-        make_veth(nb)
+        for v in (na, nb):
+            make_veth(v)
+            if v.rate_mbit:
+                _shape(v, f"{v.rate_mbit}mbit")
         veths[x], veths[y] = na, nb
         done.append(
             f"{va.a_ns}:{va.a_if} now meets {na.b_ns}:{na.b_if}; {vb.a_ns}:{vb.a_if} now meets {nb.b_ns}:{nb.b_if}"
@@ -85,7 +90,7 @@ def cut(spec: LabSpec, ref: str) -> list[str]:
         v = veths[i]
         with netns(v.b_ns) as b:
             b.link("set", index=b.link_lookup(ifname=v.b_if)[0], state="down")
-        veths[i] = replace(v, label=v.label + " (cut)")
+        veths[i] = replace(v, label=v.label + " (cut)", cut=True)
         done.append(f"cut {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if}")
     _save(spec, veths)
     return done
@@ -102,18 +107,55 @@ def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
     return done
 
 
+def renew(spec: LabSpec, host: str) -> None:
+    """After a Spark's reboot: its network namespace anew (the kernel's state of the Spark is
+    gone), its management port and every cable it has, as the wiring is now, shaped as before."""
+    from pyroute2 import netns as namespaces_of
+
+    from sparkfab.lab import links
+
+    node = spec.node(host)
+    if node.ns in namespaces_of.listnetns():
+        namespaces_of.remove(node.ns)
+    links.wait_gone_link(node.root_peer)
+    links.namespace(node.ns)
+    links.mgmt_link(spec, node)
+    for v in current(spec):
+        if node.ns in (v.a_ns, v.b_ns):
+            _remove_far_end(v)
+            make_veth(v)
+            if v.rate_mbit:
+                _shape(v, f"{v.rate_mbit}mbit")
+
+
+def _remove_far_end(v: Veth) -> None:
+    """A pair's other end goes with the namespace that is made anew; wait until it has."""
+    import time
+
+    deadline = time.monotonic() + 5
+    for ns_name, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
+        while time.monotonic() < deadline:
+            with netns(ns_name) as ns:
+                if not ns.link_lookup(ifname=ifname):
+                    break
+            time.sleep(0.05)
+
+
 def link_speed(spec: LabSpec, mode: LinkSpeed, hosts: set[str] | None = None) -> str:
     """Shape every fabric veth (or those of `hosts`) to the lab's rate for a link-speed mode
     (`sparkfab.lab.engine`). A veth to a switch belongs to its Spark; a direct cable to both
     Sparks, and both must be among `hosts` (an instance's cables never leave it)."""
     names = {n.ns: n.name for n in spec.nodes}
-    chosen = [
-        v
-        for v in current(spec)
-        if hosts is None or {names.get(v.a_ns), names.get(v.b_ns)} - {None} <= hosts | _switch_names(spec)
-    ]
-    for v in chosen:
-        _shape(v, f"{RATE_MBIT[mode]}mbit")
+    veths = current(spec)
+    for i, v in enumerate(veths):
+        if hosts is None or {names.get(v.a_ns), names.get(v.b_ns)} - {None} <= hosts | _switch_names(spec):
+            _shape(v, f"{RATE_MBIT[mode]}mbit")
+            veths[i] = replace(v, rate_mbit=RATE_MBIT[mode])
+    _save(spec, veths)
+    return link_speed_text(spec, mode, hosts)
+
+
+def link_speed_text(spec: LabSpec, mode: LinkSpeed, hosts: set[str] | None = None) -> str:
     which = "every fabric veth" if hosts is None else f"the fabric veths of {', '.join(sorted(hosts))}"
     return f"lab {spec.cluster}: {which} shaped to {rate_text(mode)}"
 
@@ -129,33 +171,31 @@ def _shape(v: Veth, rate_text: str) -> None:
             ns.tc("replace", "tbf", index=idx, handle="1:", rate=rate_text, burst=131072, latency="50ms")
 
 
-#: What dockerd (28) does to the filter table when it starts: its chains, FORWARD jumping to
-#: DOCKER-USER first, and the FORWARD policy set to DROP. DOCKER-USER is created only when
-#: missing, so rules already in it stay.
-DOCKER_FIREWALL = (
-    "iptables -w -N DOCKER-USER 2>/dev/null || true",
-    "iptables -w -N DOCKER-FORWARD 2>/dev/null || true",
-    "iptables -w -C DOCKER-FORWARD -i docker0 -j ACCEPT 2>/dev/null"
-    " || iptables -w -A DOCKER-FORWARD -i docker0 -j ACCEPT",
-    "iptables -w -C FORWARD -j DOCKER-FORWARD 2>/dev/null || iptables -w -I FORWARD -j DOCKER-FORWARD",
-    "iptables -w -C FORWARD -j DOCKER-USER 2>/dev/null || iptables -w -I FORWARD -j DOCKER-USER",
-    "iptables -w -P FORWARD DROP",
-)
-
-
 def docker(spec: LabSpec, host: str) -> list[str]:
-    """Give a Spark Docker's FORWARD policy and chains, as if dockerd had just started there."""
-    import subprocess
+    """Restart a Spark's Docker: it writes its chains and its FORWARD policy (DROP) again, and
+    sparkfab's unit puts the fabric's accepts back into DOCKER-USER after it."""
+    from sparkfab.lab import machine
 
-    node = next((n for n in spec.nodes if n.name == host and n.kind == "spark"), None)
+    node = next((n for n in spec.sparks if n.name == host), None)
     if node is None:
         raise UsageError(f"{host}: no such Spark in this lab")
-    res = subprocess.run(
-        ["ip", "netns", "exec", node.ns, "sh", "-ec", "; ".join(DOCKER_FIREWALL)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    m = next(m for m in machine.machines(spec) if m.node.name == host)
+    res = machine.run(m, "systemctl", "restart", "docker.service", timeout=120)
     if res.returncode != 0:
-        raise UsageError(f"{host}: Docker's firewall could not be set: {res.stderr.strip()[-300:]}")
-    return [f"{host}: table ip filter, chain FORWARD policy drop, jump to DOCKER-USER first (as dockerd sets it)"]
+        raise UsageError(f"{host}: Docker did not restart: {(res.stderr or res.stdout).strip()[-300:]}")
+    return [f"{host}: Docker restarted (its FORWARD policy and chains as Docker writes them)"]
+
+
+def main(argv: list[str]) -> int:
+    """`python -m sparkfab.lab.wire renew LAB_DIR HOST`: a rebooting machine's supervisor's call."""
+    if len(argv) != 3 or argv[0] != "renew":
+        sys.stderr.write("usage: python -m sparkfab.lab.wire renew LAB_DIR HOST\n")
+        return 2
+    from sparkfab.lab.state import LabState
+
+    renew(LabState.read(Path(argv[1])).spec, argv[2])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

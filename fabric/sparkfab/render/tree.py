@@ -50,24 +50,22 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
     return sorted(files, key=lambda f: f.path)
 
 
-def render(plan: Plan, assets: dict[str, str] | None = None, *, lab: bool = False) -> Tree:
-    """Every host's files and the inventory; `lab` when the hosts are a lab's Sparks (the
-    roles then restart networkd instead of `netplan apply` and leave the host firewall alone)."""
+def render(plan: Plan, assets: dict[str, str] | None = None) -> Tree:
+    """Every host's files and the inventory (the same for a lab's Sparks as for real ones)."""
     assets = assets or {}
     hosts = {h.name: tuple(host_files(plan, h, assets)) for h in plan.hosts}
     return Tree(
         hosts,
-        _inventory(plan, lab),
+        _inventory(plan),
         {h.name: _host_vars(plan, h, hosts[h.name]) for h in plan.hosts},
         tuple(nccl.warnings(plan)),
     )
 
 
-def _inventory(plan: Plan, lab: bool) -> File:
+def _inventory(plan: Plan) -> File:
     hosts = {h.name: {"ansible_host": h.mgmt_address, **h.ansible} for h in plan.hosts}
     group = {
         **plan.group_vars,
-        "sparkfab_lab": lab,
         "sparkfab_cluster": plan.cluster,
         "sparkfab_control_plane": plan.control_plane,
     }

@@ -80,7 +80,7 @@ def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]
         have = sorted(f"{a['local']}/{a['prefixlen']}" for a in addrs.get(name, {}).get("addr_info", []))
         out.append(Result.compare("ipv4", host.name, name, [iface.address], have))
         speed = speeds.get(name)
-        why = exp.stand_in or ("" if speed == exp.netdev_mbps else f"link speed {exp.mode} expects {exp.netdev_mbps}")
+        why = "" if speed == exp.netdev_mbps else f"link speed {exp.mode} expects {exp.netdev_mbps}"
         out.append(Result.compare("speed", host.name, name, exp.netdev_mbps, speed, why))
     return out
 
@@ -199,9 +199,6 @@ def cabling(host: Host, th: Remote) -> list[Result]:
 
 
 def rdma(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:
-    if exp.rdma_rate is None:
-        return [Result.skip("rdma", host.name, "RDMA devices", f"no RDMA devices: {exp.stand_in}")]
-
     def read(path: str) -> str | None:
         f = th.file(path)
         return f.content_string if f.exists else None
@@ -209,6 +206,14 @@ def rdma(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:
     inst = plan.instance_of(host.name)
     graph = plan.nccl_graph and inst is not None and inst.direct
     return hardware.rdma_checks(host, read, exp.mode, graph)
+
+
+def collective_backend(inst: Instance, head: Remote) -> str:
+    """What the all-reduce runs over: Gloo where the engine's does (a CPU engine's recipe says
+    `tp_backend: gloo`) or where rank 0 has no GPU (a lab Spark), else NCCL."""
+    if inst.recipe is not None and inst.recipe.tp_backend == "gloo":
+        return "gloo"
+    return "nccl" if head.run("test -e /dev/nvidiactl").rc == 0 else "gloo"
 
 
 def collective_command(plan: Plan, inst: Instance, rank: int, backend: str, sizes: str) -> str:

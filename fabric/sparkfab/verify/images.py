@@ -54,14 +54,11 @@ def _image_of(plan: Plan, inst: Instance) -> str | None:
     return rec.image if lx.runtime == "docker" else None
 
 
-def image_checks(plan: Plan, hosts: dict[str, Remote], reachable: set[str], lab: bool) -> list[Result]:
+def image_checks(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> list[Result]:
     out: list[Result] = []
     for inst in plan.instances:
         image = _image_of(plan, inst)
         if image is None or not set(inst.hosts) <= reachable:
-            continue
-        if lab:
-            out.append(Result.skip("image", inst.hosts[0], inst.name, "lab: no container runtime"))
             continue
         out += same_image(inst, image, hosts)
         out.append(nccl_in_image(inst, image, hosts[inst.hosts[0]], inst.direct))
@@ -84,6 +81,9 @@ def same_image(inst: Instance, image: str, hosts: dict[str, Remote]) -> list[Res
 
 
 def nccl_in_image(inst: Instance, image: str, host: Any, needs_subnet_routing: bool) -> Result:
+    if inst.recipe is not None and inst.recipe.tp_backend != "nccl":
+        why = f"its all-reduces go over {inst.recipe.tp_backend} (a CPU engine): no NCCL"
+        return Result.skip("nccl-version", inst.hosts[0], inst.name, why)
     cmd = f"docker run --rm --entrypoint python3 {shlex.quote(image)} -c {shlex.quote(NCCL_PROBE)}"
     res = host.run(cmd)
     found = parse_nccl_version(res.stdout) if res.rc == 0 else None

@@ -71,6 +71,17 @@ def _lat(hosts: dict[str, Remote], a: Host, ai: Iface, b: Host, bi: Iface, port:
 
 
 def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
+    """perftest on every rail (where it is installed), then nccl-tests across every instance."""
+    first = next((h for h in plan.hosts if h.ifaces), None)
+    if first is None:
+        return []
+    if hosts[first.name].run("command -v ib_write_bw").rc != 0:
+        why = "ib_write_bw is not installed (perftest): no per-rail bandwidth"
+        return [Result.skip("ib_write_bw", first.name, "perftest", why), *_all_reduce(plan, hosts)]
+    return _rails(plan, hosts) + _all_reduce(plan, hosts)
+
+
+def _rails(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
     out: list[Result] = []
     port = 18515
     for group in rail_pairs(plan):
@@ -117,7 +128,6 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
             )
         )
         port += 20
-    out += _all_reduce(plan, hosts)
     return out
 
 

@@ -5,21 +5,20 @@ from __future__ import annotations
 import concurrent.futures as cf
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from sparkfab.connection import Connection
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
 from sparkfab.verify import checks, images, mesh
 from sparkfab.verify.expect import expect
-from sparkfab.verify.perf import perf
+from sparkfab.verify.perf import perf as run_perf
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Report, Result
 
 LLDP_WAIT_S = 8.0
 
 
-def _per_host(plan: Plan, host: Host, th: Remote, lab: bool, files: dict[str, str]) -> list[Result]:
+def _per_host(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> list[Result]:
     if not host.ifaces:
         return []
     try:
@@ -28,7 +27,7 @@ def _per_host(plan: Plan, host: Host, th: Remote, lab: bool, files: dict[str, st
         return [Result("ssh", host.name, "connection", "root (sudo -n)", "no root", FAIL, str(exc))]
     except Exception as exc:
         return [Result("ssh", host.name, "connection", "reachable", "unreachable", FAIL, str(exc)[:200])]
-    exp = expect(plan.mode_of(host.name), lab)
+    exp = expect(plan.mode_of(host.name))
     out = checks.link_checks(plan, host, th, exp)
     out += checks.config_checks(plan, host, th, files)
     out += checks.jumbo_pings(plan, host, th)
@@ -57,18 +56,15 @@ def verify(
     perf: bool = False,
     sizes: str = "4K,256K,4M,16M",
     conn: Connection,
-    lab: Path | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> Report:
-    """Every check on every host, reached through `conn`; `lab` (the lab directory) when the
-    hosts are a lab's Sparks."""
-    files = {h: {f.path: f.content for f in fs} for h, fs in render(plan, {}, lab=lab is not None).hosts.items()}
-    in_lab = lab is not None
+    """Every check on every host, reached through `conn` (a lab's Sparks are checked as any)."""
+    files = {h: {f.path: f.content for f in fs} for h, fs in render(plan, {}).hosts.items()}
     hosts = {h.name: conn.remote(h.name) for h in plan.hosts}
     report = Report(plan.cluster, plan.link_speed)
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        parts = pool.map(lambda h: _per_host(plan, h, hosts[h.name], in_lab, files[h.name]), plan.hosts)
+        parts = pool.map(lambda h: _per_host(plan, h, hosts[h.name], files[h.name]), plan.hosts)
         for part in parts:
             report.results += part
     unreachable = {r.host for r in report.results if r.check == "ssh"}
@@ -76,14 +72,14 @@ def verify(
     report.timing["hosts_s"] = round(time.perf_counter() - t0, 2)
     report.results += _cabling(plan, hosts, reachable)
     report.results += _consistency(plan, hosts, reachable)
-    report.results += images.image_checks(plan, hosts, reachable, in_lab)
+    report.results += images.image_checks(plan, hosts, reachable)
     blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == FAIL}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:
             report.results += mesh.mesh(plan, inst, hosts, blocked)
     report.timing["checks_s"] = round(time.perf_counter() - t0, 2)
     if perf:
-        report.results += _perf(plan, in_lab, hosts)
+        report.results += run_perf(plan, hosts)
     if collective:
         report.collective = {}
         for inst in plan.instances:
@@ -107,9 +103,8 @@ def verify(
                     )
                 )
                 continue
-            res = checks.collective(
-                plan, inst, hosts, expect(plan.mode_of(inst.hosts[0]), in_lab).collective, sizes, log
-            )
+            backend = checks.collective_backend(inst, hosts[inst.hosts[0]])
+            res = checks.collective(plan, inst, hosts, backend, sizes, log)
             report.collective[inst.name] = res
             report.results.append(
                 Result(
@@ -142,13 +137,3 @@ def _consistency(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> l
         for h, got in seen.items():
             out.append(Result.compare("engine-flags", h, inst.name, want, got, "hash of the engine-shaping flags"))
     return out
-
-
-def _perf(plan: Plan, lab: bool, hosts: dict[str, Remote]) -> list[Result]:
-    if lab:
-        return [
-            Result.skip("perf", h.name, "ib_write_bw / all_reduce_perf", "lab: no RDMA devices (veth)")
-            for h in plan.hosts
-            if h.ifaces
-        ]
-    return perf(plan, hosts)

@@ -28,10 +28,6 @@ options:
     type: list
     elements: str
     required: true
-  lab:
-    description: The host is a lab namespace (no systemd units, no ufw, no nftables.conf).
-    type: bool
-    default: false
 """
 
 RETURN = r"""
@@ -149,7 +145,7 @@ class Reset:
 
     def ufw(self):
         rules = read(os.path.join(ETC, "ufw.rules"))
-        if self.m.params["lab"] or rules is None or not have("ufw"):
+        if rules is None or not have("ufw"):
             return
         if "Status: active" not in sh(["ufw", "status"]).stdout:
             return
@@ -169,7 +165,7 @@ class Reset:
 
     def nftables_conf(self):
         text = read("/etc/nftables.conf")
-        if self.m.params["lab"] or text is None or NFT_INCLUDE not in text:
+        if text is None or NFT_INCLUDE not in text:
             return
         new = "".join(line for line in text.splitlines(True) if line.strip() != NFT_INCLUDE)
         self.diffs.append({"before": text, "after": new, "before_header": "/etc/nftables.conf"})
@@ -269,7 +265,6 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "netdevs": {"type": "list", "elements": "str", "required": True},
-            "lab": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )

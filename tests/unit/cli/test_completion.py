@@ -21,7 +21,7 @@ def _complete(cli, shell_words: list[str]) -> list[str]:
     [
         (["sparkfab", "la"], ["lab"]),
         (["sparkfab", "lin"], ["linkspeed"]),
-        (["sparkfab", "lab", ""], ["up", "down", "status", "wire", "exec"]),
+        (["sparkfab", "lab", ""], ["up", "down", "status", "wire", "exec", "reboot"]),
         (["sparkfab", "init", "r"], ["ring"]),
         (["sparkfab", "bench", "--counters"], ["--counters", "--counters-host"]),
         (["sparkfab", "lab", "up", "x.yml", "--eng"], ["--engine"]),

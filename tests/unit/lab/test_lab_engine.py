@@ -92,22 +92,23 @@ def test_endpoints_refuse_a_plan_without_a_shared_rail(tmp_path):
 
 def test_lab_inventory_swaps_in_the_lab_engine(tmp_path):
     from sparkfab.inventory import load_roundtrip
-    from sparkfab.lab.engine import bin_dir, model_dir
+    from sparkfab.lab.engine import bin_dir
     from sparkfab.lab.inventory import lab_inventory
     from sparkfab.lab.spec import spec
 
     raw = load_roundtrip("inventory/ring4.yml")
     sp = spec(load_plan("inventory/ring4.yml"))
     vllm = yaml.safe_load(lab_inventory(raw, sp, "vllm", python="/py"))["all"]["vars"]["sparkfab"]["instances"]["glm"]
-    assert vllm["launcher"] == "lab-vllm" and vllm["runtime"] == "process"
-    assert vllm["model"] == str(model_dir(sp)) and "flags" not in vllm
+    assert vllm["launcher"] == "lab-vllm" and vllm["runtime"] == "docker"  # as on a Spark
+    assert "model" not in vllm and "flags" not in vllm  # the lab recipe's model, bound into every Spark
     assert vllm["env"]["PATH"].startswith(f"{bin_dir(sp)}:") and vllm["env"]["SPARKFAB_PYTHON"] == "/py"
     coll = yaml.safe_load(lab_inventory(raw, sp, "collective", python="/py"))["all"]["vars"]["sparkfab"]
     assert coll["instances"]["glm"]["launcher"] == "lab-collective" and "PATH" not in coll["instances"]["glm"]["env"]
+    assert coll["instances"]["glm"]["runtime"] == "process"
 
 
 def test_lab_rates_are_the_link_speeds_scaled_down():
-    from sparkfab.lab.engine import RATE_MBIT, SCALE, rate_gbps, rate_text
+    from sparkfab.lab.rates import RATE_MBIT, SCALE, rate_gbps, rate_text
 
     assert rate_text("200") == "400 Mbit/s (200 Gb/s at 1:500)"
     assert rate_text("100e") == "200 Mbit/s (emulated 100 Gb/s at 1:500)"
@@ -205,25 +206,28 @@ def test_gloo_overhead_model_fits_the_lab_measurements():
 def test_lab_status_reads_the_state_and_names_where_each_instance_answers(cli, tmp_path, monkeypatch):
     """A lab whose namespaces are gone is down (exit 4), and the status still says what its state
     recorded: the Sparks' namespaces and addresses and the URL of each instance's rank 0."""
+    from sparkfab.lab.spec import spec
+    from sparkfab.lab.state import LabState
+
     monkeypatch.setenv("SPARKFAB_LAB_DIR", str(tmp_path))
     inv = tmp_path / "inv.yml"  # a cluster name of its own: no lab of this machine has its namespaces
     inv.write_text(Path("inventory/pair-1cable.yml").read_text().replace("cluster: pair1", "cluster: unit-down"))
-    (tmp_path / "unit-down").mkdir()
-    hosts = {"spark-a": {"ns": "sf-unit-down-spark-a", "mgmt_ip": "198.18.7.2"}, "spark-b": {"ns": "x", "mgmt_ip": "y"}}
-    state = {"pids": {"spark-a.sshd": 2**22 + 1}, "hosts": hosts, "engine": "collective"}
-    (tmp_path / "unit-down/state.json").write_text(json.dumps(state))
+    sp = spec(load_plan(str(inv)))
+    sp.dir.mkdir()
+    LabState("unit-down", str(inv), "collective", "200", sp, {"spark-a.machine": 2**22 + 1}).write()
+    a, b = sp.sparks
+    hosts = {a.name: {"ns": a.ns, "mgmt_ip": a.mgmt_ip}, b.name: {"ns": b.ns, "mgmt_ip": b.mgmt_ip}}
     res = cli("lab", "status", str(inv), "--format", "json")
     st = json.loads(res.out)
     assert res.code == 4 and st["up"] is False and st["cluster"] == "unit-down" and st["namespaces"] == []
-    assert st["processes"] == {"spark-a.sshd": False} and st["hosts"] == hosts and st["engine"] == "collective"
-    assert st["serving"] == {
-        "llama": {"url": "http://198.18.7.2:8000", "model": None, "engine": "collective", "tp": 2, "head": "spark-a"}
-    }
+    assert st["processes"] == {"spark-a.machine": False} and st["hosts"] == hosts and st["engine"] == "collective"
+    url = f"http://{a.mgmt_ip}:8000"
+    assert st["serving"] == {"llama": {"url": url, "model": None, "engine": "collective", "tp": 2, "head": "spark-a"}}
     text = cli("lab", "status", str(inv))
     assert text.code == 4 and text.out.splitlines() == [
         "lab unit-down: down",
-        "  spark-a.sshd: gone",
-        "  spark-a: sf-unit-down-spark-a 198.18.7.2",
-        "  spark-b: x y",
-        "  instance llama (TP2, collective): http://198.18.7.2:8000 model None",
+        "  spark-a.machine: gone",
+        f"  spark-a: {a.ns} {a.mgmt_ip}",
+        f"  spark-b: {b.ns} {b.mgmt_ip}",
+        f"  instance llama (TP2, collective): {url} model None",
     ]

@@ -183,6 +183,7 @@ def test_expectations_come_from_the_mode_table():
     assert rows["RDMA port rate"] == ["200 Gb/sec", "200 Gb/sec", "100 Gb/sec"]
     assert rows["all_reduce_perf busbw (Gb/s)"] == [">= 180", ">= 95", ">= 90"]
     assert rows["ib_write_bw per port, both twins (Gb/s)"] == [">= 180", ">= 180", ">= 90"]
+    assert rows["PCIe roots in NCCL_IB_HCA"] == ["0 and 1", "0", "0 and 1"]
 
 
 def _chain(table, name, **kw):

@@ -1,0 +1,214 @@
+"""The lab's two images, built once and cached by what they are made of.
+
+- The machine root: a Debian bookworm root filesystem (mmdebstrap) that boots as a lab Spark
+  under systemd-nspawn: systemd, sshd, systemd-networkd, netplan, lldpd, nftables, Docker,
+  OpenMPI, sudo and a non-root login (`spark`), as a Spark's own OS has them. Every lab Spark
+  boots from it read-only, with an overlay of its own (`lab.machine`).
+- The container image: what the lab's Docker imports as the recipe's image, a root with only
+  the machine's /etc basics and mount points; the lab's copy of the recipe binds the machine's
+  own /usr into it (its libraries and the g++ torch's inductor compiles with), vLLM's CPU build
+  and the Python it was made from. No registry is reachable, and importing a root with vLLM
+  into every Spark's Docker would cost a minute per `lab up`; this one takes a fraction of a
+  second.
+
+What the lab cannot give a Spark on this machine is made up inside the image, each piece named
+in `docs/architecture.md`: the hardware's facts per mode (`sparkfab-lab-hw`, a small daemon
+that keeps a sysfs-shaped RDMA tree and the netdevs' speeds), writable cgroups for Docker
+(`sparkfab-lab-cgroup`), a runc that clamps rlimits this machine cannot raise, a GPU hook
+that lets `docker run --gpus all` start without a GPU, and a `udevadm` that does not wait for
+the udevd a container does not run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from sparkfab import proc
+from sparkfab.errors import LabError
+
+SUITE = "bookworm"
+#: what a lab Spark's OS has (a DGX OS Spark has the same programs, from Ubuntu); g++ and openssl
+#: for the lab's container image, whose userland is the machine's /usr (torch's inductor builds
+#: its CPU kernels with g++ and hashes them with openssl)
+MACHINE_PACKAGES = [
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "udev",
+    "iproute2",
+    "openssh-server",
+    "sudo",
+    "python3",
+    "netplan.io",
+    "lldpd",
+    "nftables",
+    "iptables",
+    "iputils-ping",
+    "ethtool",
+    "procps",
+    "kmod",
+    "docker.io",
+    "openmpi-bin",
+    "libnuma1",
+    "g++",
+    "openssl",
+]
+#: units a lab Spark does not need at boot (timers, consoles, waits for a network)
+MASKED = [
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "man-db.timer",
+    "e2scrub_all.timer",
+    "fstrim.timer",
+    "systemd-networkd-wait-online.service",
+    "getty@tty1.service",
+    "console-getty.service",
+    "systemd-timesyncd.service",
+]
+#: the non-root login of a lab Spark (a Spark's owner logs in, then sudo)
+LOGIN = "spark"
+LOGIN_UID = 1000
+
+
+def base() -> Path:
+    return Path(os.environ.get("SPARKFAB_LAB_IMAGES", "/var/lib/sparkfab/lab-images"))
+
+
+def _files() -> Path:
+    return Path(str(resources.files("sparkfab.lab"))) / "files"
+
+
+def _digest(kind: str, packages: list[str]) -> str:
+    """What an image is made of: its suite, packages and the lab's own files."""
+    h = hashlib.sha256(f"{kind}|{SUITE}|{' '.join(packages)}|{' '.join(MASKED)}|{LOGIN}".encode())
+    for f in sorted(_files().iterdir()):
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+@contextmanager
+def _locked(name: str) -> Iterator[None]:
+    """One build at a time per image (two labs coming up at once share it)."""
+    base().mkdir(parents=True, exist_ok=True)
+    with open(base() / f".{name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def machine_root() -> Path:
+    """The machine root, built on first use (about a minute, 650 MB) and cached by digest."""
+    name = f"spark-{_digest('machine', list(MACHINE_PACKAGES))}"
+    root = base() / name
+    if (root / ".complete").exists():
+        return root
+    with _locked(name):
+        if not (root / ".complete").exists():
+            _build(root, list(MACHINE_PACKAGES), _customize_machine)
+    return root
+
+
+#: what the container image takes from the machine root: its users, the dynamic loader's
+#: cache and the alternatives' links (the rest of the userland is the machine's /usr, bound in)
+CONTAINER_ETC = ("passwd", "group", "ld.so.cache", "ld.so.conf", "nsswitch.conf", "alternatives", "hosts")
+
+
+def container_tar() -> Path:
+    """The container image as a tar for `docker import`, made from the machine root (cached)."""
+    root = machine_root()
+    tar = base() / f"container-{root.name.split('-', 1)[1]}.tar"
+    if tar.exists():
+        return tar
+    with _locked(tar.stem):
+        if not tar.exists():
+            tmp = tar.with_suffix(".tmp")
+            with tarfile.open(tmp, "w") as out:
+                for name in ("bin", "lib", "lib64", "sbin"):  # merged /usr: links into it
+                    out.add(root / name, arcname=name, recursive=False)
+                for d, mode in (("usr", 0o755), ("tmp", 0o1777), ("var/tmp", 0o1777), ("root", 0o700), ("etc", 0o755)):
+                    info = tarfile.TarInfo(d)
+                    info.type, info.mode = tarfile.DIRTYPE, mode
+                    out.addfile(info)
+                for name in CONTAINER_ETC:
+                    if (root / "etc" / name).exists() or (root / "etc" / name).is_symlink():
+                        out.add(root / "etc" / name, arcname=f"etc/{name}")
+            tmp.rename(tar)
+    return tar
+
+
+def _build(root: Path, packages: list[str], customize: object) -> None:
+    if shutil.which("mmdebstrap") is None:
+        raise LabError("mmdebstrap is missing (the lab builds its Sparks' root with it): run scripts/setup.sh")
+    tmp = root.with_name(root.name + ".new")
+    shutil.rmtree(tmp, ignore_errors=True)
+    argv = ["mmdebstrap", "--variant=minbase", "--quiet", f"--include={','.join(packages)}", SUITE, str(tmp)]
+    try:
+        # package scripts must not start daemons on this machine (dockerd would set FORWARD to DROP)
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        raise LabError(f"building the lab image {root.name} took over 30 minutes") from None
+    if res.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise LabError(f"building the lab image {root.name} failed: {(res.stderr or res.stdout).strip()[-800:]}")
+    assert callable(customize)
+    customize(tmp)
+    (tmp / ".complete").write_text("")
+    shutil.rmtree(root, ignore_errors=True)
+    tmp.rename(root)
+    _prune(keep=root.name)
+
+
+def _prune(keep: str) -> None:
+    """Images of the same kind made of something else (an older sparkfab's), while no lab is up."""
+    from pyroute2 import netns
+
+    if any(n.startswith("sf-") for n in netns.listnetns()):
+        return
+    digest = keep.split("-", 1)[1]
+    for old in [*base().glob("spark-*"), *base().glob("container-*"), *base().glob(".*.lock")]:
+        if digest not in old.name:
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink(missing_ok=True)
+
+
+def _install(root: Path, name: str, dest: str, mode: int = 0o644) -> None:
+    target = root / dest.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_files() / name, target)
+    os.chmod(target, mode)
+
+
+def _customize_machine(root: Path) -> None:
+    """What turns a Debian root into a lab Spark (the per-Spark part is `lab.machine`'s)."""
+    _install(root, "sparkfab-lab-hw", "/usr/local/sbin/sparkfab-lab-hw", 0o755)
+    _install(root, "sparkfab-lab-hw.service", "/etc/systemd/system/sparkfab-lab-hw.service")
+    _install(root, "sparkfab-lab-cgroup.service", "/etc/systemd/system/sparkfab-lab-cgroup.service")
+    _install(root, "sparkfab-lab-runc", "/usr/local/sbin/sparkfab-lab-runc", 0o755)
+    _install(root, "nvidia-container-runtime-hook", "/usr/local/bin/nvidia-container-runtime-hook", 0o755)
+    _install(root, "udevadm", "/usr/local/bin/udevadm", 0o755)
+    _install(root, "lldpd.conf", "/etc/lldpd.d/sparkfab-lab.conf")
+    _install(root, "sshd.conf", "/etc/ssh/sshd_config.d/sparkfab-lab.conf")
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()  # each Spark gets its own (lab.machine)
+    systemctl = ["systemctl", f"--root={root}"]
+    proc.run(
+        [*systemctl, "enable", "systemd-networkd.service", "sparkfab-lab-hw.service", "sparkfab-lab-cgroup.service"]
+    )
+    proc.run([*systemctl, "mask", *MASKED])
+    proc.run(["chroot", str(root), "useradd", "--uid", str(LOGIN_UID), "--create-home", "--shell", "/bin/bash", LOGIN])
+    (root / "etc/sudoers.d/sparkfab-lab").write_text(
+        f"# a lab Spark's owner becomes root, as on a Spark\n{LOGIN} ALL=(ALL:ALL) NOPASSWD: ALL\n"
+    )
+    os.chmod(root / "etc/sudoers.d/sparkfab-lab", 0o440)
+    (root / "etc/hostname").write_text("spark\n")
+    (root / "etc/machine-id").write_text("")  # each boot of each Spark makes its own

@@ -1,0 +1,318 @@
+"""A lab Spark as a machine: systemd-nspawn boots the lab image (`lab.image`) with its own
+overlay (its disk: what it writes survives a reboot), inside the Spark's network namespace
+(the cable veths the lab made), with its own init, sshd, systemd-networkd, lldpd, nftables and
+Docker as units.
+
+A small supervisor per Spark (a shell loop) mounts the overlay in a mount namespace of its own
+and runs nspawn. When the machine reboots (nspawn exits with 133), the supervisor makes the
+Spark's network namespace anew before booting it again, so that what the kernel held is gone as
+after a real reboot: addresses, routes, nftables, sysctls, MTUs; the cables come back, and the
+neighbours see them go down and up.
+
+The host's files a lab Spark needs are bound in read-only at the same paths: sparkfab's own
+Python environment (the collective and `verify --collective` run in it), vLLM's and the Python
+they were made from, and the lab's model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparkfab import proc, spark
+from sparkfab.errors import LabError
+from sparkfab.lab import image
+from sparkfab.lab.spec import LabSpec, Node
+
+REBOOT = 133  # systemd-nspawn's exit code when the machine asked for a reboot
+#: where a lab Spark's Docker puts its containers' cgroups (one subtree per Spark, so that two
+#: Sparks' Dockers never meet in the host's hierarchies)
+CGROUP_PARENT = "sparkfab-lab"
+CGROUP_CONTROLLERS = ("blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "pids")
+#: device nodes Docker finds for `--device /dev/infiniband` (a Spark's RDMA devices; here null devices)
+IB_NODES = ("uverbs0", "uverbs1", "uverbs2", "uverbs3", "rdma_cm")
+
+
+@dataclass(frozen=True)
+class Machine:
+    node: Node
+    dir: Path  # <lab>/machines/<host>
+
+    @property
+    def upper(self) -> Path:
+        return self.dir / "upper"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.dir / "supervisor.pid"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "console.log"
+
+
+def machines(spec: LabSpec) -> list[Machine]:
+    return [Machine(n, spec.dir / "machines" / n.name) for n in spec.sparks]
+
+
+def cgroup_parent(spec: LabSpec, node: Node) -> str:
+    return f"/{CGROUP_PARENT}/{spec.cluster}/{node.name}"
+
+
+# ------------------------------------------------------------------------------ its disk
+
+
+def _put(m: Machine, lower: Path, path: str, content: str | bytes, mode: int, owner: int = 0) -> None:
+    """A file in the machine's own layer, its directories made as the image has them (overlay
+    takes a directory's owner and mode from the upper layer where both have it)."""
+    rel = Path(path.lstrip("/"))
+    parts = rel.parts[:-1]
+    for i in range(1, len(parts) + 1):
+        d = m.upper.joinpath(*parts[:i])
+        if d.exists():
+            continue
+        d.mkdir()
+        src = lower.joinpath(*parts[:i])
+        st = src.stat() if src.exists() else None
+        os.chown(d, st.st_uid if st else owner, st.st_gid if st else owner)
+        os.chmod(d, (st.st_mode & 0o7777) if st else 0o700)
+    target = m.upper / rel
+    target.write_bytes(content.encode() if isinstance(content, str) else content)
+    os.chown(target, owner, owner)
+    os.chmod(target, mode)
+
+
+def prepare(spec: LabSpec, m: Machine, lower: Path, keys: Path, known_hosts: str, line_gbps: int) -> None:
+    """The machine's own files: its name, host key, who may log in (the lab's key, for root and
+    the non-root login), its key and known hosts to reach the other Sparks (mpirun does), its
+    Docker's settings, and the mode of its cables for the hardware's facts."""
+    for d in (m.upper, m.dir / "work", m.dir / "merged", m.dir / "docker"):
+        d.mkdir(parents=True, exist_ok=True)
+    n = m.node
+    _put(m, lower, "/etc/hostname", f"{n.name}\n", 0o644)
+    _put(m, lower, "/etc/hosts", f"127.0.0.1 localhost\n::1 localhost ip6-localhost\n{n.mgmt_ip} {n.name}\n", 0o644)
+    host_key = keys / f"{n.name}.host"
+    _put(m, lower, "/etc/ssh/ssh_host_ed25519_key", host_key.read_bytes(), 0o600)
+    _put(m, lower, "/etc/ssh/ssh_host_ed25519_key.pub", host_key.with_suffix(".host.pub").read_bytes(), 0o644)
+    lab_key = keys / "id_ed25519"
+    for home, uid in (("/root", 0), (f"/home/{image.LOGIN}", image.LOGIN_UID)):
+        _put(m, lower, f"{home}/.ssh/authorized_keys", lab_key.with_suffix(".pub").read_bytes(), 0o600, uid)
+        _put(m, lower, f"{home}/.ssh/id_ed25519", lab_key.read_bytes(), 0o600, uid)
+        _put(m, lower, f"{home}/.ssh/known_hosts", known_hosts, 0o644, uid)
+    daemon = {
+        "cgroup-parent": cgroup_parent(spec, n),
+        "runtimes": {"sparkfab-lab": {"path": "/usr/local/sbin/sparkfab-lab-runc"}},
+        "default-runtime": "sparkfab-lab",
+    }
+    _put(m, lower, "/etc/docker/daemon.json", json.dumps(daemon, indent=1) + "\n", 0o644)
+    hw = {"line_gbps": line_gbps, "devices": {spark.rdma_device(p, r): d for d, (p, r) in spark.NETDEVS.items()}}
+    _put(m, lower, "/etc/sparkfab-lab/hw.json", json.dumps(hw, indent=1) + "\n", 0o644)
+    _put(m, lower, "/etc/default/lldpd", f'DAEMON_ARGS="-I {",".join(spark.NETDEVS)}"\n', 0o644)
+
+
+def host_paths() -> list[Path]:
+    """What every lab Spark sees of this machine, read-only at the same path: sparkfab's
+    Python environment, vLLM's, and the Python installations they were made from."""
+    from sparkfab.oracle import vllm_python
+
+    out = [Path(sys.prefix), Path(sys.base_prefix)]
+    venv = vllm_python().parent.parent
+    if (venv / "pyvenv.cfg").exists():
+        out.append(venv)
+        home = next(
+            (
+                ln.split("=", 1)[1].strip()
+                for ln in (venv / "pyvenv.cfg").read_text().splitlines()
+                if ln.startswith("home")
+            ),
+            "",
+        )
+        if home:
+            out.append(Path(home).parent)
+    return sorted({p.resolve() for p in out if p.exists() and p != Path("/usr")})
+
+
+# ------------------------------------------------------------------------------ running it
+
+
+def nspawn_argv(spec: LabSpec, m: Machine, extra_ro: list[tuple[Path, str]]) -> list[str]:
+    binds = [f"--bind=/sys/fs/cgroup/{c}:/run/sparkfab-lab/cgroup/{c}" for c in CGROUP_CONTROLLERS]
+    binds += [f"--bind={m.dir / 'docker'}:/var/lib/docker"]
+    binds += [f"--bind=/dev/null:/dev/infiniband/{dev}" for dev in IB_NODES]
+    binds += [f"--bind-ro={p}" for p in host_paths()]
+    binds += [f"--bind-ro={src}:{dst}" for src, dst in extra_ro]
+    return [
+        "systemd-nspawn",
+        f"--directory={m.dir / 'merged'}",
+        "--boot",
+        f"--machine={m.node.ns}",
+        f"--network-namespace-path=/run/netns/{m.node.ns}",
+        "--register=no",
+        "--keep-unit",
+        "--console=passive",
+        "--capability=all",  # a Spark's root has them; Docker, nftables and netplan use them
+        "--system-call-filter=add_key keyctl bpf",  # runc's keyrings and Docker's device filters
+        *binds,
+    ]
+
+
+def supervisor(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path, str]]) -> str:
+    """The loop that boots the machine, and on a reboot makes its network namespace anew first."""
+    overlay = f"lowerdir={lower},upperdir={m.upper},workdir={m.dir / 'work'}"
+    boot = (
+        f"mount -t overlay sf-{spec.id}-{m.node.name} -o {shlex.quote(overlay)} {shlex.quote(str(m.dir / 'merged'))} "
+        f"&& exec {shlex.join(nspawn_argv(spec, m, extra_ro))}"
+    )
+    renew = shlex.join([sys.executable, "-m", "sparkfab.lab.wire", "renew", str(spec.dir), m.node.name])
+    return (
+        "while :; do "
+        # /proc/sys/net writable (Docker and sysctl set forwarding); no image lock files left behind
+        f"SYSTEMD_NSPAWN_API_VFS_WRITABLE=network SYSTEMD_NSPAWN_LOCK=0 "
+        f"unshare --mount --propagation private sh -c {shlex.quote(boot)}; "
+        f'rc=$?; [ "$rc" = {REBOOT} ] || exit "$rc"; echo "sparkfab lab: reboot of {m.node.name}"; '
+        f"{renew} || exit 1; done"
+    )
+
+
+def start(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path, str]]) -> int:
+    p = proc.spawn(["sh", "-c", supervisor(spec, m, lower, extra_ro)], str(m.log))
+    m.pidfile.write_text(f"{p.pid}\n")
+    return p.pid
+
+
+def init_pid(m: Machine) -> int | None:
+    """The machine's PID 1 as this machine sees it (the child of nspawn), while it runs."""
+    try:
+        sup = int(m.pidfile.read_text())
+    except (OSError, ValueError):
+        return None
+    for pid in _children(sup, depth=3):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "systemd" and _parent_comm(pid) == "systemd-nspawn":
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def _parent_comm(pid: int) -> str:
+    ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return Path(f"/proc/{ppid}/comm").read_text().strip()
+
+
+def _children(pid: int, depth: int) -> list[int]:
+    out: list[int] = []
+    try:
+        kids = [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return out
+    for k in kids:
+        out.append(k)
+        if depth > 1:
+            out += _children(k, depth - 1)
+    return out
+
+
+def run(m: Machine, *command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`command` inside the running machine (every namespace of its PID 1), as root."""
+    pid = init_pid(m)
+    if pid is None:
+        raise LabError(f"{m.node.name} is not running")
+    return proc.run(["nsenter", "-t", str(pid), "-a", *command], check=False, timeout=timeout)
+
+
+def wait_booted(m: Machine, timeout: float = 60) -> None:
+    """Until the machine's boot has finished (`systemctl is-system-running --wait`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if init_pid(m) is not None:
+            res = run(m, "systemctl", "is-system-running", "--wait", timeout=max(1.0, deadline - time.monotonic()))
+            state = res.stdout.strip()
+            if state in ("running", "degraded"):
+                return
+        time.sleep(0.2)
+    raise LabError(f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log})")
+
+
+def reboot(m: Machine) -> None:
+    run(m, "systemctl", "reboot")
+
+
+#: where systemd-nspawn keeps a directory per running machine (left behind when it is killed)
+PROPAGATE = Path("/run/systemd/nspawn/propagate")
+
+
+def stop(ms: list[Machine], timeout: float = 0) -> None:
+    """End every machine: its supervisor first (so that it does not boot it again), then nspawn,
+    which turns SIGTERM into a clean shutdown (`timeout` seconds for it; 0: at once, SIGKILL,
+    which takes every process of the machine with it); then nspawn's directory of it."""
+    import signal
+
+    sups = {}
+    for m in ms:
+        try:
+            sups[m] = int(m.pidfile.read_text())
+        except (OSError, ValueError):
+            continue
+    nspawns = {m: [p for p in _children(pid, 2) if _comm(p) == "systemd-nspawn"] for m, pid in sups.items()}
+    for m, pid in sups.items():
+        _kill(pid, signal.SIGTERM)  # the loop first, so that it does not boot the machine again
+        for p in nspawns[m]:
+            _kill(p, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    alive = [p for ps in nspawns.values() for p in ps]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in alive if _comm(p) == "systemd-nspawn"]
+    for p in [*alive, *sups.values()]:
+        _kill(p, signal.SIGKILL)
+    for m in ms:
+        if m.node.ns:
+            shutil.rmtree(PROPAGATE / m.node.ns, ignore_errors=True)
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def remove_cgroups(cluster: str) -> int:
+    """The cgroups the lab's Dockers made for this lab, deepest first (they are empty once its
+    machines are down); how many there were."""
+    n = 0
+    for c in CGROUP_CONTROLLERS:
+        top = Path("/sys/fs/cgroup") / c / CGROUP_PARENT / cluster
+        if not top.is_dir():
+            continue
+        for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            try:
+                d.rmdir()
+                n += 1
+            except OSError:
+                pass
+        for d in (top, top.parent):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+    return n
+
+
+def cgroups_left(cluster: str) -> list[str]:
+    return [str(p) for c in CGROUP_CONTROLLERS if (p := Path("/sys/fs/cgroup") / c / CGROUP_PARENT / cluster).exists()]

@@ -1,0 +1,73 @@
+"""What a lab that is up is, written once by `lab up` into `state.json` (and again when its
+shaped rate changes): the one record `lab status`, the Target, the drills and a rebooting
+machine read. It holds the lab's plan (`LabSpec`) itself, so that nothing needs the user's
+inventory to find a lab's namespaces, veths and machines again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from sparkfab.errors import UsageError
+from sparkfab.lab.spec import LabSpec, Node, Veth
+from sparkfab.spark import LinkSpeed, link_speed
+
+FILE = "state.json"
+
+
+@dataclass(frozen=True)
+class LabState:
+    cluster: str
+    inventory: str  # the user's inventory `lab up` was given
+    engine: str  # what `serve` runs: vllm or collective
+    mode: LinkSpeed  # the link-speed mode the veths are shaped to now (linkspeed --lab changes it)
+    spec: LabSpec
+    pids: dict[str, int] = field(default_factory=dict)  # <node>.<what> -> pid (supervisors, switch lldpd)
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def write(self) -> None:
+        path = self.spec.dir / FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        os.replace(tmp, path)
+
+    def with_mode(self, mode: LinkSpeed) -> LabState:
+        return replace(self, mode=mode)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["spec"]["dir"] = str(self.spec.dir)
+        return data
+
+    @classmethod
+    def read(cls, lab_dir: Path) -> LabState:
+        path = lab_dir / FILE
+        try:
+            data = json.loads(path.read_text())
+            spec = data["spec"]
+            lab = LabSpec(
+                **{
+                    **spec,
+                    "dir": Path(spec["dir"]),
+                    "nodes": tuple(Node(**n) for n in spec["nodes"]),
+                    "veths": tuple(Veth(**v) for v in spec["veths"]),
+                    "switch_bridges": tuple(tuple(b) for b in spec["switch_bridges"]),
+                }
+            )
+            return cls(
+                data["cluster"],
+                data["inventory"],
+                data["engine"],
+                link_speed(data["mode"]),
+                lab,
+                {k: int(v) for k, v in data.get("pids", {}).items()},
+                dict(data.get("timing", {})),
+            )
+        except FileNotFoundError:
+            raise UsageError(f"no lab is up in {lab_dir} (no {FILE})") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{path}: not a lab's state ({exc}); `sparkfab lab down` removes what is left") from None
