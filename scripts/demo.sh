@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job on the built-in lab: the paper's method end to end with a real engine. Bring up
-# the four-Spark switchless ring of inventory/ring4.yml on this machine, push it with Ansible,
-# verify, serve vLLM's CPU build at TP4 across the lab Sparks, estimate, bench at 200 (the lab's
-# shaped rate), flip to emulated 100, verify, bench again, report side by side, tear down.
-# Needs root (network namespaces). About 10 minutes on 2 cores once setup is done.
+# The main job on the built-in lab: the paper's method end to end with a real engine. Boot the
+# four-Spark switchless ring of inventory/ring4.yml on this machine (each lab Spark a machine with
+# systemd and Docker, the cables veths shaped to the lab's rate), push it with Ansible, verify
+# (the hardware checks included), serve vLLM's CPU build at TP4 in each Spark's Docker through the
+# same launch scripts a Spark runs, estimate, bench at 200, flip to emulated 100, verify, bench
+# again, report side by side, tear down. Needs root (namespaces, machines). About 10 minutes on 2
+# cores once setup is done (the first lab up also builds the lab's image, about a minute).
 # Usage: scripts/demo.sh [INVENTORY] [REPORT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,12 +24,13 @@ for f in inventory/*.yml; do sparkfab validate -q "$f"; done
 sparkfab plan "$inv"
 
 trap 'sparkfab lab down "$inv" || true' EXIT
-step "lab up (vLLM's CPU build, the lab's model, fabric veths shaped)"
+step "lab up (booted Sparks with Docker, the lab's model, fabric veths shaped)"
 sparkfab lab up "$inv"
 step "apply";                    sparkfab apply "$inv" --lab
 step "apply again (no change)";  sparkfab apply "$inv" --lab
-step "verify at 200";            sparkfab verify "$inv" --lab --collective
-step "serve start (workers first, rank 0 last, health wait)"
+step "verify at 200 (links, RDMA devices, firewall, cabling, reachability, collective)"
+sparkfab verify "$inv" --lab --collective
+step "serve start (docker launch scripts: workers first, rank 0 last, health wait)"
 sparkfab serve start "$inv" --lab
 
 # where rank 0 answers, under which model name, at which TP size

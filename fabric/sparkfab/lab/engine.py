@@ -133,25 +133,21 @@ def recipe_text(spec: LabSpec) -> str:
 
 
 def load_image(spec: LabSpec, machines: list[Any]) -> None:
-    """The lab's container image into every Spark's Docker, under the recipe's image name."""
+    """The lab's container image into every Spark's Docker under the recipe's image name (loaded
+    from one archive: the same image ID on every rank, which verify and preflight compare)."""
     import concurrent.futures as cf
 
     from sparkfab.lab import image, machine
 
-    tar = image.container_tar()
-    tag = recipe(RECIPES["vllm"]).image
+    tar = image.container_tar(recipe(RECIPES["vllm"]).image)
 
     def one(m: Any) -> None:
         pid = machine.init_pid(m)
         with open(tar, "rb") as f:
-            res = subprocess.run(
-                ["nsenter", "-t", str(pid), "-a", "docker", "import", "-", tag],
-                stdin=f,
-                capture_output=True,
-                timeout=600,
-            )
+            argv = ["nsenter", "-t", str(pid), "-a", "docker", "load", "-q"]
+            res = subprocess.run(argv, stdin=f, capture_output=True, timeout=600)
         if res.returncode != 0:
-            raise LabError(f"{m.node.name}: docker import of the lab image failed: {res.stderr.decode()[-300:]}")
+            raise LabError(f"{m.node.name}: docker load of the lab image failed: {res.stderr.decode()[-300:]}")
 
     with cf.ThreadPoolExecutor(max_workers=len(machines) or 1) as pool:
         list(pool.map(one, machines))

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
+import json
 import os
 import shutil
 import subprocess
@@ -121,27 +123,60 @@ def machine_root() -> Path:
 CONTAINER_ETC = ("passwd", "group", "ld.so.cache", "ld.so.conf", "nsswitch.conf", "alternatives", "hosts")
 
 
-def container_tar() -> Path:
-    """The container image as a tar for `docker import`, made from the machine root (cached)."""
+def container_tar(tag: str) -> Path:
+    """The container image as `docker save` writes one (a layer, its config, a manifest naming
+    `tag`), made from the machine root and cached: `docker load` gives it the same ID on every
+    Spark, as copying one image to every Spark does on a site."""
     root = machine_root()
-    tar = base() / f"container-{root.name.split('-', 1)[1]}.tar"
+    digest = hashlib.sha256(f"{root.name}|{tag}".encode()).hexdigest()[:12]
+    tar = base() / f"container-{root.name.split('-', 1)[1]}-{digest}.tar"
     if tar.exists():
         return tar
     with _locked(tar.stem):
         if not tar.exists():
+            layer = _skeleton(root)
+            diff = hashlib.sha256(layer).hexdigest()
+            config = json.dumps(
+                {
+                    "architecture": "amd64",
+                    "os": "linux",
+                    "created": "2026-01-01T00:00:00Z",
+                    "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},
+                    "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff}"]},
+                    "history": [{"created": "2026-01-01T00:00:00Z", "created_by": "sparkfab lab image"}],
+                },
+                sort_keys=True,
+            ).encode()
+            name = hashlib.sha256(config).hexdigest()
+            manifest = json.dumps([{"Config": f"{name}.json", "RepoTags": [tag], "Layers": [f"{diff}/layer.tar"]}])
             tmp = tar.with_suffix(".tmp")
             with tarfile.open(tmp, "w") as out:
-                for name in ("bin", "lib", "lib64", "sbin"):  # merged /usr: links into it
-                    out.add(root / name, arcname=name, recursive=False)
-                for d, mode in (("usr", 0o755), ("tmp", 0o1777), ("var/tmp", 0o1777), ("root", 0o700), ("etc", 0o755)):
-                    info = tarfile.TarInfo(d)
-                    info.type, info.mode = tarfile.DIRTYPE, mode
-                    out.addfile(info)
-                for name in CONTAINER_ETC:
-                    if (root / "etc" / name).exists() or (root / "etc" / name).is_symlink():
-                        out.add(root / "etc" / name, arcname=f"etc/{name}")
+                for path, data in (
+                    (f"{diff}/layer.tar", layer),
+                    (f"{name}.json", config),
+                    ("manifest.json", manifest.encode()),
+                ):
+                    info = tarfile.TarInfo(path)
+                    info.size, info.mtime = len(data), 0
+                    out.addfile(info, io.BytesIO(data))
             tmp.rename(tar)
     return tar
+
+
+def _skeleton(root: Path) -> bytes:
+    """The layer: mount points, the /usr links of a merged-/usr root, and CONTAINER_ETC."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as out:
+        for name in ("bin", "lib", "lib64", "sbin"):  # merged /usr: links into it
+            out.add(root / name, arcname=name, recursive=False)
+        for d, mode in (("usr", 0o755), ("tmp", 0o1777), ("var/tmp", 0o1777), ("root", 0o700), ("etc", 0o755)):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, mode
+            out.addfile(info)
+        for name in CONTAINER_ETC:
+            if (root / "etc" / name).exists() or (root / "etc" / name).is_symlink():
+                out.add(root / "etc" / name, arcname=f"etc/{name}")
+    return buf.getvalue()
 
 
 def _build(root: Path, packages: list[str], customize: object) -> None:

@@ -228,15 +228,17 @@ def run(m: Machine, *command: str, timeout: float = 60) -> subprocess.CompletedP
     return proc.run(["nsenter", "-t", str(pid), "-a", *command], check=False, timeout=timeout)
 
 
-def wait_booted(m: Machine, timeout: float = 60) -> None:
-    """Until the machine's boot has finished (`systemctl is-system-running --wait`)."""
+def wait_booted(m: Machine, timeout: float = 90) -> None:
+    """Until the machine's boot has finished (`systemctl is-system-running --wait`) and it lets
+    users log in (systemd-user-sessions has removed /run/nologin)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if init_pid(m) is not None:
-            res = run(m, "systemctl", "is-system-running", "--wait", timeout=max(1.0, deadline - time.monotonic()))
-            state = res.stdout.strip()
-            if state in ("running", "degraded"):
+        try:
+            res = run(m, "sh", "-c", "systemctl is-system-running --wait; test ! -e /run/nologin", timeout=10)
+            if res.stdout.strip() in ("running", "degraded") and res.returncode == 0:
                 return
+        except (subprocess.TimeoutExpired, LabError):  # booting, or between two boots
+            pass
         time.sleep(0.2)
     raise LabError(f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log})")
 

@@ -126,6 +126,8 @@ def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
             {"src": f.path.lstrip("/"), "dest": f.path, "mode": f"{f.mode:04o}", "kind": _kind(f.path)} for f in files
         ],
         "sparkfab_addresses": [{"dev": i.netdev, "address": i.address} for i in host.ifaces],
+        # what `ip route show` lists for each control route once networkd has added it
+        "sparkfab_routes": [{"to": r.to.split("/")[0], "via": r.via, "dev": r.dev} for r in host.routes],
         "sparkfab_fabric_ifs": list(host.fabric_ifs),
         "sparkfab_instance": inst.name if inst else None,
         "sparkfab_forwarding": host.forwarding,
