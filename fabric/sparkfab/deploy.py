@@ -251,6 +251,9 @@ def _run(
         # multiplexed SSH sockets live with the cluster's state: a rebuilt lab never reuses a master
         # connection to a namespace that is gone
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(work / "cp"),
+        # ansible-runner turns host-key checking off unless told: a Spark whose key changed is
+        # refused here as verify and preflight refuse it (ansible.cfg: accept-new)
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
     }
     r = ansible_runner.interface.init_runner(
         private_data_dir=str(pdd),

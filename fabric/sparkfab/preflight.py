@@ -20,7 +20,7 @@ from sparkfab import modelcheck
 from sparkfab.connection import Connection
 from sparkfab.launchers import repo_dir
 from sparkfab.plan import Host, Instance, Plan
-from sparkfab.render.launch import HF_CACHE, Launch, launch, volumes
+from sparkfab.render.launch import HF_CACHE, PID_DIR, Launch, launch, volumes
 from sparkfab.verify import checks, images, perf
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result
@@ -206,7 +206,7 @@ def _mpi(plan: Plan, inst: Instance, head: Remote) -> list[Result]:
 
 def _ports(plan: Plan, inst: Instance, th: Remote, lx: Launch) -> list[Result]:
     """The API port and the rendezvous ports are free on rank 0 (or held by sparkfab's engine)."""
-    ours = th.run(f"test -s /etc/sparkfab/launch/{inst.name}.pid").rc == 0
+    ours = th.run(f"test -s {PID_DIR}/{inst.name}.pid").rc == 0
     out = []
     for port in (inst.port, plan.master_port, plan.master_port + 1):
         busy = th.run(f"ss -Htln 'sport = :{port}'").stdout.strip()

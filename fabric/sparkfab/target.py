@@ -4,17 +4,20 @@ A Target is the resolved plan at the speeds the hosts run now, the inventory fil
 read, the directory that holds the cluster's state, and whether the hosts are a lab's. That last
 fact comes only from the lab itself: the inventory file that `sparkfab lab up` wrote, in the lab
 directory beside its `state.json` (what `--lab` points at). Nothing a user writes into an
-inventory can turn it on, and it changes only what must differ in a lab: no confirmation,
-networkd restarted instead of `netplan apply`, no RDMA checks, the lab's ssh_config.
+inventory can turn it on, and it changes only what must differ in a lab: the lab's ssh_config,
+no confirmation, and the cables' shaped rate that `linkspeed` sets and `bench` records (a lab
+has no PCIe roots to take away). Plays and checks run on a lab Spark as on a Spark.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkfab import connection, paths
+from sparkfab import connection, lock, paths
 from sparkfab.ansible_inventory import matching
 from sparkfab.connection import Connection
 from sparkfab.errors import UsageError
@@ -43,6 +46,23 @@ class Target:
         d = lab_of(path, plan.cluster)
         state = d / "state" if d else paths.state_dir(plan.cluster)
         return cls(at_current_speed(plan, state), path, state, d)
+
+    @classmethod
+    @contextmanager
+    def held(cls, inventory: str, verb: str, *, lab: bool = False) -> Iterator[Target]:
+        """The target of a verb that changes hosts or the recorded state, with the cluster's
+        lock held for the block (`sparkfab.lock`): taken before the recorded speeds are read,
+        so that what this verb reads is what no other verb is changing."""
+        cluster = load_plan(inventory).cluster
+        if lab:
+            state = paths.lab_dir(cluster) / "state"
+        else:
+            d = lab_of(Path(inventory), cluster)
+            state = d / "state" if d else paths.state_dir(cluster)
+        if lab and not paths.lab_state(cluster).exists():
+            raise UsageError(f"lab {cluster} is not up: run `sparkfab lab up {inventory}`")
+        with lock.held(state, cluster, verb):
+            yield cls.load(inventory, lab=lab)
 
     def render(self, plan: Plan | None = None) -> Path:
         """Render the plan (or `plan`, a variant of it) into the state's `tree/`."""

@@ -74,13 +74,13 @@ def test_full_cycle(inventory, cluster, hosts):
         assert {r["host"] for r in green["results"] if r["check"] == "reach"} == set(green_hosts(inventory))
         started = sparkfab("serve", "start", inventory, "--lab", "-q")
         assert started.code == 0, started.err
-        pid_before = ssh(cluster, host, "cat /etc/sparkfab/launch/glm.pid").stdout.strip()
+        pid_before = ssh(cluster, host, "cat /run/sparkfab/glm.pid").stdout.strip()
         flip = sparkfab("linkspeed", inventory, "100e", "--lab", "-q")
         assert flip.code == 0, flip.err
         assert "-> =rocep1s0f" in flip.out and f"serving restarted on {hosts} host(s)" in flip.err
         env = ssh(cluster, host, "grep ^NCCL_IB_HCA= /etc/sparkfab/nccl.env").stdout
         assert "roceP2" not in env and "rocep1s0f" in env
-        pid_after = ssh(cluster, host, "cat /etc/sparkfab/launch/glm.pid").stdout.strip()
+        pid_after = ssh(cluster, host, "cat /run/sparkfab/glm.pid").stdout.strip()
         assert pid_after and pid_after != pid_before  # the engine really restarted with the new env
         assert ssh(cluster, host, f"kill -0 {pid_after}").returncode == 0
         assert _verify(inventory)["link_speed"] == "100e"
@@ -371,7 +371,7 @@ def test_secrets_reach_the_engine_from_a_root_only_file(tmp_path, monkeypatch):
         assert stat == ["600", "root", "root"]
         assert sparkfab("serve", "start", str(inv), "--lab", "-q").code == 0
         inst = next(iter(data["all"]["vars"]["sparkfab"]["instances"]))
-        environ = ssh("pair1", "spark-b", f"tr '\\0' '\\n' < /proc/$(cat /etc/sparkfab/launch/{inst}.pid)/environ")
+        environ = ssh("pair1", "spark-b", f"tr '\\0' '\\n' < /proc/$(cat /run/sparkfab/{inst}.pid)/environ")
         assert f"SPARKFAB_LAB_SECRET={secret}" in environ.stdout.splitlines()
         assert ssh("pair1", "spark-b", "test -e /tmp/sparkfab-canary").returncode != 0
         readable = ssh("pair1", "spark-b", f"grep -rlF {shlex.quote('s3cr3t')} /etc/sparkfab /etc/netplan || true")

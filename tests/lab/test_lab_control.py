@@ -145,22 +145,27 @@ def test_foreign_netplan_file_is_refused_then_taken_over(tmp_path):
         assert code == 0, _fails(report)
 
 
-DRIVER_MATCH = """network:
+MAC_MATCH = """network:
   version: 2
   ethernets:
     cx7:
-      match: {driver: veth}
+      match: {{macaddress: "{mac}"}}
       addresses: [10.9.9.9/24]
 """
 
 
-def test_a_match_by_driver_takes_the_fabric_netdev_in_networkd_and_apply_refuses_it(tmp_path):
-    """networkd's own behaviour: a netplan definition that matches by driver (NVIDIA's guide
-    matches mlx5_core; a lab Spark's fabric netdevs are veths) configures the fabric netdev, from
-    a .network file that sorts before sparkfab's. apply refuses the file before it writes."""
+def test_a_match_by_mac_takes_the_fabric_netdev_in_networkd_and_apply_refuses_it(tmp_path):
+    """networkd's own behaviour: a netplan definition that matches by hardware (NVIDIA's guide
+    matches by driver, an owner's file often by MAC address) configures the fabric netdev under an
+    id that is not its name, from a .network file that sorts before sparkfab's. apply reads the
+    netdev's facts on the host and refuses the file before it writes. (A match by driver would take
+    every veth of a lab Spark, its management port too; the unit tests cover the driver.)"""
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
-        put = f"cat > /etc/netplan/10-cx7.yaml <<'EOF'\n{DRIVER_MATCH}EOF\nchmod 600 /etc/netplan/10-cx7.yaml"
+        mac = ssh("pair1", "spark-a", "cat /sys/class/net/enp1s0f1np1/address").stdout.strip()
+        assert mac.count(":") == 5
+        doc = MAC_MATCH.format(mac=mac)
+        put = f"cat > /etc/netplan/10-cx7.yaml <<'EOF'\n{doc}EOF\nchmod 600 /etc/netplan/10-cx7.yaml"
         assert ssh("pair1", "spark-a", f"{put} && netplan apply").returncode == 0
         status = ssh(
             "pair1", "spark-a", "sleep 2; networkctl status enp1s0f1np1 --no-pager; ip -4 -o addr show dev enp1s0f1np1"

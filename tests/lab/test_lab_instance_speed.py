@@ -26,7 +26,7 @@ def _hca(host: str) -> str:
 
 
 def _pid(host: str, inst: str) -> str:
-    return ssh(CLUSTER, host, f"cat /etc/sparkfab/launch/{inst}.pid").stdout.strip()
+    return ssh(CLUSTER, host, f"cat /run/sparkfab/{inst}.pid").stdout.strip()
 
 
 def test_one_instance_flips_the_other_keeps_its_speed(tmp_path):

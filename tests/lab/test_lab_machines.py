@@ -60,13 +60,20 @@ def test_reboot_keeps_the_fabric_without_apply():
     """A relay of the ring reboots: its kernel state is gone (the lab makes its namespace anew) and
     everything comes back from what apply persisted: netplan (addresses, routes with their source,
     MTU), sysctls, sparkfab's firewall table (its own unit) and the DOCKER-USER rules once Docker
-    is up. verify is green without another apply."""
+    is up. verify is green without another apply. Its neighbours keep their netdevs (a cable's far
+    side only loses carrier). The engine does not come back by itself (the documented policy:
+    `--restart no`, no unit); `serve restart` starts the instance again."""
     inv = str(REPO / "inventory/ring4.yml")
+    indexes = "for d in /sys/class/net/en*; do echo ${d##*/} $(cat $d/ifindex); done"
     with lab(inv, "ring4"):
         assert sparkfab("apply", inv, "--lab", "-q").code == 0
         code, report = _verify(inv)
         assert code == 0, _fails(report)
         before = _checks(report, "spark-355d")
+        assert sparkfab("serve", "start", inv, "--lab", "-q").code == 0
+        pid = ssh("ring4", "spark-355d", "cat /run/sparkfab/glm.pid").stdout.strip()
+        assert ssh("ring4", "spark-355d", f"kill -0 {pid}").returncode == 0
+        neighbour = ssh("ring4", "spark-329f", indexes).stdout
         # what a reboot takes away (the kernel's state, /run) and what it keeps (the disk)
         mark = "ip addr add 10.99.0.1/32 dev lo && touch /run/sparkfab-test /var/tmp/sparkfab-test"
         assert ssh("ring4", "spark-355d", mark).returncode == 0
@@ -89,6 +96,13 @@ def test_reboot_keeps_the_fabric_without_apply():
         assert "table inet sparkfab" in table.stdout and "enabled" in table.stdout
         rules = ssh("ring4", "spark-355d", "iptables -S DOCKER-USER | grep -c sparkfab").stdout.strip()
         assert int(rules) == 12  # every ordered pair of its four fabric netdevs
+        assert ssh("ring4", "spark-329f", indexes).stdout == neighbour
+        # serving: the rebooted rank is gone and stays gone until the instance is restarted in order
+        assert ssh("ring4", "spark-355d", f"kill -0 {pid}").returncode != 0
+        again = sparkfab("serve", "restart", inv, "--lab", "-q")
+        assert again.code == 0, again.err
+        pid = ssh("ring4", "spark-355d", "cat /run/sparkfab/glm.pid").stdout.strip()
+        assert ssh("ring4", "spark-355d", f"kill -0 {pid}").returncode == 0
 
 
 def test_a_100g_lab_is_held_to_100g_and_fails_a_200g_expectation(tmp_path):

@@ -32,7 +32,7 @@ SNAPSHOT = " ; ".join(
         "echo '## routes'",
         "ip -4 route show table all | sort",
         "echo '## nftables'",
-        "nft list ruleset",
+        "nft -s list ruleset",  # stateless: without the counters Docker's rules keep
         "echo '## sysctls'",
         "sysctl -a 2>/dev/null | grep -E '^net.ipv4.(ip_forward|conf.*rp_filter) ' | sort",
         "echo '## links'",

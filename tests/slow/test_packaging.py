@@ -74,6 +74,9 @@ def test_the_wheel_carries_recipes_roles_playbooks_and_config(installed):
         "sparkfab/templates/launch.sh.j2",
         "sparkfab/measure/_sampleloop.pyi",
         "sparkfab/lab/model.py",
+        "sparkfab/lab/files/sparkfab-lab-hw",
+        "sparkfab/lab/files/sparkfab-lab-hw.service",
+        "sparkfab/assets/vllm_oracle.py",
     ):
         assert want in names, want
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]

@@ -126,6 +126,22 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+def _words(exc: Exception) -> str:
+    """An exception in vLLM's words: each message of a pydantic validation (vLLM's configs are
+    pydantic dataclasses), else the message it was raised with."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            msgs = [str(e.get("msg", "")) for e in errors()]
+        except Exception:  # not pydantic's errors()
+            msgs = []
+        if any(msgs):
+            return "; ".join(m for m in msgs if m)
+    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+        return " ".join(exc.args[0].split())
+    return _last_line(str(exc)) or repr(exc)
+
+
 def check_one(parser: Any, argv: list[str], model_dir: str | None) -> dict[str, Any]:
     """The argv as `vllm serve` reads it; then, with the checkpoint at hand, its model config."""
     if argv[:2] != ["vllm", "serve"]:
@@ -150,7 +166,7 @@ def check_one(parser: Any, argv: list[str], model_dir: str | None) -> dict[str, 
         else:
             AsyncEngineArgs.from_cli_args(ns)
     except Exception as exc:  # vLLM's own refusal, in its own words
-        return {"ok": False, "error": f"{type(exc).__name__}: {_last_line(str(exc)) or exc!r}"[:400]}
+        return {"ok": False, "error": f"{type(exc).__name__}: {_words(exc)}"[:600]}
     return {"ok": True, "error": ""}
 
 

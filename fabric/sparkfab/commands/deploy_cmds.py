@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from rich.live import Live
 from rich.table import Table
 
 from sparkfab import spark
-from sparkfab.commands.common import Verb, add_changes, add_target
+from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.deploy import HostResult, RunResult, run_playbook
 from sparkfab.errors import DeployError, Exit, UsageError
 from sparkfab.plan import Plan
@@ -97,13 +98,27 @@ def run_with_progress(
 REFUSALS = ("foreign netplan file:",)
 
 
-def _fail_if(result: RunResult) -> None:
+#: what ssh says when a host's key is not the one known for it (a reinstall, or someone else)
+KEY_CHANGED = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
+
+
+def _fail_if(result: RunResult, plan: Plan | None = None) -> None:
     refused = [h for h in result.failures if any(m in h.message for m in REFUSALS)]
     if refused:
         lines = [f"{h.host}: {h.message}" for h in refused]
         raise UsageError("\n  ".join(["apply refused on:", *lines]))
     if result.failures:
-        lines = [f"{h.host}: {h.state} at task '{h.failed_task}': {h.message}" for h in result.failures]
+        lines = []
+        for h in result.failures:
+            if any(m in h.message for m in KEY_CHANGED):
+                addr = plan.host(h.host).ansible.get("ansible_host", h.host) if plan else h.host
+                lines.append(
+                    f"{h.host}: refused: its SSH host key is not the one known for {addr}; if the host was "
+                    f"reinstalled, forget the old key (`ssh-keygen -R {addr}`, in the known_hosts file ssh "
+                    "names) and run again"
+                )
+            else:
+                lines.append(f"{h.host}: {h.state} at task '{h.failed_task}': {h.message}")
         raise DeployError("\n  ".join(["deploy failed on:", *lines]) + f"\n  (artifacts: {result.artifacts})")
 
 
@@ -118,9 +133,13 @@ def _apply_args(p: argparse.ArgumentParser) -> None:
 
 
 def apply_cmd(args: argparse.Namespace) -> int:
+    with Target.held(args.inventory, "apply", lab=args.lab) as target:
+        return _apply(target, args)
+
+
+def _apply(target: Target, args: argparse.Namespace) -> int:
     from sparkfab import oracle
 
-    target = Target.load(args.inventory, lab=args.lab)
     plan = target.plan
     oracle.check(plan, None if args.quiet else lambda text: _err.print(f"note: {text}", markup=False))
     _confirm(target, args, "apply")
@@ -134,7 +153,7 @@ def apply_cmd(args: argparse.Namespace) -> int:
         f"apply {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} "
         f"failed={len(result.failures)} (link {plan.link_speed})"
     )
-    _fail_if(result)
+    _fail_if(result, target.plan)
     return Exit.OK
 
 
@@ -146,7 +165,11 @@ def _linkspeed_args(p: argparse.ArgumentParser) -> None:
 
 
 def linkspeed_cmd(args: argparse.Namespace) -> int:
-    target = Target.load(args.inventory, lab=args.lab)
+    with Target.held(args.inventory, "linkspeed", lab=args.lab) as target:
+        return _linkspeed(target, args)
+
+
+def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     before = target.plan
     wanted = load_plan(str(target.inventory), args.mode)  # the cluster validated at the new speed
     # a --limit is matched against the rendered inventory: render only then
@@ -166,7 +189,7 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
         _err.print(wire.link_speed(lab_spec(plan), args.mode, None if names is None else set(hosts)))
     args.limit = limit
     result = run_with_progress("linkspeed.yml", target, tree, args, plan=plan)
-    _fail_if(result)
+    _fail_if(result, target.plan)
     save_speeds(target, plan, args.mode, names)
     for name in hosts:
         h = plan.host(name)
@@ -183,20 +206,64 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
 
 
 def _serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("start", "stop", "restart"), help="start, stop or restart serving, in order")
+    p.add_argument(
+        "action",
+        choices=("start", "stop", "restart", "status"),
+        help="start, stop or restart serving, in order; status: each rank's engine (changes nothing)",
+    )
     add_target(p)
     p.add_argument("--instance", metavar="NAME", help="only this instance (its hosts; the others keep serving)")
     add_changes(p, limit="only these hosts (Ansible pattern; with --instance, both must match)")
+    add_format(p)
 
 
 def serve_cmd(args: argparse.Namespace) -> int:
-    target = Target.load(args.inventory, lab=args.lab)
+    if args.action == "status":
+        return _status(args)
+    with Target.held(args.inventory, f"serve {args.action}", lab=args.lab) as target:
+        return _serve(target, args)
+
+
+def _serve(target: Target, args: argparse.Namespace) -> int:
     args.limit = instance_limit(target.plan, args.instance, args.limit)
     _confirm(target, args, f"serve {args.action}")
     tree = target.render()  # what serving starts is what the inventory says now
     result = run_with_progress("serve.yml", target, tree, args, {"sparkfab_serve_action": args.action})
-    _fail_if(result)
+    _fail_if(result, target.plan)
     return Exit.OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    """Each rank's engine as its host says: running (since), dead (when, how), stopped; exit 4
+    when an instance is degraded (some ranks run, some do not)."""
+    from sparkfab.verify import serving
+
+    target = Target.load(args.inventory, lab=args.lab)
+    instance_limit(target.plan, args.instance, None)  # an unknown instance is refused here
+    conn = target.connection("serve")
+    remotes = {h.name: conn.remote(h.name) for h in target.plan.hosts}
+    states = serving.rank_states(target.plan, remotes, args.instance)
+    names = list(dict.fromkeys(s.instance for s in states))
+    summaries = {n: serving.summary([s for s in states if s.instance == n]) for n in names}
+    if args.format == "json":
+        doc = {
+            "cluster": target.plan.cluster,
+            "instances": {
+                n: {"state": summaries[n], "ranks": [s.to_dict() for s in states if s.instance == n]} for n in names
+            },
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        t = Table(title=f"serving on {target.plan.cluster}")
+        for col in ("instance", "rank", "host", "runtime", "state", "since", "detail"):
+            t.add_column(col)
+        colour = {"running": "green", "dead": "red", "unknown": "red", "stopped": "yellow"}
+        for s in states:
+            t.add_row(s.instance, str(s.rank), s.host, s.runtime, f"[{colour[s.state]}]{s.state}[/]", s.since, s.detail)
+        Console(width=160).print(t)
+        for n in names:
+            sys.stdout.write(f"{n}: {summaries[n]}\n")
+    return Exit.CHECK if "degraded" in summaries.values() else Exit.OK
 
 
 def _reset_args(p: argparse.ArgumentParser) -> None:
@@ -207,14 +274,18 @@ def _reset_args(p: argparse.ArgumentParser) -> None:
 
 
 def reset_cmd(args: argparse.Namespace) -> int:
-    target = Target.load(args.inventory, lab=args.lab)
+    with Target.held(args.inventory, "reset", lab=args.lab) as target:
+        return _reset(target, args)
+
+
+def _reset(target: Target, args: argparse.Namespace) -> int:
     plan = target.plan
     _confirm(target, args, "reset")
     tree = target.render()  # the hosts' netdevs and instances, as the plays read them
     result = run_with_progress("reset.yml", target, tree, args)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
-    _fail_if(result)
+    _fail_if(result, target.plan)
     if not args.check and not args.limit:
         forget_speeds(target)
     changed = sum(h.changed for h in result.hosts.values())

@@ -156,7 +156,7 @@ def nspawn_argv(spec: LabSpec, m: Machine, extra_ro: list[tuple[Path, str]]) -> 
         f"--network-namespace-path=/run/netns/{m.node.ns}",
         "--register=no",
         "--keep-unit",
-        "--console=passive",
+        "--console=read-only",
         "--capability=all",  # a Spark's root has them; Docker, nftables and netplan use them
         "--system-call-filter=add_key keyctl bpf",  # runc's keyrings and Docker's device filters
         *binds,

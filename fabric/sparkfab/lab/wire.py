@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from sparkfab.errors import UsageError
-from sparkfab.lab.links import make_veth, netns
+from sparkfab.lab.links import BOOT_MTU, make_veth, netns
 from sparkfab.lab.rates import RATE_MBIT, rate_text
 from sparkfab.lab.spec import LabSpec, Veth
 from sparkfab.spark import LinkSpeed
@@ -109,23 +109,65 @@ def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
 
 def renew(spec: LabSpec, host: str) -> None:
     """After a Spark's reboot: its network namespace anew (the kernel's state of the Spark is
-    gone), its management port and every cable it has, as the wiring is now, shaped as before."""
+    gone), its management port, and its ends of the cables moved over from the old namespace.
+
+    Moving a netdev between namespaces drops what the kernel held for it (addresses, routes,
+    per-interface sysctls, qdiscs, the MTU is set back below), as a reboot does to a NIC, while
+    the neighbour's end stays the same netdev with its own settings: on hardware the far side
+    of a cable only sees its carrier go and come back. An end that is gone is made anew."""
     from pyroute2 import netns as namespaces_of
 
     from sparkfab.lab import links
 
     node = spec.node(host)
-    if node.ns in namespaces_of.listnetns():
-        namespaces_of.remove(node.ns)
-    links.wait_gone_link(node.root_peer)
-    links.namespace(node.ns)
-    links.mgmt_link(spec, node)
-    for v in current(spec):
-        if node.ns in (v.a_ns, v.b_ns):
+    mine = [(v, end) for v in current(spec) for end in ("a", "b") if getattr(v, f"{end}_ns") == node.ns]
+    shelf = f"{node.ns}-reboot"
+    if shelf in namespaces_of.listnetns():
+        namespaces_of.remove(shelf)
+    links.namespace(shelf)
+    try:
+        kept = _move_ends(mine, node.ns, shelf) if node.ns in namespaces_of.listnetns() else set()
+        if node.ns in namespaces_of.listnetns():
+            namespaces_of.remove(node.ns)
+        links.wait_gone_link(node.root_peer)
+        links.namespace(node.ns)
+        links.mgmt_link(spec, node)
+        _move_ends([(v, end) for v, end in mine if _end(v, end) in kept], shelf, node.ns)
+    finally:
+        namespaces_of.remove(shelf)
+    for v, end in mine:
+        if _end(v, end) in kept:
+            _boot_state(v, end)
+        else:
             _remove_far_end(v)
             make_veth(v)
-            if v.rate_mbit:
-                _shape(v, f"{v.rate_mbit}mbit")
+        if v.rate_mbit:
+            _shape(v, f"{v.rate_mbit}mbit")
+
+
+def _end(v: Veth, end: str) -> tuple[str, str]:
+    return getattr(v, f"{end}_ns"), getattr(v, f"{end}_if")
+
+
+def _move_ends(ends: list[tuple[Veth, str]], src: str, dst: str) -> set[tuple[str, str]]:
+    """Move these veth ends from namespace `src` to `dst`; the ends that were there."""
+    moved = set()
+    with netns(src) as ns:
+        for v, end in ends:
+            found = ns.link_lookup(ifname=_end(v, end)[1])
+            if found:
+                ns.link("set", index=found[0], net_ns_fd=dst)
+                moved.add(_end(v, end))
+    return moved
+
+
+def _boot_state(v: Veth, end: str) -> None:
+    """A Spark's port as it is after a boot: the driver's MTU, up (a cut cable's far end down)."""
+    ns_name, ifname = _end(v, end)
+    with netns(ns_name) as ns:
+        idx = ns.link_lookup(ifname=ifname)[0]
+        mtu = v.mtu if (end == "b" and v.bridge) else BOOT_MTU
+        ns.link("set", index=idx, mtu=mtu, state="down" if (v.cut and end == "b") else "up")
 
 
 def _remove_far_end(v: Veth) -> None:

@@ -20,6 +20,9 @@ from sparkfab.render import File
 from sparkfab.render.text import fill
 
 LAUNCH_DIR = "/etc/sparkfab/launch"
+#: where a process-runtime engine's pid is kept: /run is a tmpfs, so a pid never outlives the boot
+#: it belongs to (on disk, after a reboot, it would name whatever process got that number)
+PID_DIR = "/run/sparkfab"
 COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
 HF_CACHE = "/root/.cache/huggingface"
 #: Flags that differ per rank by design, with a value and without one; everything else must

@@ -16,12 +16,16 @@ class Block:
 
 
 def multiplexed(control_dir: Path) -> tuple[str, ...]:
-    """One master connection per host, kept two minutes; the sockets in `control_dir`."""
+    """One master connection per host, kept two minutes; the sockets in `control_dir`. A host
+    that goes silent is dropped after 30 s of unanswered keepalives (not the kernel's TCP
+    timeout, which is a quarter of an hour)."""
     return (
         "ControlMaster auto",
         f"ControlPath {control_dir}/cm-%C",
         "ControlPersist 120s",
         "ConnectTimeout 10",
+        "ServerAliveInterval 5",
+        "ServerAliveCountMax 6",
     )
 
 

@@ -129,6 +129,7 @@ def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
         # what `ip route show` lists for each control route once networkd has added it
         "sparkfab_routes": [{"to": r.to.split("/")[0], "via": r.via, "dev": r.dev} for r in host.routes],
         "sparkfab_fabric_ifs": list(host.fabric_ifs),
+        "sparkfab_mtu": plan.mtu,
         "sparkfab_instance": inst.name if inst else None,
         "sparkfab_forwarding": host.forwarding,
         **meta,

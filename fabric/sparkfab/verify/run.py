@@ -9,7 +9,7 @@ from collections.abc import Callable
 from sparkfab.connection import Connection
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
-from sparkfab.verify import checks, images, mesh
+from sparkfab.verify import checks, images, mesh, serving
 from sparkfab.verify.expect import expect
 from sparkfab.verify.perf import perf as run_perf
 from sparkfab.verify.remote import Remote
@@ -73,6 +73,7 @@ def verify(
     report.results += _cabling(plan, hosts, reachable)
     report.results += _consistency(plan, hosts, reachable)
     report.results += images.image_checks(plan, hosts, reachable)
+    report.results += serving.results(serving.rank_states(plan, {h: hosts[h] for h in reachable}))
     blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == FAIL}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:

@@ -1,0 +1,147 @@
+"""Another apply converges a host from the state it is in, not from the record of the last run:
+a run that died after installing netplan's file but before applying it, and kernel state taken
+away by hand (an address, the MTU, a sysctl, the firewall table) are put right; once right,
+apply says changed=0, and `--check` names the drift without touching it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+
+import pytest
+
+from sparkfab.paths import lab_dir
+from tests.conftest import REPO
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+
+def _changed(err: str) -> int:
+    m = re.search(r"changed=(\d+)", err)
+    assert m, err
+    return int(m.group(1))
+
+
+def _verify(inv: str) -> tuple[int, list[dict]]:
+    res = sparkfab("verify", inv, "--lab", "--format", "json")
+    report = json.loads(res.out)
+    return res.code, [r for r in report["results"] if r["status"] == "fail"]
+
+
+def test_a_run_that_died_before_netplan_apply_is_finished_by_the_next(tmp_path):
+    """The file in place, never applied (Ctrl-C or a lost host between the two tasks): the file
+    is unchanged for the next run, which applies it because the addresses are not there."""
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    with lab(inv, "pair1"):
+        out = tmp_path / "tree"
+        assert sparkfab("render", "inventory/pair-1cable.yml", "-o", str(out)).code == 0
+        text = (out / "spark-a/etc/netplan/60-sparkfab.yaml").read_text()
+        dest = "/etc/netplan/60-sparkfab.yaml"
+        put = f"mkdir -p /etc/netplan && cat >{dest} <<'EOF'\n{text}EOF\nchmod 600 {dest}"
+        assert ssh("pair1", "spark-a", put).returncode == 0
+        assert "192.168." not in ssh("pair1", "spark-a", "ip -4 -o addr show dev enp1s0f1np1").stdout
+        res = sparkfab("apply", inv, "--lab", "-q")
+        assert res.code == 0, res.err
+        code, fails = _verify(inv)
+        assert code == 0, fails
+
+
+def test_kernel_state_taken_away_is_put_back_and_checked_first(tmp_path):
+    inv = str(REPO / "inventory/ring4.yml")
+    with lab(inv, "ring4"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        again = sparkfab("apply", inv, "--lab", "-q")
+        assert again.code == 0 and _changed(again.err) == 0, again.err
+        damage = (
+            "ip -4 addr flush dev enp1s0f0np0; ip link set enP2p1s0f1np1 mtu 1500; "
+            "sysctl -qw net.ipv4.ip_forward=0; nft delete table inet sparkfab"
+        )
+        assert ssh("ring4", "spark-355d", damage).returncode == 0
+        preview = sparkfab("apply", inv, "--lab", "--check", "-q")
+        assert preview.code == 0 and _changed(preview.err) > 0, preview.err
+        # --check changed nothing
+        assert ssh("ring4", "spark-355d", "sysctl -n net.ipv4.ip_forward").stdout.strip() == "0"
+        fixed = sparkfab("apply", inv, "--lab", "-q")
+        assert fixed.code == 0 and _changed(fixed.err) > 0, fixed.err
+        probe = "sysctl -n net.ipv4.ip_forward; cat /sys/class/net/enP2p1s0f1np1/mtu; nft list table inet sparkfab"
+        state = ssh("ring4", "spark-355d", probe)
+        assert state.stdout.split("\n")[:3] == ["1", "9000", "table inet sparkfab {"], state.stdout
+        code, fails = _verify(inv)
+        assert code == 0, fails
+        settled = sparkfab("apply", inv, "--lab", "-q")
+        assert settled.code == 0 and _changed(settled.err) == 0, settled.err
+
+
+def test_two_operators_at_once_one_is_refused(tmp_path):
+    """A flip while an apply runs: the second is refused at once, naming the first."""
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    with lab(inv, "pair1"):
+        first = subprocess.Popen(
+            [str(REPO / ".venv/bin/sparkfab"), "apply", inv, "--lab", "-q"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            lock = lab_dir("pair1") / "state" / "lock"
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and '"verb": "apply"' not in (lock.read_text() if lock.exists() else ""):
+                time.sleep(0.1)
+            second = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
+            assert second.code == 5 and "cluster pair1 is busy: `apply`" in second.err, second.err
+        finally:
+            _, err = first.communicate(timeout=600)
+        assert first.returncode == 0, err
+        code, fails = _verify(inv)
+        assert code == 0, fails
+
+
+def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    with lab(inv, "pair1"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        assert sparkfab("serve", "start", inv, "--lab", "-q").code == 0
+        pids = {h: ssh("pair1", h, "cat /run/sparkfab/llama.pid").stdout.strip() for h in ("spark-a", "spark-b")}
+        again = sparkfab("serve", "start", inv, "--lab", "-q")  # running: left alone
+        assert again.code == 0, again.err
+        assert {h: ssh("pair1", h, "cat /run/sparkfab/llama.pid").stdout.strip() for h in pids} == pids
+        status = sparkfab("serve", "status", inv, "--lab", "--format", "json")
+        assert status.code == 0, status.err
+        doc = json.loads(status.out)["instances"]["llama"]
+        assert doc["state"] == "serving" and [r["state"] for r in doc["ranks"]] == ["running", "running"]
+        # the engine dies on rank 1's Spark (not through serve stop)
+        assert ssh("pair1", "spark-b", f"kill -9 -- -{pids['spark-b']}").returncode == 0
+        status = sparkfab("serve", "status", inv, "--lab", "--format", "json")
+        assert status.code == 4
+        ranks = json.loads(status.out)["instances"]["llama"]["ranks"]
+        assert [r["state"] for r in ranks] == ["running", "dead"]
+        code, fails = _verify(inv)
+        assert code == 4 and [(f["check"], f["host"], f["actual"]) for f in fails] == [("engine", "spark-b", "dead")]
+        assert sparkfab("serve", "restart", inv, "--lab", "-q").code == 0
+        assert sparkfab("serve", "status", inv, "--lab").code == 0
+        code, fails = _verify(inv)
+        assert code == 0, fails
+
+
+def test_a_changed_host_key_is_refused_by_apply_as_by_verify():
+    """ansible-runner turns host-key checking off unless told: apply must refuse a Spark whose
+    key changed (a reinstall, or another machine at its address), with the command that accepts it."""
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    with lab(inv, "pair1"):
+        new_key = (
+            "rm -f /etc/ssh/ssh_host_ed25519_key* && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key"
+            " && systemctl restart ssh"
+        )
+        assert ssh("pair1", "spark-b", new_key).returncode == 0
+        # the master connection made before the change would carry on: close it
+        config = str(lab_dir("pair1") / "ssh_config")
+        subprocess.run(["ssh", "-F", config, "-O", "exit", "spark-b"], capture_output=True)
+        res = sparkfab("apply", inv, "--lab", "-q")
+        assert res.code == 3, res.err
+        assert "spark-b: refused: its SSH host key is not the one known for" in res.err and "ssh-keygen -R" in res.err
+        assert ssh("pair1", "spark-a", "test -e /etc/netplan/60-sparkfab.yaml").returncode == 0  # the other one went on
+        code, fails = _verify(inv)
+        assert code == 4 and any(f["host"] == "spark-b" and f["check"] == "ssh" for f in fails), fails

@@ -1,0 +1,95 @@
+"""`sparkfab validate` asks the vLLM installed here (.venv-vllm, the CPU build) what it would say
+of every launch: its parser and post-parse checks, the engine arguments it builds and, with the
+checkpoint on this machine, its model config against the tensor-parallel size. What it refuses
+is an invalid inventory, in vLLM's own words, before any host is touched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sparkfab import oracle
+from tests.conftest import REPO
+
+#: a small Llama checkpoint's config (no weights: vLLM reads only this to build its model config)
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 2,
+    "vocab_size": 1024,
+    "max_position_embeddings": 256,
+    "torch_dtype": "float32",
+    "rms_norm_eps": 1e-5,
+}
+
+
+@pytest.fixture
+def on(monkeypatch, tmp_path):
+    """The oracle on, its cache and the Hugging Face cache in this test's directory."""
+    if not oracle.vllm_python().exists():
+        pytest.skip("no vLLM environment (.venv-vllm, made by scripts/setup.sh)")
+    monkeypatch.setenv("SPARKFAB_ORACLE", "on")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    return tmp_path
+
+
+def _ring4(tmp: Path, name: str, **instance: object) -> Path:
+    data = yaml.safe_load((REPO / "inventory/ring4.yml").read_text())
+    data["all"]["vars"]["sparkfab"]["instances"]["glm"].update(instance)
+    out = tmp / f"{name}.yml"
+    out.write_text(yaml.safe_dump(data))
+    return out
+
+
+def _snapshot(tmp: Path, model_id: str, config: dict) -> Path:
+    """A checkpoint in the Hugging Face cache as `hf download` leaves it."""
+    snap = tmp / "hf" / "hub" / f"models--{model_id.replace('/', '--')}" / "snapshots" / "0123abcd"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(config))
+    return snap
+
+
+def test_a_flag_vllm_refuses_after_parsing_stops_validate(on, cli):
+    """`--enable-auto-tool-choice` parses (the flag table accepts it) but vLLM's post-parse check
+    wants a tool-call parser with it: the engine would exit at start on every Spark."""
+    inv = _ring4(on, "tools", flags={"enable-auto-tool-choice": True})
+    res = cli("validate", str(inv))
+    assert res.code == 2, res.out + res.err
+    assert "vLLM 0.32.0 refuses the launch of rank(s) 0, 1, 2, 3" in res.err
+    assert "--enable-auto-tool-choice requires --tool-call-parser" in res.err
+    fixed = _ring4(on, "tools-fixed", flags={"enable-auto-tool-choice": True, "tool-call-parser": "glm45"})
+    assert cli("validate", str(fixed)).code == 0
+    # every verdict is kept: the next validate of the same launches does not start vLLM again
+    assert len(list((on / "cache/sparkfab/oracle").glob("*.json"))) == 8
+
+
+def test_the_checkpoints_config_is_checked_when_it_is_here(on, cli):
+    """With the checkpoint in this machine's Hugging Face cache, vLLM builds its model config:
+    a context longer than the model's positions is refused with vLLM's reason; a length inside
+    them passes (and the same TP4 against 8 heads, 4 KV heads holds)."""
+    model = "someorg/Tiny-Llama"
+    _snapshot(on, model, CONFIG)
+    long = _ring4(on, "long", model=model, flags={"max-model-len": 4096})
+    res = cli("validate", str(long))
+    assert res.code == 2, res.out + res.err
+    assert "refuses the launch of rank(s) 0" in res.err
+    assert "max_model_len (4096) is greater than the derived max_model_len" in res.err
+    short = _ring4(on, "short", model=model, flags={"max-model-len": 128})
+    assert cli("validate", str(short)).code == 0
+
+
+def test_without_vllm_validate_says_it_used_the_flag_table(monkeypatch, cli, tmp_path):
+    monkeypatch.setenv("SPARKFAB_ORACLE", "on")
+    monkeypatch.setenv("SPARKFAB_VLLM_PYTHON", str(tmp_path / "no-such-python"))
+    res = cli("validate", str(REPO / "inventory/ring4.yml"))
+    assert res.code == 0, res.err
+    text = res.out + res.err
+    assert f"no vLLM at {tmp_path / 'no-such-python'}" in text and "vllm-serve-flags.txt" in text

@@ -1,0 +1,93 @@
+"""One operator at a time: a verb that changes a cluster is refused at once while another holds
+it, is told who, and the lock goes with its holder however that ends (SIGKILL included)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sparkfab import lock
+from tests.conftest import REPO
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {fabric!r})
+from sparkfab import lock
+with lock.held(Path(sys.argv[1]), "ring4", sys.argv[2]):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """Another process holding the cluster's lock (as `linkspeed` would), ended by the test."""
+    procs = []
+
+    def start(state, verb="linkspeed"):
+        code = HOLDER.format(fabric=str(REPO / "fabric"))
+        p = subprocess.Popen([sys.executable, "-c", code, str(state), verb], stdout=subprocess.PIPE, text=True)
+        assert p.stdout is not None and p.stdout.readline().strip() == "held"
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def test_a_second_holder_is_refused_naming_the_first(tmp_path, holder):
+    first = holder(tmp_path)
+    with pytest.raises(lock.Busy) as err, lock.held(tmp_path, "ring4", "apply"):
+        pass
+    text = str(err.value)
+    assert "cluster ring4 is busy: `linkspeed` (pid" in text and f"pid {first.pid}," in text
+    assert str(tmp_path / "lock") in text
+    assert err.value.exit_code == 5
+
+
+def test_the_lock_goes_with_a_killed_holder(tmp_path, holder):
+    first = holder(tmp_path)
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    with lock.held(tmp_path, "ring4", "apply"):
+        assert '"verb": "apply"' in (tmp_path / "lock").read_text()
+    assert (tmp_path / "lock").read_text() == ""  # released: says no holder
+
+
+def test_released_on_an_exception_and_taken_again(tmp_path):
+    with pytest.raises(RuntimeError), lock.held(tmp_path, "ring4", "serve start"):
+        raise RuntimeError("a failed play")
+    with lock.held(tmp_path, "ring4", "serve stop"):
+        pass
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("apply", "INV", "-y"),
+        ("linkspeed", "INV", "100e", "-y"),
+        ("serve", "start", "INV", "-y"),
+        ("reset", "INV", "-y"),
+    ],
+)
+def test_every_verb_that_changes_hosts_takes_it(tmp_path, holder, monkeypatch, cli, argv):
+    """The verbs refuse before they render, record or reach a host (the inventory's hosts are
+    not reachable from here: a verb that did not wait for the lock would fail otherwise)."""
+    monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path))
+    holder(tmp_path / "ring4")
+    inv = str(REPO / "inventory/ring4.yml")
+    t0 = time.monotonic()
+    res = cli(*[inv if a == "INV" else a for a in argv])
+    assert res.code == 5, res.err
+    assert "cluster ring4 is busy: `linkspeed`" in res.err
+    assert not (tmp_path / "ring4/tree").exists()
+    assert time.monotonic() - t0 < 30  # refused, not waited for
