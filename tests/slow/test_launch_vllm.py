@@ -83,8 +83,11 @@ def _launches(tmp_path: Path) -> list[tuple[str, list[str], dict]]:
             inv = _with_recipe(path, name, tmp_path)
             try:
                 base = load_plan(str(inv))
-            except InventoryError as exc:  # a Gloo engine on a switchless ring of 3+ without a fabric control plane
-                assert rec.tp_backend == "gloo" and "has no subnet they all share" in str(exc), (path, name, exc)
+            except InventoryError as exc:
+                # a Gloo engine on a switchless ring of 3+ without a fabric control plane, or a
+                # checkpoint whose heads do not divide into the ring's TP size (Llama's 64 at TP 3)
+                gloo_ring = rec.tp_backend == "gloo" and "has no subnet they all share" in str(exc)
+                assert gloo_ring or "choose a TP size the checkpoint divides into" in str(exc), (path, name, exc)
                 continue
             speeds = ["200", "100e"] if base.link_speed != "100" else ["100"]
             for speed in speeds:
