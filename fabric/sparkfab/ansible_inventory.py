@@ -13,11 +13,12 @@ came from is found again and read with line numbers, so problems still point at 
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
 from sparkfab import yamlload
-from sparkfab.errors import InventoryError, Problem, Unavailable
+from sparkfab.errors import InventoryError, Problem, Unavailable, UsageError
 
 #: What VariableManager adds to a host's variables on its own (not written by anyone).
 MAGIC = frozenset(
@@ -75,6 +76,9 @@ def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]
     if path.is_dir() and not any(f.is_file() and not f.name.startswith(".") for f in path.iterdir()):
         hint = "an inventory directory holds hosts.ini or *.yml files, with group_vars/ and host_vars/ beside them"
         raise InventoryError([Problem("(file)", "is a directory without inventory files", hint)], str(path))
+    problems = _screen(path)
+    if problems:
+        raise InventoryError(problems, str(path))
     out = _child("view", str(path))
     if "error" in out:
         message = f"Ansible cannot read it as an inventory: {out['error']} (its warnings above say why)"
@@ -82,17 +86,82 @@ def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]
     return _untag(out["hosts"]), _untag(out["blocks"])
 
 
+#: the inventory plugins the child enables: data only (Ansible's default list adds `script`,
+#: which runs an executable inventory file, and plugin configs that may run lookups)
+PLUGINS = "host_list,yaml,ini,toml"
+#: what Ansible reads as YAML in group_vars/ and host_vars/ (and a file with no suffix there)
+_YAML = {".yml", ".yaml", ".json", ""}
+
+
+def _parts(path: Path) -> list[Path]:
+    """Every file Ansible reads for this inventory: the file or the directory's files, and the
+    group_vars/ and host_vars/ trees beside the file or in the directory."""
+    base = path if path.is_dir() else path.parent
+    roots = [path] if path.is_dir() else [path, base / "group_vars", base / "host_vars"]
+    out: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            out += sorted(p for p in root.rglob("*") if not p.name.startswith(".") and not p.is_dir())
+        elif root.exists() or root.is_symlink():
+            out.append(root)
+    return out
+
+
+def _screen(path: Path) -> list[Problem]:
+    """The inventory's parts as data before Ansible reads them, with the plain reader's bounds:
+    regular files within the size bound, YAML within the alias and nesting bounds, no
+    executable file Ansible's script plugin would run."""
+    problems = []
+    base = path if path.is_dir() else path.parent
+    for part in _parts(path):
+        name = str(part.relative_to(base)) if part != path else path.name
+        vars_dir = part.relative_to(base).parts[0] in ("group_vars", "host_vars") if part != path else False
+        try:
+            st = part.stat()
+        except OSError as exc:
+            problems.append(Problem(name, f"cannot be read: {exc.strerror or exc}"))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            problems.append(Problem(name, "is not a regular file (a FIFO, device or socket)", "remove it"))
+        elif st.st_size > yamlload.MAX_BYTES:
+            problems.append(
+                Problem(name, f"is larger than {yamlload.MAX_BYTES >> 20} MiB", "an inventory part is small")
+            )
+        elif st.st_mode & 0o111 and part.suffix not in (".yml", ".yaml", ".ini", ".toml", ".json"):
+            hint = "sparkfab reads inventories as data and does not run inventory scripts: chmod -x it, or remove it"
+            problems.append(Problem(name, "is executable: Ansible would run it as a dynamic inventory", hint))
+        elif part.suffix in _YAML and (vars_dir or part.suffix in (".yml", ".yaml")):
+            try:
+                yamlload.parse(yamlload.read_text(part))
+            except yamlload.YamlProblem as exc:
+                problems.append(Problem(name, exc.message, line=exc.line))
+    return problems
+
+
 def _child(*args: str) -> dict[str, Any]:
-    """Run this module's command line in a fresh Python and read its JSON answer (Ansible's
-    warnings go to stderr, where the user sees them)."""
+    """Run this module's command line in a fresh Python, with only the data plugins enabled,
+    and read its JSON answer. Ansible's warnings are passed on; should the child die, its last
+    line says why (not its traceback)."""
+    import os
     import subprocess
     import sys
 
+    env = {**os.environ, "ANSIBLE_INVENTORY_ENABLED": PLUGINS}
     res = subprocess.run(
-        [sys.executable, "-m", "sparkfab.ansible_inventory", *args], stdout=subprocess.PIPE, text=True, check=False
+        [sys.executable, "-m", "sparkfab.ansible_inventory", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
     if res.returncode != 0:
-        raise RuntimeError(f"reading the inventory with Ansible failed (exit {res.returncode})")
+        last = lines[-1].strip()[:300] if lines else f"exit {res.returncode}"
+        kind = Unavailable if last.startswith(("OSError", "PermissionError", "FileNotFoundError")) else UsageError
+        raise kind(f"Ansible could not read the inventory: {last}")
+    for line in lines:
+        if not line.startswith(("Traceback", "  ")):
+            sys.stderr.write(line + "\n")
     answer: dict[str, Any] = json.loads(res.stdout)
     return answer
 

@@ -8,6 +8,7 @@ that is missing, unreadable or misbehaving.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import sys
 import tempfile
@@ -50,8 +51,14 @@ VERBS: tuple[Verb, ...] = (
 
 
 def _short(text: str, width: int = 300) -> str:
-    """Messages stay readable whatever the input held: long lines are cut."""
+    """Messages stay readable whatever the input held: control characters shown, not obeyed
+    (an ESC from a name would set the terminal's title or clear it), long lines cut."""
+    text = text.translate(_CONTROLS)
     return "\n".join(line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines())
+
+
+#: C0 and C1 control characters but line feed and tab, as Python writes them in a literal
+_CONTROLS = {c: repr(chr(c))[1:-1] for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -68,6 +75,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # a C locale or PYTHONIOENCODING=ascii: text sparkfab did not choose (labels, names, answers)
+    # is written escaped rather than ending the command
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
     level = (
         logging.ERROR

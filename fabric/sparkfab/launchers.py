@@ -13,10 +13,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from sparkfab.errors import RenderError
+from sparkfab import userfile, yamlload
+from sparkfab.errors import RenderError, SparkfabError
 
 
 def repo_dir(name: str) -> Path:
@@ -55,6 +55,20 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name.upper()))
 
 
+def _line(v: Any) -> Any:
+    """Numbers as YAML wrote them become text; nothing else is coerced."""
+    return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+
+#: one line of text: no line break, NUL or other control character an env file or a shell line breaks on
+_ONE_LINE = r"^[^\x00-\x1f\x7f]*$"
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+EnvValue = Annotated[str, StringConstraints(pattern=_ONE_LINE, max_length=4096), BeforeValidator(_line)]
+FlagName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+#: docker's -v: SOURCE:TARGET[:OPTIONS], an absolute target, no spaces or control characters
+Volume = Annotated[str, StringConstraints(pattern=r"^[^\s:,]+:/[^\s:,]*(:[a-zA-Z,]+)?$", max_length=4096)]
+
+
 class Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -66,7 +80,7 @@ class Recipe(BaseModel):
     image: str = ""
     #: the image's own ENTRYPOINT up to the command (`docker image inspect`): vllm/vllm-openai has
     #: [vllm, serve]; NGC's nvidia_entrypoint.sh runs its arguments as given, so [] for it
-    entrypoint: list[str] = Field(default_factory=list)
+    entrypoint: list[Annotated[str, StringConstraints(pattern=_ONE_LINE, min_length=1)]] = Field(default_factory=list)
     #: how to make the image when no registry has it (a locally built tag)
     build: str = ""
     model: str = ""
@@ -75,10 +89,12 @@ class Recipe(BaseModel):
     #: TCP (vLLM's CPU build, the lab's engine): then the launch env names the fabric netdev and
     #: address that carry them (GLOO_SOCKET_IFNAME, VLLM_HOST_IP, --master-addr)
     tp_backend: Literal["nccl", "gloo"] = "nccl"
-    flags: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict)
-    volumes: list[str] = Field(default_factory=lambda: ["/root/.cache/huggingface:/root/.cache/huggingface"])
-    shm_size: str = "64g"
+    flags: dict[FlagName, str | int | float | bool | None] = Field(default_factory=dict)
+    #: the instance's rules: names and values both docker's --env-file and a shell read literally
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
+    volumes: list[Volume] = Field(default_factory=lambda: ["/root/.cache/huggingface:/root/.cache/huggingface"])
+    #: docker's --shm-size: a number with an optional unit (b, k, m, g)
+    shm_size: Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,12}[bkmgBKMG]?$")] = "64g"
     #: the vLLM release the image carries (its `vllm --version`), compared with the parser that
     #: checks the flags; empty when unknown
     engine_version: str = ""
@@ -114,8 +130,8 @@ class Recipe(BaseModel):
         if self.config:
             path = Path(self.source).parent / self.config
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
+                data = userfile.read_json(path, "config.json")
+            except (OSError, SparkfabError) as exc:
                 raise ValueError(f"config {self.config}: {exc}") from None
             return (data, str(path)) if isinstance(data, dict) else None
         return (dict(self.architecture), f"recipe {self.name}'s architecture") if self.architecture else None
@@ -156,9 +172,9 @@ def recipes(dirs: tuple[Path, ...] | None = None) -> dict[str, Recipe]:
     for folder in dirs or (repo_dir("launchers"),):
         for path in sorted(folder.glob("*.yml")):
             try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            except yaml.YAMLError as exc:
-                raise RenderError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+                data = yamlload.parse(yamlload.read_text(path, "recipe")) or {}
+            except yamlload.YamlProblem as exc:
+                raise RenderError(f"{path}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
             if not isinstance(data, dict):
                 raise RenderError(f"{path}: a recipe is a mapping of engine, image, model, flags, env")
             if {"name", "source"} & set(data):
@@ -168,8 +184,26 @@ def recipes(dirs: tuple[Path, ...] | None = None) -> dict[str, Recipe]:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = "".join(f"{x}: " for x in (".".join(str(x) for x in first["loc"]),) if x)
-                raise RenderError(f"{path}: {where}{str(first['msg']).removeprefix('Value error, ')}") from None
+                raise RenderError(f"{path}: {where}{_why(first)}") from None
     return out
+
+
+#: what a field must look like, for pydantic's pattern errors
+_FORMS = {
+    "shm_size": "a size such as 64g (digits, then b, k, m or g)",
+    "env": "a variable name ([A-Za-z_][A-Za-z0-9_]*) with a value on one line",
+    "flags": "a vllm serve option name without its dashes (lower case, digits, '-')",
+    "volumes": "SOURCE:/TARGET[:OPTIONS] without spaces",
+    "entrypoint": "one word per item, on one line",
+}
+
+
+def _why(err: Any) -> str:
+    """pydantic's error in the recipe's terms: the form a field takes instead of a regex."""
+    if err["type"] == "string_pattern_mismatch":
+        field = str(err["loc"][0]) if err["loc"] else ""
+        return f"{str(err.get('input'))[:60]!r} is not {_FORMS.get(field, 'allowed here')}"
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def recipe(name: str, dirs: tuple[Path, ...] | None = None) -> Recipe:

@@ -128,6 +128,8 @@ def check_file(
         raise UsageError(f"{flag} {path}: name a {suffix} file")
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory: name a file")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{flag} {path} is not a regular file (a FIFO, device or socket): name a file")
     for i in inputs:
         with contextlib.suppress(OSError):
             if Path(i).exists() and path.exists() and path.samefile(i):

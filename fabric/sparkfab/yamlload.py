@@ -10,6 +10,7 @@ a tag of their own (`!vault |`, `!unsafe`) stay text of type `Tagged`, which rem
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,10 @@ def read_text(path: str | Path, what: str = "file") -> str:
     p = Path(path)
     if p.is_dir():
         raise YamlProblem(f"is a directory, not a {what}")
-    with p.open("rb") as f:
+    if p.exists() and not p.is_file():
+        raise YamlProblem(f"is not a regular file (a FIFO, device or socket): sparkfab reads a {what} from a file")
+    # O_NONBLOCK: a path that became a FIFO after the check does not block the open
+    with os.fdopen(os.open(p, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise YamlProblem(f"larger than {MAX_BYTES // (1024 * 1024)} MiB: not a {what} sparkfab reads")

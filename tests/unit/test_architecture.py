@@ -30,7 +30,7 @@ LAYERS = (
     ),
     ("generators", ("sparkfab.render", "sparkfab.writer", "sparkfab.outputs")),
     ("plan", ("sparkfab.resolve", "sparkfab.plan", "sparkfab.starter", "sparkfab.schema")),
-    ("input", ("sparkfab.inventory", "sparkfab.ansible_inventory", "sparkfab.yamlload")),
+    ("input", ("sparkfab.inventory", "sparkfab.ansible_inventory")),
     (
         "facts",
         (
@@ -39,6 +39,8 @@ LAYERS = (
             "sparkfab.catalog",
             "sparkfab.spark",
             "sparkfab.errors",
+            "sparkfab.yamlload",
+            "sparkfab.userfile",
             "sparkfab.paths",
             "sparkfab.proc",
             "sparkfab.assets",

@@ -52,7 +52,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--idle-seconds", type=at.number(0, 3600), default=10.0, help="the link must be idle this long before a test"
     )
-    p.add_argument("--idle-below", type=at.number(0, 1e13), default=1e6, help="idle: fewer bytes per second than this")
+    p.add_argument(
+        "--idle-below", type=at.number(1, 1e13), default=1e6, help="idle: fewer bytes per second than this (at least 1)"
+    )
     p.add_argument("--label", default="", help="name of this configuration in reports (e.g. 200, 100e)")
     p.add_argument(
         "--link-speed",
@@ -181,7 +183,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
         task = progress.add_task("requests", total=total)
         run = bench.Run(opt, tests, lambda r: progress.advance(task))
         summary = asyncio.run(
-            run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True))
+            run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True, markup=False))
         )
     for name, t in summary.tests.items():
         ttft, dec = t.ttft, t.decode_tps

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from sparkfab import spark
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
@@ -42,7 +43,7 @@ def _table(hosts: dict[str, HostResult], title: str) -> Table:
         style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(h.state, "green")
         t.add_row(
             h.host,
-            f"[{style}]{h.state}[/]",
+            Text(h.state, style=style),
             str(h.ok),
             str(h.changed),
             str(h.failed),
@@ -259,7 +260,15 @@ def _status(args: argparse.Namespace) -> int:
             t.add_column(col)
         colour = {"running": "green", "dead": "red", "unknown": "red", "stopped": "yellow"}
         for s in states:
-            t.add_row(s.instance, str(s.rank), s.host, s.runtime, f"[{colour[s.state]}]{s.state}[/]", s.since, s.detail)
+            t.add_row(
+                s.instance,
+                str(s.rank),
+                s.host,
+                s.runtime,
+                Text(s.state, style=colour[s.state]),
+                s.since,
+                Text(s.detail),
+            )
         Console(width=160).print(t)
         for n in names:
             sys.stdout.write(f"{n}: {summaries[n]}\n")

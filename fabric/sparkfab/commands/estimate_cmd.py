@@ -7,7 +7,9 @@ import json
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
@@ -118,7 +120,7 @@ def _mb(x: float) -> str:
 
 def print_estimate(r: Estimate) -> None:
     c = Console(width=130)
-    c.print(f"[bold]{r.model}[/] at TP{r.tp}, {r.from_gbps:g} -> {r.to_gbps:g} Gb/s")
+    c.print(f"[bold]{escape(r.model)}[/] at TP{r.tp}, {r.from_gbps:g} -> {r.to_gbps:g} Gb/s")
     c.print(
         f"all-reduces per prompt token {r.allreduces_per_token} x {r.bytes_per_value} bytes per value x "
         f"ring factor {r.ring_factor:.3f} = [bold]{_mb(r.bytes_per_token)}[/] per prompt token per Spark"
@@ -172,7 +174,12 @@ def _plan_table(c: Console, r: Estimate) -> None:
     for col in cols + ([f"{r.from_gbps:g} -> {r.emulated_gbps:g}"] if r.emulated_comparison else []):
         t.add_column(col, justify="right")
     for row in r.plan:
-        cells = [row.test, f"{row.prompt_tokens:,}", _mb(row.prefill_bytes), f"<= +{row.extra_s:.2f} s"]
+        cells: list[Text | str] = [
+            Text(row.test),
+            f"{row.prompt_tokens:,}",
+            _mb(row.prefill_bytes),
+            f"<= +{row.extra_s:.2f} s",
+        ]
         t.add_row(*cells, *([f"<= +{row.extra_s_emulated:.2f} s"] if r.emulated_comparison else []))
     c.print(t)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from sparkfab.verify.result import FAIL, PASS, SKIP, WARN, Report
 
@@ -18,7 +19,9 @@ def print_report(report: Report, show_all: bool, verb: str = "verify") -> None:
     for r in report.results:
         if r.status == FAIL or show_all or (verb != "verify" and r.status != PASS):
             color = {PASS: "green", FAIL: "red", SKIP: "yellow", WARN: "magenta"}[r.status]
-            t.add_row(r.check, r.host, r.subject, r.expected, r.actual, f"[{color}]{r.status}[/]", r.detail)
+            # what hosts answered is text, never markup ("[/]" in a message would break the table)
+            cells = (Text(str(x)) for x in (r.check, r.host, r.subject, r.expected, r.actual))
+            t.add_row(*cells, Text(r.status, style=color), Text(str(r.detail)))
     if t.row_count:
         console.print(t)
     for name, c in (report.collective or {}).items():

@@ -48,19 +48,24 @@ def _private(net: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
 
 
 def hostname(v: str) -> str:
-    """An IP address or a DNS name (RFC 1123 labels), nothing a shell or ssh would read as more."""
+    """An IP address or a DNS name (RFC 1123 labels, an absolute name's final dot allowed),
+    nothing a shell, ssh or an env file would read as more. An IPv6 scope is an interface name:
+    Python's own parser takes any characters there but `/` and `%`."""
     try:
-        ipaddress.ip_address(v)
-        return v
+        addr = ipaddress.ip_address(v)
     except ValueError:
-        pass
-    if not _HOSTNAME.match(v):
-        raise ValueError(f"{v!r} is neither an IP address nor a host name")
+        if not _HOSTNAME.match(v):
+            raise ValueError(f"{v!r} is neither an IP address nor a host name") from None
+        return v
+    scope = getattr(addr, "scope_id", None)
+    if scope is not None and not _SCOPE.match(scope):
+        raise ValueError(f"{v!r}: an IPv6 scope is an interface name ([A-Za-z0-9_.:-], at most 15), not {scope!r}")
     return v
 
 
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+_HOSTNAME = re.compile(rf"^(?=.{{1,254}}$){_LABEL}(\.{_LABEL})*\.?$")
+_SCOPE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 Subnet = Annotated[ipaddress.IPv4Network, AfterValidator(_private)]
 #: A Unix port an engine may listen on: unprivileged (not sshd's 22), below the top one
 Port = Annotated[int, Field(ge=1024, le=65535)]

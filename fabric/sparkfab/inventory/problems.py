@@ -82,7 +82,7 @@ _USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 
 def _port_ok(v: Any) -> bool:
     text = str(v) if isinstance(v, int | str) and not isinstance(v, bool) else ""
-    return text.isdigit() and 1 <= int(text) <= 65535
+    return text.isascii() and text.isdigit() and 1 <= int(text) <= 65535
 
 
 _SSH_VARS: dict[str, Any] = {

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from sparkfab.measure import http
 from sparkfab.measure.access import Access
 from sparkfab.measure.prompts import server_error
 from sparkfab.measure.stream import RequestResult, stream_completion
@@ -44,7 +45,9 @@ class Check:
 
 
 async def _chat(c: httpx.AsyncClient, model: str, messages: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
-    r = await c.post(
+    r = await http.answer(
+        c,
+        "POST",
         "/v1/chat/completions",
         json={"model": model, "messages": messages, "temperature": 0.0, "max_tokens": kw.pop("max_tokens", 512), **kw},
     )
@@ -115,7 +118,9 @@ async def needle(c: httpx.AsyncClient, model: str, chars: int = 60_000) -> Check
     return Check("needle", NEEDLE in text, f"answer {text[:80]!r} ({chars:,} characters of context)")
 
 
-async def prefix(c: httpx.AsyncClient, model: str, chars: int = 40_000) -> Check:
+async def prefix(
+    c: httpx.AsyncClient, model: str, chars: int = 40_000, access: Access | None = None, timeout_s: float = 600.0
+) -> Check:
     history = [{"role": "user", "content": _filler(chars) + "\n\nSummarise this in one line."}]
     first = RequestResult("prefix", 1, 0, 0, 0)
     await stream_completion(
@@ -123,6 +128,9 @@ async def prefix(c: httpx.AsyncClient, model: str, chars: int = 40_000) -> Check
         "/v1/chat/completions",
         {"model": model, "messages": history, "max_tokens": 32, "temperature": 0.0},
         first,
+        timeout_s=timeout_s,
+        idle_s=timeout_s,
+        access=access,
     )
     history += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "And in one word?"}]
     second = RequestResult("prefix", 2, 0, 0, 0)
@@ -131,6 +139,9 @@ async def prefix(c: httpx.AsyncClient, model: str, chars: int = 40_000) -> Check
         "/v1/chat/completions",
         {"model": model, "messages": history, "max_tokens": 8, "temperature": 0.0},
         second,
+        timeout_s=timeout_s,
+        idle_s=timeout_s,
+        access=access,
     )
     t1, t2 = first.ttft_s, second.ttft_s
     if t1 is None or t2 is None:
@@ -157,10 +168,11 @@ async def run(
 ) -> list[Check]:
     """Run the checks one after another; a check that cannot get an answer fails with the reason.
     A server that cannot be reached at all (or does not speak HTTP) is a ServerError."""
-    sized = {"needle": {"chars": context_chars}, "prefix": {"chars": context_chars * 2 // 3}}
+    access = access or Access()
+    prefix_kw = {"chars": context_chars * 2 // 3, "access": access, "timeout_s": timeout_s}
+    sized: dict[str, dict[str, Any]] = {"needle": {"chars": context_chars}, "prefix": prefix_kw}
     out = []
     timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
-    access = access or Access()
     verify: Any = access.ssl_context() if url.startswith("https") else True
     async with httpx.AsyncClient(base_url=url, timeout=timeout, headers=access.headers(), verify=verify) as c:
         for name in names or list(CHECKS):

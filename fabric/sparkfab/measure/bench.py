@@ -25,7 +25,7 @@ import httpx
 
 from sparkfab import __version__
 from sparkfab.errors import BenchError, ServerError, Unavailable
-from sparkfab.measure import sampler, traffic, vllmstats
+from sparkfab.measure import http, sampler, traffic, vllmstats
 from sparkfab.measure.access import Access
 from sparkfab.measure.plans import Test
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
@@ -34,6 +34,11 @@ from sparkfab.measure.stream import RequestResult, stream_completion
 
 #: the served checkpoint's config.json, kept in the run directory
 MODEL_CONFIG = "model-config.json"
+
+
+#: how long a server's metadata and metrics endpoints (/version, /v1/models, /metrics) have to
+#: answer whole: they answer in milliseconds, and a bench must not wait on them
+METADATA_S = 10.0
 
 
 @dataclass
@@ -66,6 +71,7 @@ class Run:
         #: in every prompt's seed: another run (the other link speed, a rerun) gets other prompts of
         #: the same lengths, so an engine that kept its prefix cache cannot answer from it
         self.salt = self._earlier_salt() if opt.resume else secrets.token_hex(4)
+        self.no_metrics = False  # /metrics did not answer in time once: not asked again
 
     def _earlier_salt(self) -> str:
         try:
@@ -157,10 +163,16 @@ class Run:
         return httpx.AsyncClient(base_url=self.opt.url, timeout=timeout, headers=a.headers(), verify=verify)
 
     async def scrape(self) -> dict[str, float] | None:
-        """vLLM's histogram sums and counts now, or None when the server has no /metrics."""
+        """vLLM's histogram sums and counts now, or None when the server has no /metrics. A
+        /metrics that does not answer whole within METADATA_S once is not asked again."""
+        if self.no_metrics:
+            return None
         try:
-            async with self.client(httpx.Timeout(10.0)) as c:
-                r = await c.get("/metrics")
+            async with self.client(httpx.Timeout(METADATA_S)) as c:
+                r = await http.answer(c, "GET", "/metrics")
+        except httpx.TimeoutException:
+            self.no_metrics = True
+            return None
         except httpx.HTTPError:
             return None
         return vllmstats.parse_prometheus(r.text) if r.status_code == 200 else None
@@ -303,13 +315,13 @@ async def engine_info(client: httpx.AsyncClient, model: str = "") -> dict[str, A
     """The engine and its version as the server reports them (vLLM: GET /version), and where
     the served model was loaded from (vLLM's /v1/models `root`: a local checkpoint's path)."""
     try:
-        r = await client.get("/version")
+        r = await http.answer(client, "GET", "/version", total_s=METADATA_S, max_bytes=1 << 20)
         version = r.json().get("version") if r.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         version = None
     info: dict[str, Any] = {"name": "vllm" if version else "unknown", "version": str(version) if version else None}
     try:
-        r = await client.get("/v1/models")
+        r = await http.answer(client, "GET", "/v1/models", total_s=METADATA_S, max_bytes=4 << 20)
         rows = r.json().get("data", []) if r.status_code == 200 else []
         root = next((m.get("root") for m in rows if isinstance(m, dict) and m.get("id") == model), None)
     except (httpx.HTTPError, ValueError, AttributeError):

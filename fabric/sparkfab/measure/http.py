@@ -19,6 +19,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
 from sparkfab.measure.access import Access
 
 
@@ -223,3 +225,43 @@ async def _plain(conn: _Conn, deadline: float) -> AsyncIterator[tuple[int, bytes
         if not data:
             return
         yield now, data
+
+
+#: the largest answer sparkfab reads from a server outside a stream (decoded: a gzip body that
+#: inflates past it is cut off there, not inflated whole)
+MAX_ANSWER = 16 << 20
+
+
+async def answer(
+    client: httpx.AsyncClient,
+    method: str,
+    path: str,
+    total_s: float | None = None,
+    max_bytes: int = MAX_ANSWER,
+    **kw: Any,
+) -> httpx.Response:
+    """One request through an httpx client, bounded as a whole: connect, headers and body end
+    within `total_s` (the client's read timeout unless given; httpx alone bounds each read, so a
+    server that trickles a byte at a time would never time out), and the decoded body within
+    `max_bytes`. The answer is an httpx.Response with its body read; a trickle raises
+    httpx.ReadTimeout, an oversized body httpx.DecodingError, both httpx.HTTPError."""
+    limit = total_s if total_s is not None else (client.timeout.read or 600.0)
+
+    async def read() -> httpx.Response:
+        async with client.stream(method, path, **kw) as r:
+            body = bytearray()
+            async for block in r.aiter_bytes():
+                body += block
+                if len(body) > max_bytes:
+                    raise httpx.DecodingError(f"{path}: an answer larger than {max_bytes >> 20} MiB", request=r.request)
+            headers = [(k, v) for k, v in r.headers.multi_items() if k.lower() not in _FRAMING]
+            return httpx.Response(r.status_code, headers=headers, content=bytes(body), request=r.request)
+
+    try:
+        return await asyncio.wait_for(read(), limit)
+    except TimeoutError:
+        raise httpx.ReadTimeout(f"{path}: no complete answer within {limit:g} s") from None
+
+
+#: headers about the wire form of a body, which the body read above no longer has
+_FRAMING = {"content-encoding", "transfer-encoding", "content-length"}

@@ -91,6 +91,8 @@ def from_config(path: str | Path) -> ModelSpec:
         raise EstimateError(f"{path}: {exc.message}") from None
     except json.JSONDecodeError as exc:
         raise EstimateError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise EstimateError(f"{path}: JSON nested too deep") from None
     except ValueError as exc:
         raise EstimateError(f"{path}: not JSON ({exc})") from None
     if not isinstance(raw, dict):

@@ -12,12 +12,16 @@ from sparkfab.outputs import PNG_METADATA, write_file
 
 
 def pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend (no display), imported on first use."""
+    """matplotlib's pyplot on the Agg backend (no display), imported on first use. Text is
+    text: labels, titles and legends carry run labels, directory and test names and model
+    names, which matplotlib would otherwise read as mathtext (`$...$`) and refuse."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    plt.rcParams["text.parse_math"] = False
+    plt.rcParams["text.usetex"] = False
     return plt
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import httpx
 
 from sparkfab.errors import BenchError, ServerError
+from sparkfab.measure import http
 
 FIXED_TEXT = (
     "The ring all-reduce sums partial results around a circle of machines. Each machine sends one segment "
@@ -125,7 +126,7 @@ class TextPrompts:
 
 
 async def _post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> httpx.Response:
-    return await client.post(path, json=body)
+    return await http.answer(client, "POST", path, json=body)
 
 
 def _one_token(model: str, prompt: list[int] | str, ignore_eos: bool) -> dict[str, Any]:

@@ -4,11 +4,14 @@ each request's traffic record into it, and the per-test summary (summary.json, t
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkfab import userfile
+from sparkfab.errors import UsageError
 from sparkfab.measure import vllmstats
 
 
@@ -84,6 +87,10 @@ def merge(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+#: a bench of thousands of requests writes a few MB; chunk timings included, well under this
+MAX_REQUESTS_BYTES = 1 << 30
+
+
 def read_requests(run_dir: Path) -> list[dict[str, Any]]:
     return merge(read_lines(run_dir / "requests.jsonl")[0])
 
@@ -94,7 +101,8 @@ def read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
     if not path.exists():
         return [], 0
     out, skipped = [], 0
-    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+    data = userfile.read_bytes(path, "requests.jsonl", MAX_REQUESTS_BYTES)
+    for line in data.decode("utf-8", errors="replace").splitlines():
         if not line.strip():
             continue
         try:
@@ -110,25 +118,90 @@ def read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
 
 
 def _num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    """A finite number (JSON has no NaN, but Python's reader takes NaN and Infinity)."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _ns(v: Any) -> bool:
+    """A monotonic time in nanoseconds, as bench writes it (a machine's uptime, at most a century)."""
+    return _whole(v) and 0 <= v < 2**62
+
+
+def _chunks(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(c, list) and len(c) == 2 and _ns(c[0]) and _whole(c[1]) and c[1] >= 0 for c in v
+    )
+
+
+#: every field of a request record that the report reads, and what it must hold when present
+#: (a record bench wrote always passes; anything else is a torn or foreign line, skipped and counted)
+_FIELDS: dict[str, Any] = {
+    "prompt_tokens_planned": lambda v: _whole(v) and v >= 1,
+    "output_tokens_planned": lambda v: _whole(v) and v >= 1,
+    "send_ns": _ns,
+    "first_ns": lambda v: v is None or _ns(v),
+    "last_ns": lambda v: v is None or _ns(v),
+    "server_first_ns": lambda v: v is None or _ns(v),
+    "prompt_tokens": lambda v: v is None or (_whole(v) and v >= 0),
+    "completion_tokens": lambda v: v is None or (_whole(v) and v >= 0),
+    "chunks": _chunks,
+    "warmup": lambda v: isinstance(v, bool),
+    "label": lambda v: v is None or isinstance(v, str),
+    "ttft_s": lambda v: v is None or (_num(v) and 0 <= v < 1e7),
+    "decode_tps": lambda v: v is None or (_num(v) and 0 <= v < 1e9),
+}
 
 
 def _well_formed(rec: Any) -> bool:
     if not isinstance(rec, dict) or not isinstance(rec.get("test"), str):
         return False
-    if not (isinstance(rec.get("round"), int) and isinstance(rec.get("index"), int)):
+    if not (_whole(rec.get("round")) and _whole(rec.get("index"))):
         return False
     if rec.get("kind") == "traffic":
         return all(_num(v) for k, v in rec.items() if k.endswith(("_bytes", "_gbps")))
-    if not isinstance(rec.get("prompt_tokens_planned"), int) or not isinstance(rec.get("error"), str | None):
+    if not isinstance(rec.get("error"), str | None) or "send_ns" not in rec:
+        return False
+    if not all(check(rec[k]) for k, check in _FIELDS.items() if k in rec):
         return False
     if rec.get("error"):
         return True
+    return _num(rec.get("ttft_s")) and _ns(rec.get("first_ns"))
+
+
+def _plan_row(v: Any) -> bool:
     return (
-        _num(rec.get("ttft_s"))
-        and isinstance(rec.get("first_ns"), int)
-        and (rec.get("decode_tps") is None or _num(rec.get("decode_tps")))
+        isinstance(v, dict)
+        and isinstance(v.get("name"), str)
+        and all(_whole(v.get(k)) and v[k] >= 0 for k in ("requests", "prompt_tokens"))
     )
+
+
+#: what the report reads of run.json, and the shape bench writes it in
+_META: dict[str, tuple[Any, str]] = {
+    "url": (lambda v: isinstance(v, str), "a URL"),
+    "model": (lambda v: isinstance(v, str), "a model name"),
+    "label": (lambda v: v is None or isinstance(v, str), "a label"),
+    "date": (lambda v: isinstance(v, str), "a date"),
+    "sparkfab_version": (lambda v: isinstance(v, str), "a version"),
+    "engine": (lambda v: v is None or isinstance(v, dict), "a mapping"),
+    "inventory": (lambda v: v is None or isinstance(v, dict), "a mapping"),
+    "link": (lambda v: v is None or isinstance(v, dict), "a mapping"),
+    "plan": (lambda v: isinstance(v, list) and all(_plan_row(x) for x in v), "a list of tests"),
+    "rounds": (_whole, "a whole number"),
+    "warmup": (_whole, "a whole number"),
+    "seed": (lambda v: v is None or _whole(v), "a whole number"),
+}
+
+
+def check_meta(meta: dict[str, Any], where: Path) -> None:
+    """A run.json as bench writes it: each field the report reads of the shape it has."""
+    for key, (check, form) in _META.items():
+        if key in meta and not check(meta[key]):
+            raise UsageError(f"{where}: {key} is {str(meta[key])[:40]!r}, not {form}")
 
 
 def summarize(rows: list[dict[str, Any]]) -> Summary:

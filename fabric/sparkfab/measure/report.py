@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkfab import userfile
 from sparkfab.errors import Unavailable, UsageError
 from sparkfab.measure import bench, records, sampler, traffic
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
@@ -75,11 +76,12 @@ def load_run(path: Path) -> Run:
     if not (path / "run.json").is_file():
         raise UsageError(f"{path}: not a bench run directory (no run.json)")
     try:
-        meta = json.loads((path / "run.json").read_bytes().decode("utf-8"))
-    except ValueError as exc:
-        raise UsageError(f"{path}/run.json: not JSON ({str(exc)[:80]})") from None
+        meta = userfile.loads(userfile.read_bytes(path / "run.json", "run.json").decode("utf-8"), path / "run.json")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}/run.json: not UTF-8 text") from None
     if not isinstance(meta, dict):
         raise UsageError(f"{path}/run.json: not a JSON object")
+    records.check_meta(meta, path / "run.json")
     lines, skipped = records.read_lines(path / "requests.jsonl")
     rows = records.merge(lines)
     label = meta.get("label")

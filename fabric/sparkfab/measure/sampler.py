@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sparkfab import userfile
 from sparkfab.errors import UsageError
 
 MAGIC = b"SPARKFAB-SAMPLES v1\n"
@@ -227,15 +228,14 @@ class Samples:
 
 
 MAX_HEADER = 1 << 20
+#: an hour at 1 ms of eight counters is about 250 MB; a file beyond this is not one sparkfab wrote
+MAX_SAMPLE_BYTES = 2 << 30
 
 
 def read(path: str | Path) -> Samples:
     """Read a sample file; a torn last record (killed writer) is dropped. A file that is not
     one raises UsageError naming it."""
-    p = Path(path)
-    if p.is_dir():
-        raise UsageError(f"{path}: is a directory, not a sample file")
-    data = p.read_bytes()
+    data = userfile.read_bytes(path, "sample file", MAX_SAMPLE_BYTES)
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
         raise UsageError(f"{path}: not a sparkfab sample file")
     off = len(MAGIC)

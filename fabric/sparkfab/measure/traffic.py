@@ -213,9 +213,14 @@ def to_csv(rows: list[tuple[float, int, float, float]], width_s: float) -> str:
     return head + "".join(f"{a:.6f},{w},{b:.6f},{c:.6f}\n" for a, w, b, c in rows)
 
 
+def label_value(text: str) -> str:
+    """A label value as the exposition format escapes it: backslash, double quote, line feed."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 def to_prometheus(rows: list[tuple[float, int, float, float]], width_s: float, labels: dict[str, str]) -> str:
     """Prometheus text exposition format, one sample per bin and direction, with its timestamp."""
-    extra = "".join(f',{k}="{v}"' for k, v in sorted(labels.items()))
+    extra = "".join(f',{k}="{label_value(v)}"' for k, v in sorted(labels.items()))
     name = "sparkfab_link_rate_gbps"
     out = [
         f"# HELP {name} Bytes moved per bin as Gb/s, from RDMA or netdev counters sampled by sparkfab.",

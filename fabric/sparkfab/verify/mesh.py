@@ -142,7 +142,7 @@ def _follow(hosts: dict[str, Remote], owner: dict[str, str], here: str, target: 
     for _ in range(limit):
         if here not in hosts or owner.get(target) == here:
             return path
-        res = hosts[here].run(f"ip -j route get {target}")
+        res = hosts[here].run(f"ip -j route get {shlex.quote(target)}")
         info = json.loads(res.stdout or "[]") if res.rc == 0 else []
         via = info[0].get("gateway") if info else None
         here = owner.get(via, via) if via else owner.get(target, target)

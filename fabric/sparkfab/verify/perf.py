@@ -159,13 +159,13 @@ def all_reduce_command(plan: Plan, inst: Instance) -> str:
     built with it) on the management interface, off the fabric under test. MASTER_ADDR and
     MASTER_PORT (rank 0's control address) are for a stand-in of all_reduce_perf; nccl-tests
     does not read them."""
-    hostlist = ",".join(f"{plan.host(h).mgmt_address}:1" for h in inst.hosts)
+    hostlist = shlex.quote(",".join(f"{plan.host(h).mgmt_address}:1" for h in inst.hosts))
     rank_cmd = f"{export_env('/etc/sparkfab/nccl.env')}; exec all_reduce_perf -b 1M -e 256M -f 4 -d bfloat16"
     mgmt = plan.host(inst.hosts[0]).mgmt_if
     mpi = (
-        f"UCX_NET_DEVICES={mgmt} MASTER_ADDR={inst.master_addr} MASTER_PORT={plan.master_port + 1} "
+        f"UCX_NET_DEVICES={shlex.quote(mgmt)} MASTER_ADDR={inst.master_addr} MASTER_PORT={plan.master_port + 1} "
         f"mpirun -np {len(inst.hosts)} -H {hostlist} --mca plm_rsh_agent {shlex.quote(RSH_AGENT)} "
-        f"--mca btl_tcp_if_include {mgmt} --mca oob_tcp_if_include {mgmt} "
+        f"--mca btl_tcp_if_include {shlex.quote(mgmt)} --mca oob_tcp_if_include {shlex.quote(mgmt)} "
         "-x UCX_NET_DEVICES -x MASTER_ADDR -x MASTER_PORT "
         f"sh -c {shlex.quote(rank_cmd)}"
     )
@@ -175,7 +175,7 @@ def all_reduce_command(plan: Plan, inst: Instance) -> str:
 def peer_ssh_command(plan: Plan, inst: Instance) -> str:
     """What mpirun needs before it starts: rank 0's login user reaches every other rank's
     management address over ssh without a prompt. Prints `<address> ok|<error>` per peer."""
-    peers = " ".join(plan.host(h).mgmt_address for h in inst.hosts[1:])
+    peers = " ".join(shlex.quote(plan.host(h).mgmt_address) for h in inst.hosts[1:])
     probe = (
         f'for a in {peers}; do if out=$({RSH_AGENT} "$a" true 2>&1); then echo "$a ok"; '
         'else echo "$a $(echo $out | tail -c 160)"; fi; done'

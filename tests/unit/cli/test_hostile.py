@@ -10,6 +10,8 @@ Servers are local doubles on 127.0.0.1 that misbehave on purpose.
 from __future__ import annotations
 
 import copy
+import functools
+import gzip
 import hashlib
 import json
 import os
@@ -124,6 +126,7 @@ class Case:
     outputs: tuple[str, ...] = ()  # paths under {d} that may change
     server: str | None = None  # a misbehaving server, see SERVERS
     seconds: float = 10.0
+    slow: bool = False  # waits out a bound of its own (the slow tier, not the default run)
 
 
 def c(id: str, argv: str, code: int, culprit: str, **kw: Any) -> Case:
@@ -666,13 +669,21 @@ ESTIMATE_CASES = [
 ]
 
 
-def traffic(id: str, argv: str, code: int, culprit: str, data: bytes | None = None, **kw: Any) -> Case:
+def traffic(
+    id: str,
+    argv: str,
+    code: int,
+    culprit: str,
+    data: bytes | None = None,
+    files_extra: dict[str, bytes] | None = None,
+    **kw: Any,
+) -> Case:
     return c(
         id,
         f"traffic {{d}}/s.bin {argv}".strip(),
         code,
         culprit,
-        files={"s.bin": data if data is not None else sample_file()},
+        files={"s.bin": data if data is not None else sample_file(), **(files_extra or {})},
         **kw,
     )
 
@@ -1058,8 +1069,201 @@ SAMPLE_CASES = [
     ),
 ]
 
+# ------------------------------------------------- the classes of the 2026-12-02 harness
+# Each case failed on the code before it (an injection accepted, a hang, an internal error):
+# one reader for the user's files, field rules for every value that reaches a generated file,
+# text that is text wherever it is shown.
+
+#: a file the case makes with os.mkfifo: a reader that opens it would block forever
+FIFO = b"\x00<fifo>\x00"
+#: a file the case makes executable (Ansible's script plugin would run it)
+EXE = b"#!/bin/sh\ntouch {d}/PWNED\necho '{}'\n"
+PAIR = yaml.safe_load((REPO / "inventory/pair-1cable.yml").read_text())
+INI = "[all]\nspark-a ansible_host=10.0.0.21\nspark-b ansible_host=10.0.0.22\n"
+GROUP = yaml.safe_dump({"sparkfab": PAIR["all"]["vars"]["sparkfab"]})
+
+
+def ini(id: str, culprit: str, code: int = 2, **files: str | bytes) -> Case:
+    """The pair as hosts.ini with group_vars/ and host_vars/ (Ansible's reader)."""
+    given = {"hosts.ini": INI, "group_vars/all.yml": GROUP, **{k.replace("__", "/"): v for k, v in files.items()}}
+    return c(id, "validate {d}/hosts.ini", code, culprit, files=given)
+
+
+def with_recipe(id: str, recipe: str | bytes, culprit: str) -> Case:
+    """The pair serving `evil`, a recipe in launchers/ beside the inventory."""
+    data = copy.deepcopy(PAIR)
+    data["all"]["vars"]["sparkfab"]["instances"]["llama"]["launcher"] = "evil"
+    return c(
+        id,
+        "render {d}/inv.yml -o {d}/out",
+        2,
+        culprit,
+        files={"inv.yml": yaml.safe_dump(data), "launchers/evil.yml": recipe},
+    )
+
+
+def evil(**fields: Any) -> str:
+    base = {"description": "x", "engine": "vllm", "image": "vllm/vllm-openai:v0.32.0", "model": "org/model"}
+    return yaml.safe_dump({**base, **fields})
+
+
+def pair_host(value: Any, key: str = "ansible_host") -> str:
+    data = copy.deepcopy(PAIR)
+    data["all"]["hosts"]["spark-a"][key] = value
+    return yaml.safe_dump(data, allow_unicode=True)
+
+
+ROBUST_CASES = [
+    # J1: an IPv6 scope is an interface name, not a line of an env file, ssh_config or shell
+    validate("v6-scope-newline", pair_host("fe80::1%x\nSPARKFAB_INJECTED=1"), r"ansible_host.*scope"),
+    validate("v6-scope-proxycommand", pair_host("fe80::1%h\n  ProxyCommand touch P"), r"ansible_host.*scope"),
+    validate("v6-scope-subshell", pair_host("fe80::1%$(touch P)"), r"ansible_host.*scope is an interface name"),
+    validate("v6-scope-backtick", pair_host("fe80::1%`id`"), r"ansible_host.*scope"),
+    validate("v6-scope-ok", pair_host("fe80::1%enP7s7"), r"valid", code=0),
+    validate("fqdn-final-dot", pair_host("spark-a.example.com."), r"valid", code=0),
+    validate("port-superscript", pair_host("\u00b2\u00b2", "ansible_port"), r"ansible_port"),
+    ini(
+        "ini-host-vars-v6-inject",
+        r"ansible_host.*scope",
+        **{"host_vars__spark-a.yml": yaml.safe_dump({"ansible_host": "fe80::1%x\nSPARKFAB_INJECTED=1"})},
+    ),
+    ini(
+        "ini-port-superscript",
+        r"ansible_port",
+        **{"hosts.ini": INI.replace("10.0.0.21", "10.0.0.21 ansible_port=\u00b2\u00b2")},
+    ),
+    # J2, J3: a recipe's values reach docker run and the env files as the instance's do
+    with_recipe("recipe-shm-subst", evil(shm_size="$(touch P)"), r"shm_size: '\$\(touch P\)' is not a size"),
+    with_recipe("recipe-shm-privileged", evil(shm_size="64g --privileged -v /:/host"), r"shm_size.*not a size"),
+    with_recipe("recipe-shm-amp", evil(shm_size="1g & touch P"), r"shm_size"),
+    with_recipe("recipe-env-newline", evil(env={"A": "x\nSPARKFAB_INJECTED=1"}), r"env\.A"),
+    with_recipe("recipe-env-name", evil(env={"A B": "x"}), r"env"),
+    with_recipe("recipe-volume-space", evil(volumes=["/a b:/c"]), r"volumes"),
+    with_recipe("recipe-flag-name", evil(flags={"max-model-len 5 --x": 1}), r"flags"),
+    with_recipe("recipe-entrypoint-newline", evil(entrypoint=["vllm\nserve"]), r"entrypoint"),
+    with_recipe("recipe-latin1", evil().encode() + b"# caf\xe9\n", r"evil\.yml:5: not UTF-8"),
+    with_recipe("recipe-huge", evil() + "#" + "x" * (9 << 20) + "\n", r"evil\.yml: .*larger than 8 MiB"),
+    with_recipe(
+        "recipe-alias-bomb",
+        evil() + bomb().replace("all:\n  vars:\n", "").replace("    sparkfab: {cluster: x}\n", ""),
+        r"evil\.yml",
+    ),
+    with_recipe("recipe-fifo", FIFO, r"evil\.yml: .*not a regular file"),
+    # one reader: a FIFO, a device or an executable is never opened or run
+    validate("inventory-fifo", FIFO, r"not a regular file"),
+    ini(
+        "ini-group-vars-fifo",
+        r"group_vars/all\.yml: is not a regular file",
+        group_vars__all_yml=b"",
+        **{"group_vars__all.yml": FIFO},
+    ),
+    ini("ini-host-vars-fifo", r"host_vars/spark-a: is not a regular file", **{"host_vars__spark-a": FIFO}),
+    ini(
+        "ini-group-vars-bomb",
+        r"group_vars/x\.yml.*expands to more than",
+        **{"group_vars__x.yml": bomb().split("    sparkfab")[0]},
+    ),
+    ini(
+        "ini-group-vars-huge",
+        r"group_vars/big\.yml: is larger than 8 MiB",
+        **{"group_vars__big.yml": "#" + "x" * (9 << 20)},
+    ),
+    c(
+        "inventory-dir-script",
+        "validate {d}",
+        2,
+        r"zz-dyn\.py: is executable",
+        files={"hosts.ini": INI, "group_vars/all.yml": GROUP, "zz-dyn.py": EXE},
+    ),
+    c("script-inventory", "validate {d}/inv.sh", 2, r"inv\.sh: is executable", files={"inv.sh": EXE}),
+    c(
+        "estimate-config-fifo",
+        "estimate --config {d}/c.json",
+        2,
+        r"c\.json: .*not a regular file",
+        files={"c.json": FIFO},
+    ),
+    c("estimate-plan-fifo", "estimate --plan {d}/p.yml", 2, r"p\.yml: .*not a regular file", files={"p.yml": FIFO}),
+    c("schema-o-fifo", "schema -o {d}/s.json", 2, r"s\.json is not a regular file", files={"s.json": FIFO}),
+    c("traffic-fifo", "traffic {d}/s.bin", 2, r"s\.bin: is not a regular file", files={"s.bin": FIFO}),
+    traffic("traffic-plot-fifo", "--plot {d}/p.png", 2, r"p\.png is not a regular file", files_extra={"p.png": FIFO}),
+    traffic(
+        "traffic-export-fifo", "--export {d}/x.csv", 2, r"x\.csv is not a regular file", files_extra={"x.csv": FIFO}
+    ),
+    report(
+        "report-requests-fifo",
+        "report {d}/r -o {d}/out",
+        2,
+        r"requests\.jsonl: is not a regular file",
+        files={**run_dir_files("r"), "r/requests.jsonl": FIFO},
+    ),
+    report(
+        "report-run-json-deep",
+        "report {d}/r -o {d}/out",
+        2,
+        r"run\.json: JSON nested too deep",
+        files=run_dir_files("r", meta="[" * 100_000 + "]" * 100_000),
+    ),
+    # text is text: rich markup, mathtext and terminal escapes from names and labels
+    c("estimate-model-markup", "estimate --config {d}/c.json", 0, r"", files={"c.json": config(model_type="[/bold]")}),
+    c(
+        "estimate-plot-mathtext",
+        "estimate --config {d}/c.json --plot {d}/p",
+        0,
+        r"",
+        files={"c.json": config(model_type="$\\undefinedcmd$")},
+        outputs=("p",),
+    ),
+    report(
+        "report-label-mathtext",
+        "report {d}/r -o {d}/out",
+        0,
+        r"",
+        files=run_dir_files(
+            "r", meta={"url": "http://127.0.0.1:1", "model": "m", "label": "$\\undefined^$", "plan": []}
+        ),
+        outputs=("out",),
+    ),
+    validate("cluster-terminal-escape", inv(sfset("cluster", "\x1b]0;owned\x07\x1b[2J")), r"\\x1b\]0;owned\\x07"),
+]
+
+# waits have a bound as a whole, not per read: a server that trickles
+TRICKLE_CASES = [
+    bench(
+        "bench-trickle-version",
+        "--timeout 5 --plan P1",
+        0,
+        r"",
+        server="trickle-version",
+        seconds=25,
+        outputs=("run",),
+        slow=True,
+    ),
+    bench(
+        "bench-trickle-metrics",
+        "--timeout 5 --plan P1",
+        0,
+        r"",
+        server="trickle-metrics",
+        seconds=25,
+        outputs=("run",),
+        slow=True,
+    ),
+    bench("bench-gzip-metrics", "--timeout 5 --plan P1", 0, r"", server="gzip-metrics", seconds=20, outputs=("run",)),
+    c(
+        "battery-trickle-chat",
+        "battery --url {url} --model m --checks count --timeout 3",
+        5,
+        r"(within 3 s|timed out)",
+        server="trickle-chat",
+    ),
+    bench("bench-idle-below-zero", "--idle-below 0 --counters lo --source netdev", 2, r"--idle-below"),
+]
+
 CASES = (
-    INVENTORY_CASES
+    ROBUST_CASES
+    + TRICKLE_CASES
+    + INVENTORY_CASES
     + RENDER_CASES
     + ESTIMATE_CASES
     + TRAFFIC_CASES
@@ -1099,10 +1303,34 @@ class _Raw(BaseHTTPRequestHandler):
         self.wfile.write(raw)
 
     def do_GET(self) -> None:
+        if self.mode == f"trickle{self.path.replace('/', '-')}":
+            self._trickle()
+            return
+        if self.mode == "gzip-metrics" and self.path == "/metrics":
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(_bomb())))
+            self.end_headers()
+            self.wfile.write(_bomb())
+            return
         self._json({"status": "ok"})
+
+    def _trickle(self) -> None:
+        """Headers, then one byte every 0.3 s: each read is quick, the answer never ends."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        for _ in range(1000):
+            self.wfile.write(b" ")
+            self.wfile.flush()
+            time.sleep(0.3)
 
     def do_POST(self) -> None:
         body = self._body()
+        if self.mode == "trickle-chat" and self.path == "/v1/chat/completions":
+            self._trickle()
+            return
         if self.path == "/tokenize":
             self._json({"tokens": list(range(100, 140)), "count": 40})
             return
@@ -1134,6 +1362,12 @@ class _Raw(BaseHTTPRequestHandler):
 
 
 _LOCK = threading.Lock()
+
+
+@functools.cache
+def _bomb() -> bytes:
+    """A gzip body of 24 KiB that inflates to 24 MiB of spaces."""
+    return gzip.compress(b" " * (24 << 20), compresslevel=9)
 
 
 def _closed_port() -> tuple[str, Callable[[], None]]:
@@ -1234,7 +1468,9 @@ class _Hang(Exception):
     pass
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda k: k.id)
+@pytest.mark.parametrize(
+    "case", [pytest.param(k, marks=pytest.mark.slow) if k.slow else k for k in CASES], ids=lambda k: k.id
+)
 def test_hostile_input(case: Case, tmp_path, capsys, monkeypatch, server):
     from sparkfab.cli import main
 
@@ -1243,7 +1479,13 @@ def test_hostile_input(case: Case, tmp_path, capsys, monkeypatch, server):
     for rel, content in case.files.items():
         p = d / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+        if content == FIFO:
+            os.mkfifo(p)
+        elif content == EXE:
+            p.write_bytes(EXE.replace(b"{d}", str(d).encode()))
+            p.chmod(0o755)
+        else:
+            p.write_bytes(content if isinstance(content, bytes) else content.encode())
     url = server(case.server) if case.server else ""
     argv = [a.replace("{d}", str(d)).replace("{url}", url) for a in case.argv]
     monkeypatch.chdir(d)

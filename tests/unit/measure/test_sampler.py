@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -236,3 +238,32 @@ def test_traffic_exports_csv_and_prometheus(tmp_path, cli):
     res = cli("traffic", str(tmp_path / "c.smp"), "--export", str(tmp_path / "mine.csv"))
     assert res.code == 2 and "did not write it" in res.err
     assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(tmp_path / "x.txt")).code == 2
+
+
+def test_the_prometheus_export_escapes_what_a_sample_file_names(tmp_path, cli):
+    """A header's source and a file name are label values: quotes, backslashes and newlines in
+    them are escaped as the exposition format says, so Prometheus's own parser reads exactly
+    the samples written (a forged line in the source stays inside its label)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    counters = fake_tree(tmp_path, ["rocep1s0f0"])
+    w = Writer(counters, 5_000, 50)
+    plain = tmp_path / "c.smp"
+    sampler.sample(counters, plain, 0.001, stop=w, slice_s=0)
+    data = plain.read_bytes()
+    off = len(sampler.MAGIC)
+    (n,) = struct.unpack_from("<I", data, off)
+    header = json.loads(data[off + 4 : off + 4 + n])
+    forged = 'rdma"} 1\nsparkfab_link_rate_gbps{direction="tx",interval_s="1"} 9999\\'
+    header["source"] = forged
+    blob = json.dumps(header).encode()
+    hostile = tmp_path / 's"x\n.smp'
+    hostile.write_bytes(data[:off] + struct.pack("<I", len(blob)) + blob + data[off + 4 + n :])
+    prom = tmp_path / "x.prom"
+    assert cli("traffic", str(hostile), "--export", str(prom)).code == 0
+    samples = [s for fam in text_string_to_metric_families(prom.read_text()) for s in fam.samples]
+    bins = len([line for line in prom.read_text().splitlines() if not line.startswith("#")])
+    assert len(samples) == bins and bins > 0
+    assert {s.labels["source"] for s in samples} == {forged}
+    assert {s.labels["file"] for s in samples} == {hostile.name}
+    assert max(s.value for s in samples) < 9999
