@@ -1,3 +1,25 @@
-from sparkfab.cli import main
+"""The `sparkfab` command (`python -m sparkfab` and the installed script): SIGTERM is
+sparkfab's before its modules load, so a signal that arrives during start-up ends it as one
+that arrives later does, with a line and 143 (Ctrl-C: 130), not a traceback."""
 
-raise SystemExit(main())
+from __future__ import annotations
+
+import signal
+import sys
+
+from sparkfab.errors import Terminated, raise_terminated
+
+
+def run() -> int:
+    signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        from sparkfab.cli import main
+    except KeyboardInterrupt as exc:
+        ended = isinstance(exc, Terminated)
+        sys.stderr.write("sparkfab: terminated\n" if ended else "sparkfab: interrupted\n")
+        return 143 if ended else 130
+    return main()
+
+
+if __name__ == "__main__":
+    raise SystemExit(run())

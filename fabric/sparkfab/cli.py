@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import io
 import logging
+import signal
 import sys
 import tempfile
 import traceback
@@ -31,7 +32,7 @@ from sparkfab.commands import (
     verify_cmd,
 )
 from sparkfab.commands.common import Verb
-from sparkfab.errors import Exit, InventoryError, SparkfabError, Unavailable
+from sparkfab.errors import Exit, InventoryError, SparkfabError, Terminated, Unavailable, raise_terminated
 
 #: every verb, in the order `sparkfab --help` lists them
 VERBS: tuple[Verb, ...] = (
@@ -81,6 +82,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
+    # SIGTERM (timeout, systemd, CI runners) ends a verb as Ctrl-C does: outputs half written
+    # are removed, locks released, children ended by the code that started them
+    previous = signal.signal(signal.SIGTERM, raise_terminated) if _main_thread() else None
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _run(args: argparse.Namespace) -> int:
     level = (
         logging.ERROR
         if args.quiet
@@ -99,9 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         sys.stderr.write(_short(f"sparkfab: {where}{exc.strerror or exc}") + "\n")
         return Unavailable.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("sparkfab: interrupted\n")
-        return 130
+    except KeyboardInterrupt as exc:
+        sys.stderr.write("sparkfab: terminated\n" if isinstance(exc, Terminated) else "sparkfab: interrupted\n")
+        return 143 if isinstance(exc, Terminated) else 130
     except Exception as exc:
         with tempfile.NamedTemporaryFile("w", prefix="sparkfab-crash-", suffix=".txt", delete=False) as f:
             traceback.print_exc(file=f)

@@ -105,3 +105,13 @@ class ServerError(Unavailable):
 
 #: The exit codes the README promises.
 OK, INTERNAL, BAD_INPUT, DEPLOY_FAILED, VERIFY_FAILED, UNAVAILABLE = 0, 1, 2, 3, 4, 5
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (timeout, systemd, a CI runner), raised where the verb is, as Ctrl-C is, so that
+    the same clean-up runs: half-written outputs removed, locks released; exit 143."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    """A SIGTERM handler."""
+    raise Terminated

@@ -68,6 +68,10 @@ def check_dir(path: Path, kind: str, inputs: Iterable[Path | str] = (), flag: st
     path = plain_target(path, flag)
     if path.exists() and not path.is_dir():
         raise UsageError(f"{flag} {path} exists and is not a directory")
+    # the tree is swapped in by renaming: neither the working directory nor a mount point can be
+    if path.is_dir() and (path.resolve() == Path.cwd().resolve() or os.path.ismount(path)):
+        what = "the working directory" if path.resolve() == Path.cwd().resolve() else "a mount point"
+        raise UsageError(f"{flag} {path} is {what}, which sparkfab cannot replace: name a directory inside it")
     held = _holds(path, inputs)
     if held:
         raise UsageError(f"{flag} {path} holds the input {held[0]}: choose an output directory of its own")
@@ -102,8 +106,18 @@ def replace_dir(
         old = None
         if path.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
-            path.rename(old / "tree")
-        tmp.rename(path)
+            try:
+                path.rename(old / "tree")
+            except OSError:
+                old.rmdir()
+                raise
+        try:
+            tmp.rename(path)
+        except OSError:
+            if old is not None:  # the earlier tree goes back where it was
+                (old / "tree").rename(path)
+                old.rmdir()
+            raise
         if old is not None:
             shutil.rmtree(old)
     except OSError as exc:

@@ -1,0 +1,81 @@
+"""Outputs are swapped in whole or not at all, and nothing is left beside them: not when the
+swap fails, not when the verb is ended by SIGTERM (what timeout, systemd and CI runners send)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sparkfab.errors import Unavailable, UsageError
+from sparkfab.outputs import replace_dir
+
+
+def _write(files: dict[str, str]):
+    def write(tmp: Path) -> list[Path]:
+        out = []
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+            out.append(tmp / name)
+        return out
+
+    return write
+
+
+def test_the_working_directory_is_refused_up_front(tmp_path, monkeypatch):
+    here = tmp_path / "e"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    with pytest.raises(UsageError, match="working directory"):
+        replace_dir(Path("."), "render", _write({"a": "1"}))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e"]
+
+
+def test_a_failed_swap_puts_the_earlier_tree_back_and_leaves_nothing_beside_it(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    replace_dir(out, "render", _write({"a": "old"}))
+    real = Path.rename
+
+    def failing(self: Path, target: Path) -> Path:
+        if self.name.startswith(".out.new-"):
+            raise OSError(16, "Device or resource busy")
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", failing)
+    with pytest.raises(Unavailable, match="busy"):
+        replace_dir(out, "render", _write({"a": "new"}))
+    assert (out / "a").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_sigterm_during_a_render_leaves_one_whole_tree(tmp_path):
+    """A render of a big ring is ended by SIGTERM at several moments: the earlier tree is
+    intact or the new one is whole, the exit is 143, and no .new-/.old- directory stays."""
+    n = 300  # a ring of 300 on the management network: about 2 s of render after start-up
+    hosts = {f"s{i}": {"ansible_host": f"10.0.{i // 200}.{i % 200 + 1}"} for i in range(n)}
+    cables = [[f"s{i}:p0", f"s{(i + 1) % n}:p1"] for i in range(n)]
+    block = {"cluster": "big", "control_plane": "management", "subnet_pool": "10.64.0.0/12", "cables": cables}
+    inv = tmp_path / "big.yml"
+    inv.write_text(yaml.safe_dump({"all": {"hosts": hosts, "vars": {"sparkfab": block}}}))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "sparkfab", "render", str(inv), "-o", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "fabric")}
+    assert subprocess.run(cmd, env=env, capture_output=True, check=False).returncode == 0
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    ended = 0
+    for delay in (0.5, 0.9, 1.3, 1.8):
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode in (0, 143), err.decode()[-400:]
+        ended += p.returncode == 143
+        assert sorted(x.name for x in tmp_path.iterdir() if x.name.startswith(".out.")) == []
+        assert sorted(str(x.relative_to(out)) for x in out.rglob("*")) == before
+    assert ended, "no SIGTERM arrived while the render ran"
