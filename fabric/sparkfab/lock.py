@@ -1,5 +1,5 @@
-"""One operator at a time per cluster: the lock every verb that changes hosts or the recorded
-state takes (`apply`, `linkspeed`, `serve`, `reset`).
+"""One writer at a time: the lock every verb that changes hosts or a cluster's recorded state
+takes (`apply`, `linkspeed`, `serve`, `reset`), and a bench takes on its run directory.
 
 It is an advisory `flock` on `<state>/lock`, so the kernel releases it however the holder ends
 (exit, an exception, Ctrl-C, SIGKILL): a lock cannot go stale. While held, the file says who
@@ -22,7 +22,7 @@ from sparkfab.errors import Unavailable
 
 
 class Busy(Unavailable):
-    """Another sparkfab holds the cluster."""
+    """Another sparkfab holds the cluster (or the run directory)."""
 
 
 def _holder_text(raw: str) -> str:
@@ -35,10 +35,11 @@ def _holder_text(raw: str) -> str:
 
 
 @contextmanager
-def held(state: Path, cluster: str, verb: str) -> Iterator[None]:
-    """Hold the cluster's lock for the block, or raise `Busy` naming the holder."""
-    state.mkdir(parents=True, exist_ok=True)
-    path = state / "lock"
+def held(folder: Path, what: str, verb: str, name: str = "lock") -> Iterator[None]:
+    """Hold `folder`'s lock (the file `name` in it) for the block, or raise `Busy` naming the
+    holder; `what` is how the message calls the folder ("cluster ring4")."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
     f = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held open for the block)
     try:
         try:
@@ -47,7 +48,7 @@ def held(state: Path, cluster: str, verb: str) -> Iterator[None]:
             f.seek(0)
             holder = _holder_text(f.read())
             raise Busy(
-                f"cluster {cluster} is busy: {holder} holds {path}; wait until it ends "
+                f"{what} is busy: {holder} holds {path}; wait until it ends "
                 "(the lock goes with its process, also when it is killed)"
             ) from None
         f.seek(0)

@@ -61,7 +61,7 @@ class Target:
             state = d / "state" if d else paths.state_dir(cluster)
         if lab and not paths.lab_state(cluster).exists():
             raise UsageError(f"lab {cluster} is not up: run `sparkfab lab up {inventory}`")
-        with lock.held(state, cluster, verb):
+        with lock.held(state, f"cluster {cluster}", verb):
             yield cls.load(inventory, lab=lab)
 
     def render(self, plan: Plan | None = None) -> Path:

@@ -16,7 +16,7 @@ PACKAGE = REPO / "fabric" / "sparkfab"
 LAYERS = (
     ("cli", ("sparkfab.cli", "sparkfab.__main__")),
     ("commands", ("sparkfab.commands",)),
-    ("operations", ("sparkfab.target", "sparkfab.lock", "sparkfab.preflight", "sparkfab.discover")),
+    ("operations", ("sparkfab.target", "sparkfab.preflight", "sparkfab.discover")),
     (
         "drivers",
         (
@@ -41,6 +41,7 @@ LAYERS = (
             "sparkfab.errors",
             "sparkfab.yamlload",
             "sparkfab.userfile",
+            "sparkfab.lock",
             "sparkfab.paths",
             "sparkfab.proc",
             "sparkfab.assets",

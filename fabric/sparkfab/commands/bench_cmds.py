@@ -139,7 +139,7 @@ def _run_dir(path: Path, resume: bool) -> Path:
     path = plain_target(path, "-o")
     if path.exists() and not path.is_dir():
         raise UsageError(f"-o {path} exists and is not a directory")
-    held = path.is_dir() and any(path.iterdir())
+    held = path.is_dir() and any(p.name != bench.LOCK for p in path.iterdir())
     if resume and not (path / "run.json").is_file():
         raise UsageError(f"--resume: {path} holds no run (no run.json)")
     if held and not resume:

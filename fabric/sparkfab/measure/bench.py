@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from sparkfab import __version__
-from sparkfab.errors import BenchError, ServerError, Unavailable
+from sparkfab import __version__, lock
+from sparkfab.errors import BenchError, ServerError, Unavailable, UsageError
 from sparkfab.measure import http, sampler, traffic, vllmstats
 from sparkfab.measure.access import Access
 from sparkfab.measure.plans import Test
@@ -34,6 +34,8 @@ from sparkfab.measure.stream import RequestResult, stream_completion
 
 #: the served checkpoint's config.json, kept in the run directory
 MODEL_CONFIG = "model-config.json"
+#: the run directory's lock, held by the bench that writes it
+LOCK = ".bench.lock"
 
 
 #: how long a server's metadata and metrics endpoints (/version, /v1/models, /metrics) have to
@@ -139,9 +141,18 @@ class Run:
             opt.out.mkdir(exist_ok=True)
         except OSError as exc:
             raise Unavailable(f"-o {opt.out}: {exc.strerror or exc}") from None
+        with lock.held(opt.out, f"run directory {opt.out}", "bench", name=LOCK):
+            return await self._measure(server, prompts, engine)
+
+    async def _measure(self, server: ServerInfo, prompts: PromptMaker, engine: dict[str, Any]) -> Summary:
+        """The run proper, with the run directory held: one bench writes it at a time."""
+        opt = self.opt
         if opt.resume:
             self.done = self.resume_state()
         else:
+            others = sorted(p.name for p in opt.out.iterdir() if p.name != LOCK)
+            if others:  # another bench made it between our check and our lock
+                raise UsageError(f"-o {opt.out}: another bench wrote {others[0]} into it first; choose a new directory")
             self.write_meta(server, engine)
         for test in self.tests:
             before = None

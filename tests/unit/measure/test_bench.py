@@ -252,3 +252,25 @@ def test_report_two_runs(double, cli, tmp_path):
     html = (tmp_path / "rep/report.html").read_text()
     assert html.count("data:image/png;base64,") == 2 and "<table>" in html
     assert "| P2 |" in res.out
+
+
+def test_two_benches_into_one_new_run_directory_one_is_refused(double, tmp_path):
+    """Both check that -o is new before their probe; only one writes it: the other is refused
+    (the run directory's lock, or the files the first one wrote), and the run holds one label."""
+    url = double("--token-interval-s", "0.01", "--prefill-s-per-token", "0.01")  # a probe of a second or more
+    p = plan(tmp_path, [{"name": "slow", "requests": 1, "prompt_tokens": 50, "output_tokens": 30}])
+    run = tmp_path / "run"
+
+    def start(label: str) -> subprocess.Popen[bytes]:
+        argv = ["bench", "--url", url, "--model", "fake-model", "--plan", p, "--rounds", "3", "--warmup", "0"]
+        argv += ["--idle-seconds", "0", "--label", label, "-q", "-o", str(run)]
+        return subprocess.Popen([sys.executable, "-m", "sparkfab", *argv], cwd=REPO, stderr=subprocess.PIPE)
+
+    procs = [start("A"), start("B")]
+    ends = [(q.wait(timeout=120), q.stderr.read().decode() if q.stderr else "") for q in procs]
+    codes = sorted(code for code, _ in ends)
+    assert codes[0] == 0 and codes[1] in (2, 5), ends
+    refused = next(err for code, err in ends if code != 0)
+    assert "run directory" in refused or "another bench" in refused or "holds files" in refused, refused
+    labels = {json.loads(line)["label"] for line in (run / "requests.jsonl").read_text().splitlines()}
+    assert len(labels) == 1 and labels == {json.loads((run / "run.json").read_text())["label"]}
