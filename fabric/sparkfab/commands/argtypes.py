@@ -109,6 +109,11 @@ def http_url(text: str) -> str:
         raise argparse.ArgumentTypeError(f"'{text}' has an invalid port") from None
     if u.scheme not in ("http", "https") or not u.hostname:
         raise argparse.ArgumentTypeError(f"'{text}' is not an http:// or https:// URL with a host")
+    if u.query or u.fragment or "?" in text or "#" in text:
+        # the API's paths are appended to it: a query would swallow them
+        raise argparse.ArgumentTypeError(f"'{text}': give the server's base URL, without a query or fragment")
+    if not text.isascii() or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"'{text}': a URL is ASCII without spaces")
     del port
     return text.rstrip("/")
 

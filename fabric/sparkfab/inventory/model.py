@@ -27,7 +27,18 @@ CLUSTER_PATTERN = r"^[a-z0-9][a-z0-9-]{0,19}$"
 ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_PATTERN)]
 IfName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")]
 EndRef = Annotated[str, StringConstraints(pattern=r"^[^:\s]+:[^:\s]+$")]
-Mtu = Annotated[int, Field(ge=1280, le=9216)]
+
+
+def _no_bool(v: Any) -> Any:
+    """YAML 1.1 reads yes/no/true as booleans, and pydantic would take True as 1."""
+    if isinstance(v, bool):
+        raise ValueError(f"{str(v).lower()} is not a whole number (quote it if it is a name)")
+    return v
+
+
+#: a whole number as written (not a boolean that pydantic would read as 0 or 1)
+Whole = Annotated[int, BeforeValidator(_no_bool)]
+Mtu = Annotated[Whole, Field(ge=1280, le=9216)]
 LinkSpeed = spark.LinkSpeed
 
 
@@ -68,7 +79,7 @@ _HOSTNAME = re.compile(rf"^(?=.{{1,254}}$){_LABEL}(\.{_LABEL})*\.?$")
 _SCOPE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 Subnet = Annotated[ipaddress.IPv4Network, AfterValidator(_private)]
 #: A Unix port an engine may listen on: unprivileged (not sshd's 22), below the top one
-Port = Annotated[int, Field(ge=1024, le=65535)]
+Port = Annotated[Whole, Field(ge=1024, le=65535)]
 #: Environment names and values as both `docker --env-file` and a shell take them literally.
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 EnvValue = Annotated[str, StringConstraints(pattern=r"^[^\n\r\x00]*$", max_length=4096), BeforeValidator(_as_str)]
@@ -84,7 +95,7 @@ class HostVars(Strict):
     """Per-host keys sparkfab reads; `ansible_*` keys pass through to Ansible untouched."""
 
     ansible_host: Annotated[str, AfterValidator(hostname)] | None = None
-    rank: Annotated[int, Field(ge=0)] | None = None
+    rank: Annotated[Whole, Field(ge=0)] | None = None
     mgmt_if: IfName = spark.DEFAULT_MGMT_IF
     ansible: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
@@ -114,7 +125,7 @@ def _cable_form(v: Any) -> Any:
 
 class Instance(Strict):
     hosts: Annotated[list[Name], Field(min_length=1)]
-    tp: Annotated[int, Field(ge=1)]
+    tp: Annotated[Whole, Field(ge=1)]
     launcher: str | None = None
     head: Name | None = None
     backend: Literal["mp", "ray"] | None = None
@@ -145,12 +156,12 @@ class Sparkfab(Strict):
     link_speed: Annotated[LinkSpeed, BeforeValidator(_as_str)] = "200"
     mtu: Mtu = 9000
     subnet_pool: Subnet = ipaddress.IPv4Network("192.168.96.0/20")
-    rail_prefix: Annotated[int, Field(ge=8, le=30)] = 24
+    rail_prefix: Annotated[Whole, Field(ge=8, le=30)] = 24
     control_plane: Literal["management", "fabric"] = "management"
     nccl_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "2.30.7"
     nccl_graph: bool | None = None  # default: on for switchless rings (the 4-ring write-up's recipe)
-    nccl_channels: Annotated[int, Field(ge=1, le=64)] = 8
-    master_port: Annotated[int, Field(ge=1024, le=65534)] = 29501  # + 1: verify --collective
+    nccl_channels: Annotated[Whole, Field(ge=1, le=64)] = 8
+    master_port: Annotated[Whole, Field(ge=1024, le=65534)] = 29501  # + 1: verify --collective
     netplan_renderer: Literal["networkd", "NetworkManager"] = "networkd"
     switches: dict[Name, Switch] = Field(default_factory=dict)
     cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)

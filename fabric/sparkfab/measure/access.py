@@ -24,8 +24,16 @@ class Access:
             key = os.environ.get(key_env)
             if not key:
                 raise UsageError(f"--api-key-env {key_env}: the variable is not set (or empty)")
+            if not (key.isascii() and key.isprintable()) or " " in key:
+                # an HTTP header carries it: visible ASCII only (the value is never printed)
+                raise UsageError(f"--api-key-env {key_env}: the key holds characters an HTTP header cannot carry")
         if ca_file and not os.path.isfile(ca_file):
             raise UsageError(f"--ca-file {ca_file}: no such file")
+        if ca_file:
+            try:
+                ssl.create_default_context(cafile=ca_file)
+            except (ssl.SSLError, ValueError) as exc:
+                raise UsageError(f"--ca-file {ca_file}: not a PEM certificate bundle ({exc})") from None
         return cls(key, not insecure, ca_file)
 
     def headers(self) -> dict[str, str]:

@@ -13,6 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sparkfab.errors import UsageError
 from sparkfab.measure.sampler import Samples
 
 WRAP = 1 << 64
@@ -69,6 +70,10 @@ def series(s: Samples) -> Series:
     return out
 
 
+#: bins one rate series may have: 10 minutes at 0.1 ms, about 100 MB of Python floats
+MAX_BINS = 6_000_000
+
+
 def spread(times_ns: list[int], deltas: list[int], start_ns: int, width_ns: int, nbins: int) -> list[int]:
     """Distribute each interval's bytes over the bins [start + k*width, ...) it overlaps."""
     bins = [0] * nbins
@@ -110,6 +115,11 @@ def rates(
     hi = origin + int(window[1] * 1e9) if window else t[-1]
     width = max(1, int(width_s * 1e9))
     n = max(1, -(-(hi - lo) // width))
+    if n > MAX_BINS:
+        raise UsageError(
+            f"{(hi - lo) / 1e9:g} s in bins of {width_s:g} s is {n:,} bins, more than {MAX_BINS:,}: "
+            "choose a longer interval or a --window"
+        )
     bins = spread(t, sr.deltas[direction], lo, width, n)
     return [(lo - origin + k * width) / 1e9 for k in range(n)], [b * 8 / width_s / 1e9 for b in bins]
 
@@ -161,7 +171,11 @@ def window_bytes(sr: Series, direction: str, window: tuple[float, float] | None)
     if window is None:
         return sum(sr.deltas[direction]), (t[-1] - t[0]) / 1e9
     width = int((window[1] - window[0]) * 1e9)
+    if width < 1:
+        raise UsageError(f"--window {window[0]:g}:{window[1]:g} is narrower than a nanosecond")
     lo = t[0] + int(window[0] * 1e9)
+    if lo >= t[-1]:
+        raise UsageError(f"--window starts at {window[0]:g} s, after the samples end ({(t[-1] - t[0]) / 1e9:g} s)")
     return spread(t, sr.deltas[direction], lo, width, 1)[0], window[1] - window[0]
 
 

@@ -79,7 +79,7 @@ def bomb(levels: int = 9) -> str:
     return "all:\n  vars:\n    x:\n" + "".join(f"      {line}\n" for line in lines) + "    sparkfab: {cluster: x}\n"
 
 
-def sample_file(records: int = 50, counters: int = 2) -> bytes:
+def sample_file(records: int = 50, counters: int = 2, step_ns: int = 1_000_000) -> bytes:
     """A sample file as `sparkfab sample` writes it: header, then fixed records."""
     header = {
         "version": 1,
@@ -93,8 +93,7 @@ def sample_file(records: int = 50, counters: int = 2) -> bytes:
     blob = json.dumps(header).encode()
     rec = struct.Struct("<qqII" + "Q" * counters)
     body = b"".join(
-        rec.pack(1_000_000 * k, 1_000_000 * k + 1000, 0, 0, *[k * 31_250 for _ in range(counters)])
-        for k in range(records)
+        rec.pack(step_ns * k, step_ns * k + 1000, 0, 0, *[k * 31_250 for _ in range(counters)]) for k in range(records)
     )
     return b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", len(blob)) + blob + body
 
@@ -127,6 +126,7 @@ class Case:
     server: str | None = None  # a misbehaving server, see SERVERS
     seconds: float = 10.0
     slow: bool = False  # waits out a bound of its own (the slow tier, not the default run)
+    env: dict[str, str] = field(default_factory=dict)  # variables the case sets
 
 
 def c(id: str, argv: str, code: int, culprit: str, **kw: Any) -> Case:
@@ -1121,6 +1121,8 @@ ROBUST_CASES = [
     validate("v6-scope-backtick", pair_host("fe80::1%`id`"), r"ansible_host.*scope"),
     validate("v6-scope-ok", pair_host("fe80::1%enP7s7"), r"valid", code=0),
     validate("fqdn-final-dot", pair_host("spark-a.example.com."), r"valid", code=0),
+    validate("rank-true", pair_host(True, "rank"), r"rank.*not a whole number"),
+    validate("tp-true", inv(lambda d: glm(d).update(tp=True)), r"tp.*not a whole number"),
     validate("port-superscript", pair_host("\u00b2\u00b2", "ansible_port"), r"ansible_port"),
     ini(
         "ini-host-vars-v6-inject",
@@ -1227,6 +1229,16 @@ ROBUST_CASES = [
     validate("cluster-terminal-escape", inv(sfset("cluster", "\x1b]0;owned\x07\x1b[2J")), r"\\x1b\]0;owned\\x07"),
 ]
 
+# memory has a bound too: bins over a span, a window narrower than a nanosecond
+SPAN_CASES = [
+    traffic(
+        "traffic-span-30y", "", 2, r"bins.*more than", data=sample_file(records=2, step_ns=30 * 365 * 86400 * 10**9)
+    ),
+    traffic("traffic-span-1h-01ms", "--intervals 0.1ms", 2, r"more than", data=sample_file(3, step_ns=1800 * 10**9)),
+    traffic("traffic-window-tiny", "--window 0:0.0000000001", 2, r"narrower than a nanosecond"),
+    traffic("traffic-window-after", "--window 100:200", 2, r"after the samples end"),
+]
+
 # waits have a bound as a whole, not per read: a server that trickles
 TRICKLE_CASES = [
     bench(
@@ -1257,11 +1269,19 @@ TRICKLE_CASES = [
         r"(within 3 s|timed out)",
         server="trickle-chat",
     ),
+    c("bench-url-query", "bench --url http://127.0.0.1:1/?x=1 --model m -o {d}/run", 2, r"without a query"),
+    c("bench-url-fragment", "bench --url http://127.0.0.1:1/#x --model m -o {d}/run", 2, r"without a query"),
+    bench("bench-key-unicode", "--api-key-env KEY", 2, r"--api-key-env KEY: .*header", env={"KEY": "ключ"}),
+    bench("bench-key-newline", "--api-key-env KEY", 2, r"--api-key-env KEY", env={"KEY": "a\nb"}),
+    bench(
+        "bench-cafile-garbage", "--ca-file {d}/ca.pem", 2, r"--ca-file .*ca\.pem: not a PEM", files={"ca.pem": "nope"}
+    ),
     bench("bench-idle-below-zero", "--idle-below 0 --counters lo --source netdev", 2, r"--idle-below"),
 ]
 
 CASES = (
     ROBUST_CASES
+    + SPAN_CASES
     + TRICKLE_CASES
     + INVENTORY_CASES
     + RENDER_CASES
@@ -1490,6 +1510,8 @@ def test_hostile_input(case: Case, tmp_path, capsys, monkeypatch, server):
     argv = [a.replace("{d}", str(d)).replace("{url}", url) for a in case.argv]
     monkeypatch.chdir(d)
     monkeypatch.setenv("SPARKFAB_LAB_DIR", str(tmp_path / "labs"))
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value)
     before = _tree(tmp_path, case.outputs)
 
     def hang(*_: Any) -> None:
