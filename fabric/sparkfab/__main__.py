@@ -7,11 +7,11 @@ from __future__ import annotations
 import signal
 import sys
 
-from sparkfab.errors import Terminated, raise_terminated
+from sparkfab.errors import Terminated, on_sigterm
 
 
 def run() -> int:
-    signal.signal(signal.SIGTERM, raise_terminated)
+    signal.signal(signal.SIGTERM, on_sigterm())
     try:
         from sparkfab.cli import main
     except KeyboardInterrupt as exc:

@@ -32,7 +32,7 @@ from sparkfab.commands import (
     verify_cmd,
 )
 from sparkfab.commands.common import Verb
-from sparkfab.errors import Exit, InventoryError, SparkfabError, Terminated, Unavailable, raise_terminated
+from sparkfab.errors import Exit, InventoryError, SparkfabError, Terminated, Unavailable, on_sigterm
 
 #: every verb, in the order `sparkfab --help` lists them
 VERBS: tuple[Verb, ...] = (
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # SIGTERM (timeout, systemd, CI runners) ends a verb as Ctrl-C does: outputs half written
     # are removed, locks released, children ended by the code that started them
-    previous = signal.signal(signal.SIGTERM, raise_terminated) if _main_thread() else None
+    previous = signal.signal(signal.SIGTERM, on_sigterm()) if _main_thread() else None
     try:
         return _run(args)
     finally:

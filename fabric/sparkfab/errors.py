@@ -18,6 +18,9 @@ Exit 1 is left for sparkfab's own bugs (an exception no one expected).
 
 from __future__ import annotations
 
+import os
+import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -112,6 +115,17 @@ class Terminated(KeyboardInterrupt):
     the same clean-up runs: half-written outputs removed, locks released; exit 143."""
 
 
-def raise_terminated(signum: int, frame: object) -> None:
-    """A SIGTERM handler."""
-    raise Terminated
+def on_sigterm() -> Callable[[int, object], None]:
+    """A SIGTERM handler for this process that raises Terminated. A process forked from it
+    without exec (pyroute2's namespace helpers, multiprocessing) inherits the handler but not
+    the verb: there SIGTERM ends the process, as it would have without sparkfab's handler."""
+    owner = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    return handler

@@ -113,7 +113,8 @@ def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
         doc = json.loads(status.out)["instances"]["llama"]
         assert doc["state"] == "serving" and [r["state"] for r in doc["ranks"]] == ["running", "running"]
         # the engine dies on rank 1's Spark (not through serve stop)
-        assert ssh("pair1", "spark-b", f"kill -9 -- -{pids['spark-b']}").returncode == 0
+        kill = f"python3 -c 'import os, signal; os.killpg({pids['spark-b']}, signal.SIGKILL)'"
+        assert ssh("pair1", "spark-b", kill).returncode == 0
         status = sparkfab("serve", "status", inv, "--lab", "--format", "json")
         assert status.code == 4
         ranks = json.loads(status.out)["instances"]["llama"]["ranks"]

@@ -28,7 +28,7 @@ from tests.helpers.bench import run_dir_files
 
 ALLOWED = {0, 2, 5}
 #: examples per property (the slow tier; SPARKFAB_PROPERTY_EXAMPLES for more)
-EXAMPLES_PER_TEST = int(os.environ.get("SPARKFAB_PROPERTY_EXAMPLES", "100"))
+EXAMPLES_PER_TEST = int(os.environ.get("SPARKFAB_PROPERTY_EXAMPLES", "50"))
 SETTINGS = settings(max_examples=EXAMPLES_PER_TEST, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 TEXT = st.text(

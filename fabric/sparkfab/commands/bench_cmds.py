@@ -6,8 +6,10 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import shlex
 import sys
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +131,30 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
     return {"inventory": ctx}
 
 
+def _remote_read(args: argparse.Namespace) -> Callable[[str], str | None] | None:
+    """With --inventory: read a file on the measured instance's rank 0 (as root, as verify
+    does), for the served checkpoint's config.json that vLLM names by its path there."""
+    if not args.inventory:
+        return None
+
+    def read(path: str) -> str | None:
+        from sparkfab.target import Target
+        from sparkfab.verify.checks import as_root
+
+        target = Target.load(args.inventory, lab=args.lab)
+        port = urllib.parse.urlsplit(args.url).port
+        served = [i for i in target.plan.instances if i.port == port] or list(target.plan.instances)
+        inst = target.plan.instance(args.instance) if args.instance else served[0]
+        try:
+            host = as_root(target.connection("bench").remote(inst.hosts[0]))
+            res = host.run(f"head -c 1048576 {shlex.quote(path)}")
+        except Exception:  # unreachable, no sudo: the run goes on without the copy
+            return None
+        return str(res.stdout) if res.rc == 0 else None
+
+    return read
+
+
 SECONDS = at.number(0, 7 * 86400, lo_open=True)
 
 
@@ -177,6 +203,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
         args.resume,
         _access(args),
         _context(args),
+        _remote_read(args),
     )
     total = sum(t.requests for t in tests) * (args.rounds + args.warmup)
     with Progress(transient=True, disable=args.quiet) as progress:

@@ -61,6 +61,9 @@ class Options:
     resume: bool = False
     access: Access = field(default_factory=Access)
     context: dict[str, Any] = field(default_factory=dict)  # inventory, cluster, link speed (for reports)
+    #: reads a file on the serving host (the served checkpoint's config.json, at the path vLLM
+    #: reports, which is the host's as well: the image mounts the cache at the same path)
+    remote_read: Callable[[str], str | None] | None = None
 
 
 class Run:
@@ -109,10 +112,15 @@ class Run:
         the checkpoint is gone (a lab torn down, a cache cleaned)."""
         if not isinstance(root, str) or not root.startswith("/"):
             return
+        path = str(Path(root) / "config.json")
         try:
-            text = (Path(root) / "config.json").read_text(encoding="utf-8")[: 1 << 20]
-            json.loads(text)
-        except (OSError, ValueError):
+            text: str | None = Path(path).read_text(encoding="utf-8")[: 1 << 20]
+        except OSError:  # not on this machine: on the host that serves it
+            text = self.opt.remote_read(path) if self.opt.remote_read else None
+        try:
+            if text is None or not isinstance(json.loads(text), dict):
+                return
+        except ValueError:
             return
         (self.opt.out / MODEL_CONFIG).write_text(text)
 

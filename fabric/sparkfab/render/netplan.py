@@ -2,6 +2,13 @@
 
 `renderer` is set per interface: a top-level renderer would leak into every other netplan
 file on the host. Twins sit on different subnets; MTU, no DHCP, no link-local, no RA.
+
+Every fabric port keeps its address whatever its carrier does (`ignore-carrier`: networkd's
+ConfigureWithoutCarrier=, and IgnoreCarrierLoss= follows it). A switchless ring's control
+routes leave through one port with the Spark's control address, on its other port, as their
+source: were that address dropped when its cable's far end goes down (a neighbour rebooting or
+applying), the kernel would flush those routes with it, and networkd, which owns them on the
+other port, would not add them again.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ def netplan(plan: Plan, host: Host, renderer: str = "networkd") -> File:
             "mtu": plan.mtu,
             "addresses": [iface.address],
             "optional": True,
+            "ignore-carrier": True,
         }
         routes = [_route(r) for r in host.routes if r.dev == iface.netdev]
         if routes:
