@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from sparkfab.errors import Terminated, on_sigterm
+from sparkfab.errors import Exit, Terminated, on_sigterm
 
 
 def run() -> int:
@@ -17,7 +17,7 @@ def run() -> int:
     except KeyboardInterrupt as exc:
         ended = isinstance(exc, Terminated)
         sys.stderr.write("sparkfab: terminated\n" if ended else "sparkfab: interrupted\n")
-        return 143 if ended else 130
+        return Exit.TERMINATED if ended else Exit.INTERRUPTED
     return main()
 
 

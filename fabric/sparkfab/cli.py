@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         return Unavailable.exit_code
     except KeyboardInterrupt as exc:
         sys.stderr.write("sparkfab: terminated\n" if isinstance(exc, Terminated) else "sparkfab: interrupted\n")
-        return 143 if isinstance(exc, Terminated) else 130
+        return Exit.TERMINATED if isinstance(exc, Terminated) else Exit.INTERRUPTED
     except Exception as exc:
         with tempfile.NamedTemporaryFile("w", prefix="sparkfab-crash-", suffix=".txt", delete=False) as f:
             traceback.print_exc(file=f)

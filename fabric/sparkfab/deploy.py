@@ -191,9 +191,11 @@ def _failure_text(res: dict[str, Any]) -> str:
             res = item
             break
     parts = [str(res[k]) for k in ("msg", "changed_when_result", "failed_when_result") if isinstance(res.get(k), str)]
+    # a command's own "non-zero return code" says nothing: what it printed does
+    generic = parts == ["non-zero return code"]
     for stream in ("stderr", "stdout"):
         text = str(res.get(stream) or "").strip()
-        if text and (stream == "stderr" or not parts):
+        if text and (stream == "stderr" or not parts or generic):
             parts.append(f"{stream}: {text[-300:]}")
     return "; ".join(parts)[:600]
 

@@ -34,6 +34,8 @@ class Exit(IntEnum):
     DEPLOY = 3  # Ansible (or the lab build) failed on a host
     CHECK = 4  # a verification, preflight or quality check failed
     UNAVAILABLE = 5  # something sparkfab needs is missing or misbehaving
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
+    TERMINATED = 143  # SIGTERM (128 + SIGTERM)
 
 
 @dataclass(frozen=True)

@@ -68,13 +68,13 @@ def check_dir(path: Path, kind: str, inputs: Iterable[Path | str] = (), flag: st
     path = plain_target(path, flag)
     if path.exists() and not path.is_dir():
         raise UsageError(f"{flag} {path} exists and is not a directory")
+    held = _holds(path, inputs)
+    if held:
+        raise UsageError(f"{flag} {path} holds the input {held[0]}: choose an output directory of its own")
     # the tree is swapped in by renaming: neither the working directory nor a mount point can be
     if path.is_dir() and (path.resolve() == Path.cwd().resolve() or os.path.ismount(path)):
         what = "the working directory" if path.resolve() == Path.cwd().resolve() else "a mount point"
         raise UsageError(f"{flag} {path} is {what}, which sparkfab cannot replace: name a directory inside it")
-    held = _holds(path, inputs)
-    if held:
-        raise UsageError(f"{flag} {path} holds the input {held[0]}: choose an output directory of its own")
     if path.is_dir():
         foreign = _foreign(path, kind)
         if foreign:

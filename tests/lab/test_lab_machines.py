@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.helpers.lab import lab, mgmt_ip, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -74,29 +74,24 @@ def test_reboot_keeps_the_fabric_without_apply():
         pid = ssh("ring4", "spark-355d", "cat /run/sparkfab/glm.pid").stdout.strip()
         assert ssh("ring4", "spark-355d", f"kill -0 {pid}").returncode == 0
         neighbour = ssh("ring4", "spark-329f", indexes).stdout
-        ip = mgmt_ip("ring4", "spark-355d")
-        holds_ip = f"ip -o -4 addr show dev ${{d##*/}} | grep -q ' {ip}/'"
-        mgmt_mac = f"for d in /sys/class/net/*; do {holds_ip} && cat $d/address; done"
-        mac = ssh("ring4", "spark-355d", mgmt_mac).stdout.strip()
         # what a reboot takes away (the kernel's state, /run) and what it keeps (the disk)
         mark = "ip addr add 10.99.0.1/32 dev lo && touch /run/sparkfab-test /var/tmp/sparkfab-test"
         assert ssh("ring4", "spark-355d", mark).returncode == 0
         res = sparkfab("lab", "reboot", inv, "spark-355d")
         assert res.code == 0 and "spark-355d rebooted" in res.err, res.err
-        # the operator reaches it at once: its management port has the MAC it had (the site's
-        # ARP caches still point at it), as a NIC's burned-in address
         after = ssh("ring4", "spark-355d", "ip -o addr show dev lo; ls /run/sparkfab-test /var/tmp/sparkfab-test")
-        assert ssh("ring4", "spark-355d", mgmt_mac).stdout.strip() == mac
         assert "10.99.0.1" not in after.stdout and "/var/tmp/sparkfab-test" in after.stdout
         assert "/run/sparkfab-test" not in after.stdout
+        # everything apply persisted is back; the engine is not (the policy), and verify says so
         deadline = time.monotonic() + 60
         while True:
             code, report = _verify(inv)
-            if code == 0 or time.monotonic() > deadline:
+            fails = [(f["check"], f["host"]) for f in _fails(report)]
+            if fails == [("engine", "spark-355d")] or time.monotonic() > deadline:
                 break
             time.sleep(2)
-        assert code == 0, _fails(report)
-        assert _checks(report, "spark-355d") == before  # the same checks, all passing again
+        assert fails == [("engine", "spark-355d")], _fails(report)
+        assert _checks(report, "spark-355d") == {k: v for k, v in before.items() if k != "engine"}
         table = ssh(
             "ring4", "spark-355d", "nft list table inet sparkfab | head -3; systemctl is-enabled sparkfab-firewall"
         )
@@ -110,6 +105,9 @@ def test_reboot_keeps_the_fabric_without_apply():
         assert again.code == 0, again.err
         pid = ssh("ring4", "spark-355d", "cat /run/sparkfab/glm.pid").stdout.strip()
         assert ssh("ring4", "spark-355d", f"kill -0 {pid}").returncode == 0
+        code, report = _verify(inv)
+        assert code == 0, _fails(report)
+        assert _checks(report, "spark-355d") == before  # the same checks, all passing again
 
 
 def test_a_100g_lab_is_held_to_100g_and_fails_a_200g_expectation(tmp_path):

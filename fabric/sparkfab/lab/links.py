@@ -6,7 +6,6 @@ the plan's; a switch's port has the plan's MTU from the start (the switch's own 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from typing import Any
@@ -61,20 +60,12 @@ def mgmt(spec: LabSpec) -> None:
         mgmt_link(spec, n)
 
 
-def mgmt_mac(n: Node) -> str:
-    """The management port's MAC, the same at every boot as a NIC's burned-in address (a new one
-    after a reboot would leave the site's ARP caches pointing at the old one until they expire)."""
-    digest = hashlib.sha256(n.ns.encode()).digest()
-    return ":".join(f"{b:02x}" for b in (0x02, *digest[:5]))  # locally administered, unicast
-
-
 def mgmt_link(spec: LabSpec, n: Node) -> None:
     """A Spark's management port on the lab's bridge, with its address (the site's DHCP, as it were)."""
     root_fd = os.open("/proc/self/ns/net", os.O_RDONLY)
     try:
         with netns(n.ns) as ns:
-            peer = {"ifname": n.root_peer, "net_ns_fd": root_fd}
-            ns.link("add", ifname=n.mgmt_if, kind="veth", address=mgmt_mac(n), peer=peer)
+            ns.link("add", ifname=n.mgmt_if, kind="veth", peer={"ifname": n.root_peer, "net_ns_fd": root_fd})
             idx = ns.link_lookup(ifname=n.mgmt_if)[0]
             ns.addr("add", index=idx, address=n.mgmt_ip, prefixlen=24)
             ns.link("set", index=idx, state="up")

@@ -15,6 +15,7 @@ import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from sparkfab import proc
 from sparkfab.errors import UsageError
 from sparkfab.lab.links import BOOT_MTU, make_veth, netns
 from sparkfab.lab.rates import RATE_MBIT, rate_text
@@ -132,6 +133,9 @@ def renew(spec: LabSpec, host: str) -> None:
         links.wait_gone_link(node.root_peer)
         links.namespace(node.ns)
         links.mgmt_link(spec, node)
+        # the management port is a new veth with a new MAC: the lab host, the operator's side of
+        # the site network, forgets the old one at once (a NIC keeps its address across a reboot)
+        proc.run(["ip", "neigh", "flush", "to", node.mgmt_ip], check=False)
         _move_ends([(v, end) for v, end in mine if _end(v, end) in kept], shelf, node.ns)
     finally:
         namespaces_of.remove(shelf)

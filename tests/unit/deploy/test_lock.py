@@ -19,7 +19,7 @@ import sys, time
 from pathlib import Path
 sys.path.insert(0, {fabric!r})
 from sparkfab import lock
-with lock.held(Path(sys.argv[1]), "ring4", sys.argv[2]):
+with lock.held(Path(sys.argv[1]), "cluster ring4", sys.argv[2]):
     print("held", flush=True)
     time.sleep(60)
 """
@@ -46,7 +46,7 @@ def holder(tmp_path):
 
 def test_a_second_holder_is_refused_naming_the_first(tmp_path, holder):
     first = holder(tmp_path)
-    with pytest.raises(lock.Busy) as err, lock.held(tmp_path, "ring4", "apply"):
+    with pytest.raises(lock.Busy) as err, lock.held(tmp_path, "cluster ring4", "apply"):
         pass
     text = str(err.value)
     assert "cluster ring4 is busy: `linkspeed` (pid" in text and f"pid {first.pid}," in text
@@ -58,15 +58,15 @@ def test_the_lock_goes_with_a_killed_holder(tmp_path, holder):
     first = holder(tmp_path)
     os.kill(first.pid, signal.SIGKILL)
     first.wait()
-    with lock.held(tmp_path, "ring4", "apply"):
+    with lock.held(tmp_path, "cluster ring4", "apply"):
         assert '"verb": "apply"' in (tmp_path / "lock").read_text()
     assert (tmp_path / "lock").read_text() == ""  # released: says no holder
 
 
 def test_released_on_an_exception_and_taken_again(tmp_path):
-    with pytest.raises(RuntimeError), lock.held(tmp_path, "ring4", "serve start"):
+    with pytest.raises(RuntimeError), lock.held(tmp_path, "cluster ring4", "serve start"):
         raise RuntimeError("a failed play")
-    with lock.held(tmp_path, "ring4", "serve stop"):
+    with lock.held(tmp_path, "cluster ring4", "serve stop"):
         pass
 
 
