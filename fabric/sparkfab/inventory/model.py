@@ -36,9 +36,10 @@ def _no_bool(v: Any) -> Any:
     return v
 
 
-#: a whole number as written (not a boolean that pydantic would read as 0 or 1)
-Whole = Annotated[int, BeforeValidator(_no_bool)]
-Mtu = Annotated[Whole, Field(ge=1280, le=9216)]
+#: a whole number as written (not a boolean that pydantic would read as 0 or 1); after the
+#: bounds in each Annotated, so that the JSON schema keeps "minimum" and "maximum"
+_NO_BOOL = BeforeValidator(_no_bool)
+Mtu = Annotated[int, Field(ge=1280, le=9216), _NO_BOOL]
 LinkSpeed = spark.LinkSpeed
 
 
@@ -79,7 +80,7 @@ _HOSTNAME = re.compile(rf"^(?=.{{1,254}}$){_LABEL}(\.{_LABEL})*\.?$")
 _SCOPE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 Subnet = Annotated[ipaddress.IPv4Network, AfterValidator(_private)]
 #: A Unix port an engine may listen on: unprivileged (not sshd's 22), below the top one
-Port = Annotated[Whole, Field(ge=1024, le=65535)]
+Port = Annotated[int, Field(ge=1024, le=65535), _NO_BOOL]
 #: Environment names and values as both `docker --env-file` and a shell take them literally.
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 EnvValue = Annotated[str, StringConstraints(pattern=r"^[^\n\r\x00]*$", max_length=4096), BeforeValidator(_as_str)]
@@ -95,7 +96,7 @@ class HostVars(Strict):
     """Per-host keys sparkfab reads; `ansible_*` keys pass through to Ansible untouched."""
 
     ansible_host: Annotated[str, AfterValidator(hostname)] | None = None
-    rank: Annotated[Whole, Field(ge=0)] | None = None
+    rank: Annotated[int, Field(ge=0), _NO_BOOL] | None = None
     mgmt_if: IfName = spark.DEFAULT_MGMT_IF
     ansible: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
@@ -125,7 +126,7 @@ def _cable_form(v: Any) -> Any:
 
 class Instance(Strict):
     hosts: Annotated[list[Name], Field(min_length=1)]
-    tp: Annotated[Whole, Field(ge=1)]
+    tp: Annotated[int, Field(ge=1), _NO_BOOL]
     launcher: str | None = None
     head: Name | None = None
     backend: Literal["mp", "ray"] | None = None
@@ -156,12 +157,12 @@ class Sparkfab(Strict):
     link_speed: Annotated[LinkSpeed, BeforeValidator(_as_str)] = "200"
     mtu: Mtu = 9000
     subnet_pool: Subnet = ipaddress.IPv4Network("192.168.96.0/20")
-    rail_prefix: Annotated[Whole, Field(ge=8, le=30)] = 24
+    rail_prefix: Annotated[int, Field(ge=8, le=30), _NO_BOOL] = 24
     control_plane: Literal["management", "fabric"] = "management"
     nccl_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "2.30.7"
     nccl_graph: bool | None = None  # default: on for switchless rings (the 4-ring write-up's recipe)
-    nccl_channels: Annotated[Whole, Field(ge=1, le=64)] = 8
-    master_port: Annotated[Whole, Field(ge=1024, le=65534)] = 29501  # + 1: verify --collective
+    nccl_channels: Annotated[int, Field(ge=1, le=64), _NO_BOOL] = 8
+    master_port: Annotated[int, Field(ge=1024, le=65534), _NO_BOOL] = 29501  # + 1: verify --collective
     netplan_renderer: Literal["networkd", "NetworkManager"] = "networkd"
     switches: dict[Name, Switch] = Field(default_factory=dict)
     cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)
