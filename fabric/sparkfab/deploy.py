@@ -196,8 +196,8 @@ def _failure_text(res: dict[str, Any]) -> str:
     for stream in ("stderr", "stdout"):
         text = str(res.get(stream) or "").strip()
         if text and (stream == "stderr" or not parts or generic):
-            parts.append(f"{stream}: {text[-300:]}")
-    return "; ".join(parts)[:600]
+            parts.append(f"{stream}: {text[-500:]}")
+    return "; ".join(parts)[-700:]
 
 
 def run_playbook(
