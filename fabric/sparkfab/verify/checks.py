@@ -227,8 +227,11 @@ def collective_command(plan: Plan, inst: Instance, rank: int, backend: str, size
     )
     rec = inst.recipe
     if inst.runtime == "docker" and rec is not None:
+        # the image's shell finds the interpreter on the PATH the env files give it (docker looks
+        # an --entrypoint up before they apply), or the one SPARKFAB_PYTHON names
         options = " ".join(shlex.join(group) for group in container_options(rec, inst))
-        return f"docker run --rm {options} --entrypoint python3 {shlex.quote(rec.image)} {args}"
+        inside = f'exec "${{SPARKFAB_PYTHON:-python3}}" {args}'
+        return f"docker run --rm {options} --entrypoint sh {shlex.quote(rec.image)} -c {shlex.quote(inside)}"
     env = f"/etc/sparkfab/nccl.env /etc/sparkfab/launch/{inst.name}.env"
     return f'{export_env(env)}; exec "${{SPARKFAB_PYTHON:-python3}}" {args}'
 

@@ -172,11 +172,14 @@ def test_the_collective_runs_in_the_instances_image_for_the_docker_runtime():
     docker = shlex.split(cmd)
     image = inst.recipe.image
     at = docker.index(image)
-    assert docker[:3] == ["docker", "run", "--rm"] and docker[at - 2 : at + 1] == ["--entrypoint", "python3", image]
+    assert docker[:3] == ["docker", "run", "--rm"] and docker[at - 2 : at + 1] == ["--entrypoint", "sh", image]
     for option in ("--gpus", "--device", "--env-file", "-v", "--network"):
         assert option in docker
     assert "/etc/sparkfab/launch/llama.env" in docker and "/etc/sparkfab:/etc/sparkfab:ro" in docker
-    after = docker[docker.index(image) + 1 :]
+    assert docker[at + 1] == "-c" and len(docker) == at + 3
+    inside = shlex.split(docker[at + 2])
+    after = inside[inside.index("exec") + 2 :]
+    assert inside[:2] == ["exec", "${SPARKFAB_PYTHON:-python3}"]
     assert (
         after[:2] == ["/etc/sparkfab/collective.py", "run"]
         and "--backend" in after
