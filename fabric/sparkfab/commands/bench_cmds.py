@@ -112,11 +112,9 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
 
     target = Target.load(args.inventory, lab=args.lab)
     plan = target.plan
-    port = urllib.parse.urlsplit(args.url).port
-    served = [i for i in plan.instances if i.port == port] or list(plan.instances)
     if args.instance:
         instance_limit(plan, args.instance, None)  # names the instances when it is not one of them
-        served = [plan.instance(args.instance)]
+    served = _served(plan, args)
     # the speed of the instance measured (one may run at its own: `linkspeed --instance`)
     mode = plan.mode_of(served[0].hosts[0]) if len(served) == 1 else plan.link_speed
     ctx: dict[str, Any] = {"path": str(args.inventory), "cluster": plan.cluster, "link_speed": mode}
@@ -131,6 +129,14 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
     return {"inventory": ctx}
 
 
+def _served(plan: Any, args: argparse.Namespace) -> list[Any]:
+    """The instances the URL can be: --instance, else those on the URL's port, else all."""
+    if args.instance:
+        return [plan.instance(args.instance)]
+    port = urllib.parse.urlsplit(args.url).port
+    return [i for i in plan.instances if i.port == port] or list(plan.instances)
+
+
 def _remote_read(args: argparse.Namespace) -> Callable[[str], str | None] | None:
     """With --inventory: read a file on the measured instance's rank 0 (as root, as verify
     does), for the served checkpoint's config.json that vLLM names by its path there."""
@@ -142,9 +148,7 @@ def _remote_read(args: argparse.Namespace) -> Callable[[str], str | None] | None
         from sparkfab.verify.checks import as_root
 
         target = Target.load(args.inventory, lab=args.lab)
-        port = urllib.parse.urlsplit(args.url).port
-        served = [i for i in target.plan.instances if i.port == port] or list(target.plan.instances)
-        inst = target.plan.instance(args.instance) if args.instance else served[0]
+        inst = _served(target.plan, args)[0]
         try:
             host = as_root(target.connection("bench").remote(inst.hosts[0]))
             res = host.run(f"head -c 1048576 {shlex.quote(path)}")
