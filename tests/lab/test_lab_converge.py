@@ -14,7 +14,7 @@ import pytest
 
 from sparkfab.paths import lab_dir
 from tests.conftest import REPO
-from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -31,6 +31,7 @@ def _verify(inv: str) -> tuple[int, list[dict]]:
     return res.code, [r for r in report["results"] if r["status"] == "fail"]
 
 
+@builds("pair1")
 def test_a_run_that_died_before_netplan_apply_is_finished_by_the_next(tmp_path):
     """The file in place, never applied (Ctrl-C or a lost host between the two tasks): the file
     is unchanged for the next run, which applies it because the addresses are not there."""
@@ -49,6 +50,7 @@ def test_a_run_that_died_before_netplan_apply_is_finished_by_the_next(tmp_path):
         assert code == 0, fails
 
 
+@builds("ring4")
 def test_kernel_state_taken_away_is_put_back_and_checked_first(tmp_path):
     inv = str(REPO / "inventory/ring4.yml")
     with lab(inv, "ring4"):
@@ -75,6 +77,7 @@ def test_kernel_state_taken_away_is_put_back_and_checked_first(tmp_path):
         assert settled.code == 0 and _changed(settled.err) == 0, settled.err
 
 
+@builds("pair1")
 def test_two_operators_at_once_one_is_refused(tmp_path):
     """A flip while an apply runs: the second is refused at once, naming the first."""
     inv = str(REPO / "inventory/pair-1cable.yml")
@@ -99,6 +102,7 @@ def test_two_operators_at_once_one_is_refused(tmp_path):
         assert code == 0, fails
 
 
+@builds("pair1")
 def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
@@ -127,6 +131,7 @@ def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
         assert code == 0, fails
 
 
+@builds("pair1")
 def test_a_changed_host_key_is_refused_by_apply_as_by_verify():
     """ansible-runner turns host-key checking off unless told: apply must refuse a Spark whose
     key changed (a reinstall, or another machine at its address), with the command that accepts it."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -228,11 +229,18 @@ def run(m: Machine, *command: str, timeout: float = 60) -> subprocess.CompletedP
     return proc.run(["nsenter", "-t", str(pid), "-a", *command], check=False, timeout=timeout)
 
 
-def wait_booted(m: Machine, timeout: float = 90) -> None:
+#: how long a lab Spark may take to boot: 3 s here alone, far more on a loaded 2-core machine
+BOOT_S = 180.0
+
+
+def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
     """Until the machine's boot has finished (`systemctl is-system-running --wait`) and it lets
-    users log in (systemd-user-sessions has removed /run/nologin)."""
+    users log in (systemd-user-sessions has removed /run/nologin). A machine whose supervisor
+    has ended will not boot: that is said at once, with the end of its console."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if not _supervised(m):
+            raise LabError(f"{m.node.name} stopped while it booted; its console ends:\n{_console_tail(m)}")
         try:
             res = run(m, "sh", "-c", "systemctl is-system-running --wait; test ! -e /run/nologin", timeout=10)
             if res.stdout.strip() in ("running", "degraded") and res.returncode == 0:
@@ -240,7 +248,40 @@ def wait_booted(m: Machine, timeout: float = 90) -> None:
         except (subprocess.TimeoutExpired, LabError):  # booting, or between two boots
             pass
         time.sleep(0.2)
-    raise LabError(f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log})")
+    raise LabError(
+        f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log}); "
+        f"{_boot_jobs(m)}; its console ends:\n{_console_tail(m)}"
+    )
+
+
+def _supervised(m: Machine) -> bool:
+    try:
+        sup = int(m.pidfile.read_text())
+    except (OSError, ValueError):
+        return False
+    try:  # gone, or a zombie that nobody has reaped yet
+        return Path(f"/proc/{sup}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _boot_jobs(m: Machine) -> str:
+    """What systemd in the machine still waits for (its job queue), in one line."""
+    try:
+        res = run(m, "systemctl", "list-jobs", "--no-legend", "--no-pager", timeout=10)
+    except (subprocess.TimeoutExpired, LabError) as exc:
+        return f"its jobs could not be read ({exc})"
+    jobs = [" ".join(line.split()[1:3]) for line in res.stdout.splitlines() if line.strip()]
+    return "systemd still runs: " + (", ".join(jobs[:8]) if jobs else "no job")
+
+
+def _console_tail(m: Machine, lines: int = 12) -> str:
+    try:
+        text = m.log.read_text(errors="replace")
+    except OSError:
+        return "(no console)"
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    return "\n".join("  " + line for line in plain.splitlines()[-lines:])
 
 
 def reboot(m: Machine) -> None:

@@ -1363,8 +1363,8 @@ class _Raw(BaseHTTPRequestHandler):
         self.end_headers()
         n = body.get("max_tokens", 4)
         with _LOCK:
-            _Raw.served[0] += 1
-            k = _Raw.served[0]
+            self.served[0] += 1
+            k = self.served[0]
         for i in range(n):
             if self.mode == "bad-chunk" and k == 2 and i == 1:
                 self._chunk(b"data: {not json at all\n\n")

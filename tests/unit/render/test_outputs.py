@@ -54,6 +54,19 @@ def test_a_failed_swap_puts_the_earlier_tree_back_and_leaves_nothing_beside_it(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def _until_sigterm_is_caught(pid: int) -> None:
+    """Until the process has a handler for SIGTERM (its SigCgt mask in /proc), as the kernel
+    sees it: before that, a SIGTERM ends the interpreter, not sparkfab."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text()
+        caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        if caught & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"process {pid} did not install a SIGTERM handler within 30 s")
+
+
 def test_sigterm_during_a_render_leaves_one_whole_tree(tmp_path):
     """A render of a big ring is ended by SIGTERM at several moments: the earlier tree is
     intact or the new one is whole, the exit is 143, and no .new-/.old- directory stays."""
@@ -69,8 +82,9 @@ def test_sigterm_during_a_render_leaves_one_whole_tree(tmp_path):
     assert subprocess.run(cmd, env=env, capture_output=True, check=False).returncode == 0
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
     ended = 0
-    for delay in (0.5, 0.9, 1.3, 1.8):
+    for delay in (0.1, 0.5, 0.9, 1.4):
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _until_sigterm_is_caught(p.pid)  # the moments count from sparkfab's handler, not exec
         time.sleep(delay)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=60)
