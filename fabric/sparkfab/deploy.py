@@ -16,15 +16,18 @@ import contextlib
 import difflib
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab.errors import DeployError
+from sparkfab import proc
+from sparkfab.errors import DeployError, Terminated
 from sparkfab.launchers import is_secret_name, repo_dir
 from sparkfab.paths import state_dir
 
@@ -235,8 +238,6 @@ def _run(
     hosts: list[str] | None,
     workdir: Path | None,
 ) -> RunResult:
-    import ansible_runner.interface
-
     bindir = str(Path(sys.executable).parent)
     work = workdir or state_dir(cluster)
     pdd = work / "runner"
@@ -257,6 +258,76 @@ def _run(
         # refused here as verify and preflight refuse it (ansible.cfg: accept-new)
         "ANSIBLE_HOST_KEY_CHECKING": "True",
     }
+    # Ctrl-C and SIGTERM during the run: ansible-runner ends ansible-playbook's whole process
+    # group (its workers too), and then the verb ends as interrupted with the table so far. Its
+    # own default handlers would stay installed after the run and hide the signal.
+    stopped: list[int] = []
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, lambda signum, _f: stopped.append(signum)) for s in STOP_SIGNALS} if in_main else {}
+
+    def cancelled() -> bool:  # runner asks every half second
+        if stopped:
+            _end_playbooks()
+        return bool(stopped)
+
+    try:
+        r = _start(pdd, playbook, inventory, cmdline, limit, extravars, envvars, collector, cancelled)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    result = RunResult(r.rc, r.status, dict(collector.hosts), tuple(collector.diffs), str(Path(r.config.artifact_dir)))
+    if stopped:
+        ended: KeyboardInterrupt = Terminated() if stopped[0] == signal.SIGTERM else KeyboardInterrupt()
+        raise Interrupted(result) from ended
+    if r.stats is None and not collector.hosts:
+        raise_if_not_started(r)
+    if r.rc != 0 and not any(h.failed or h.unreachable for h in collector.hosts.values()):
+        raise_if_not_started(r)  # Ansible stopped before any host failed (a playbook or role error)
+    return result
+
+
+#: the signals that end a run of ansible-playbook and then the verb
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _end_playbooks() -> None:
+    """End this process's ansible-playbook and all it started. runner's own cancel kills only
+    its process group, and Ansible's workers each start a session of their own: killed alone,
+    ansible-playbook would leave them running their tasks (a module, an ssh) as orphans."""
+    for pid in proc.children(os.getpid()):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"ansible-playbook") for a in argv[:2]):
+            proc.kill_tree(pid)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run ended by Ctrl-C or SIGTERM, with what each host had done so far; its cause is the
+    KeyboardInterrupt or Terminated the verb ends with."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__("interrupted")
+        self.result = result
+
+
+def _start(
+    pdd: Path,
+    playbook: str,
+    inventory: Path,
+    cmdline: str,
+    limit: str | None,
+    extravars: dict[str, Any],
+    envvars: dict[str, str],
+    collector: Collector,
+    cancelled: Callable[[], bool],
+) -> Any:
+    import ansible_runner.interface
+
+    # how often runner asks whether the run was cancelled (it reads settings from this file only)
+    (pdd / "env").mkdir(exist_ok=True)
+    (pdd / "env" / "settings").write_text(json.dumps({"pexpect_timeout": 0.5}))
     r = ansible_runner.interface.init_runner(
         private_data_dir=str(pdd),
         project_dir=str(repo_dir("playbooks")),
@@ -271,6 +342,7 @@ def _run(
         suppress_env_files=True,
         rotate_artifacts=10,
         event_handler=collector,
+        cancel_callback=cancelled,
         forks=32,
     )
     # runner seeded the run's environment with all of ours (and added its own callback settings):
@@ -278,11 +350,7 @@ def _run(
     keep = run_env(dict(os.environ))
     r.config.env = {k: v for k, v in r.config.env.items() if k in keep or os.environ.get(k) != v or k in envvars}
     r.run()
-    if r.stats is None and not collector.hosts:
-        raise_if_not_started(r)
-    if r.rc != 0 and not any(h.failed or h.unreachable for h in collector.hosts.values()):
-        raise_if_not_started(r)  # Ansible stopped before any host failed (a playbook or role error)
-    return RunResult(r.rc, r.status, dict(collector.hosts), tuple(collector.diffs), str(Path(r.config.artifact_dir)))
+    return r
 
 
 def raise_if_not_started(r: Any) -> None:

@@ -1,11 +1,15 @@
-"""The seam for the programs the lab runs on this machine (ssh-keygen, ip, daemons): every argv
-is logged, and a failing one (with `check`) raises CalledProcessError with what it printed."""
+"""The seam for the programs sparkfab runs on this machine (ssh-keygen, ip, daemons): every argv
+is logged, and a failing one (with `check`) raises CalledProcessError with what it printed; and
+the process trees it ends (a lab machine's, an interrupted ansible-playbook's)."""
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 log = logging.getLogger("sparkfab.proc")
 
@@ -33,3 +37,53 @@ def spawn(argv: Sequence[str], log_path: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     finally:
         out.close()
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (any of its threads), as the kernel lists them; [] once gone."""
+    out: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            out += [int(x) for x in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def descendants(pid: int, depth: int | None = None) -> list[int]:
+    """Children, their children and so on (`depth` levels; all when None), parents first."""
+    out: list[int] = []
+    for k in children(pid):
+        out.append(k)
+        if depth is None or depth > 1:
+            out += descendants(k, None if depth is None else depth - 1)
+    return out
+
+
+def kill_tree(pid: int) -> list[int]:
+    """SIGKILL `pid` and every process below it, whatever session or process group they put
+    themselves in: the tree is stopped first (no process forks while it is collected), then
+    killed; the pids it ended."""
+    tree: list[int] = []
+    pending = [pid]
+    while pending:  # stop each process before reading its children: none is born after
+        p = pending.pop()
+        if p in tree or not _signal(p, signal.SIGSTOP):
+            continue
+        tree.append(p)
+        pending += children(p)
+    for p in tree:
+        _signal(p, signal.SIGKILL)
+    return tree
+
+
+def _signal(pid: int, sig: int) -> bool:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.helpers.lab import builds, lab, mgmt_ip, requires_lab, silence_sshd, sparkfab, ssh
+from tests.helpers.lab import builds, in_machine, lab, mgmt_ip, requires_lab, silence_sshd, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -363,6 +363,37 @@ def test_rate_shapes_a_cable():
         assert res.code == 0 and res.out.count("shaped") == 2
         qdisc = ssh("pair2", "spark-a", "tc qdisc show dev enp1s0f1np1").stdout
         assert "tbf" in qdisc and "rate 1Gbit" in qdisc
+
+
+@builds("pair2")
+def test_a_flip_with_a_silent_spark_changes_no_host():
+    """linkspeed with one Spark that does not answer: every host is checked first, so the other
+    keeps its NCCL environment and its engine, the lab's rate and the recorded speed stay; once
+    the Spark answers again the same flip goes through."""
+    from sparkfab.paths import lab_dir
+
+    inv, cluster = "inventory/pair-2cables.yml", "pair2"
+    env = "grep ^NCCL_IB_HCA= /etc/sparkfab/nccl.env"
+    with lab(inv, cluster):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        assert sparkfab("serve", "start", inv, "--lab", "-q").code == 0
+        before = ssh(cluster, "spark-a", env).stdout
+        pid = ssh(cluster, "spark-a", "cat /run/sparkfab/llama.pid").stdout.strip()
+        rate = ssh(cluster, "spark-a", "tc qdisc show dev enp1s0f0np0").stdout
+        silence_sshd(cluster, "spark-b")
+        flip = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
+        assert flip.code == 3, flip.err
+        assert "linkspeed 100e changed nothing" in flip.err and "spark-b: unreachable" in flip.err, flip.err
+        assert ssh(cluster, "spark-a", env).stdout == before and "roceP2p1s0f0" in before
+        assert ssh(cluster, "spark-a", f"kill -0 {pid}").returncode == 0  # still the same engine
+        assert ssh(cluster, "spark-a", "tc qdisc show dev enp1s0f0np0").stdout == rate
+        recorded = lab_dir(cluster) / "state" / "link_speed"
+        assert not recorded.exists() or recorded.read_text().strip() == "200"
+        assert in_machine(cluster, "spark-b", "systemctl", "start", "ssh.socket").returncode == 0
+        again = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
+        assert again.code == 0, again.err
+        assert "roceP2" not in ssh(cluster, "spark-a", env).stdout
+        assert recorded.read_text().strip() == "100e"
 
 
 @builds("pair1")

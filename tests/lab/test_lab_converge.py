@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -100,6 +102,51 @@ def test_two_operators_at_once_one_is_refused(tmp_path):
         assert first.returncode == 0, err
         code, fails = _verify(inv)
         assert code == 0, fails
+
+
+@builds("pair2")
+def test_ctrl_c_during_an_apply_ends_the_whole_run_and_the_next_apply_converges():
+    """Ctrl-C while apply runs: the per-host table so far, exit 130, no ansible-playbook or worker
+    of the run left on this machine; the next apply finishes the job and verify is green."""
+    from sparkfab import proc
+
+    inv = str(REPO / "inventory/pair-2cables.yml")
+    with lab(inv, "pair2"):
+        run = subprocess.Popen(
+            [str(REPO / ".venv/bin/sparkfab"), "apply", inv, "--lab"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            seen: set[int] = set()
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and len(seen) < 3:  # ansible-playbook and its workers
+                seen |= set(proc.descendants(run.pid))
+                time.sleep(0.05)
+            assert len(seen) >= 3, "apply never started its workers"
+            time.sleep(1)
+            seen |= set(proc.descendants(run.pid))
+            run.send_signal(signal.SIGINT)
+            _, err = run.communicate(timeout=60)
+        finally:
+            if run.poll() is None:
+                run.kill()
+        assert run.returncode == 130, err[-2000:]
+        assert "interrupted, ansible-playbook ended" in err and "sparkfab: interrupted" in err, err[-2000:]
+        left = [p for p in seen if _running(p)]
+        assert left == [], f"processes of the run still there: {left}"
+        again = sparkfab("apply", inv, "--lab", "-q")
+        assert again.code == 0, again.err
+        code, fails = _verify(inv)
+        assert code == 0, fails
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @builds("pair1")

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from sparkfab import spark
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
-from sparkfab.deploy import HostResult, RunResult, run_playbook
+from sparkfab.deploy import HostResult, Interrupted, RunResult, run_playbook
 from sparkfab.errors import DeployError, Exit, UsageError
 from sparkfab.plan import Plan
 from sparkfab.render.launch import secret_names
@@ -87,6 +87,11 @@ def run_with_progress(
             workdir=target.state,
             secrets=secrets,
         )
+    except Interrupted as exc:  # the table so far, whatever -q says: the run ends part-way
+        if live is not None:
+            live.stop()
+        _err.print(_table(exc.result.hosts, f"{title}: interrupted, ansible-playbook ended"))
+        raise
     finally:
         if live is not None:
             live.stop()
@@ -182,15 +187,26 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     limit = None if names is None else ",".join(hosts)
     _confirm(target, args, f"linkspeed {args.mode}")
     tree = target.render(plan)
+    args.limit = limit
+    result = run_with_progress("linkspeed.yml", target, tree, args, plan=plan)
+    if result.failures:
+        # the playbook's first play checks every host and stops all of them when one fails, so a
+        # run that changed nothing left every host (and the recorded speed) at the old mode
+        changed = sorted(h.host for h in result.hosts.values() if h.changed)
+        if changed:
+            _err.print(
+                f"linkspeed {args.mode} stopped part-way: changed on {', '.join(changed)}; the recorded speed "
+                f"is still the old one. Run the same command again once every host answers: it converges."
+            )
+        else:
+            _err.print(f"linkspeed {args.mode} changed nothing: every host is checked before any host changes")
+    _fail_if(result, target.plan)
     if target.lab is not None:
-        # the lab's link speed is a shaped rate: change it before the engine restarts on it
+        # the lab's link speed is a shaped rate, the hardware's part of the flip
         from sparkfab.lab import wire
         from sparkfab.lab.spec import spec as lab_spec
 
         _err.print(wire.link_speed(lab_spec(plan), args.mode, None if names is None else set(hosts)))
-    args.limit = limit
-    result = run_with_progress("linkspeed.yml", target, tree, args, plan=plan)
-    _fail_if(result, target.plan)
     save_speeds(target, plan, args.mode, names)
     for name in hosts:
         h = plan.host(name)

@@ -194,7 +194,7 @@ def init_pid(m: Machine) -> int | None:
         sup = int(m.pidfile.read_text())
     except (OSError, ValueError):
         return None
-    for pid in _children(sup, depth=3):
+    for pid in proc.descendants(sup, depth=3):
         try:
             if Path(f"/proc/{pid}/comm").read_text().strip() == "systemd" and _parent_comm(pid) == "systemd-nspawn":
                 return pid
@@ -206,19 +206,6 @@ def init_pid(m: Machine) -> int | None:
 def _parent_comm(pid: int) -> str:
     ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     return Path(f"/proc/{ppid}/comm").read_text().strip()
-
-
-def _children(pid: int, depth: int) -> list[int]:
-    out: list[int] = []
-    try:
-        kids = [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return out
-    for k in kids:
-        out.append(k)
-        if depth > 1:
-            out += _children(k, depth - 1)
-    return out
 
 
 def run(m: Machine, *command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -304,7 +291,7 @@ def stop(ms: list[Machine], timeout: float = 0) -> None:
             sups[m] = int(m.pidfile.read_text())
         except (OSError, ValueError):
             continue
-    nspawns = {m: [p for p in _children(pid, 2) if _comm(p) == "systemd-nspawn"] for m, pid in sups.items()}
+    nspawns = {m: [p for p in proc.descendants(pid, 2) if _comm(p) == "systemd-nspawn"] for m, pid in sups.items()}
     for m, pid in sups.items():
         _kill(pid, signal.SIGTERM)  # the loop first, so that it does not boot the machine again
         for p in nspawns[m]:

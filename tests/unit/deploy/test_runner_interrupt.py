@@ -1,0 +1,65 @@
+"""Ctrl-C and SIGTERM during a real ansible-playbook run on localhost: the whole run ends (the
+task's process too, no orphan), the verb gets what each host had done so far and ends as
+interrupted or terminated, and sparkfab's own signal handlers are back afterwards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sparkfab.deploy import Interrupted, run_playbook
+from sparkfab.errors import Terminated
+from tests.conftest import REPO
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(
+    "signum,ends_as",
+    [(signal.SIGTERM, Terminated), pytest.param(signal.SIGINT, KeyboardInterrupt, marks=pytest.mark.slow)],
+    ids=["SIGTERM", "SIGINT"],
+)
+def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, signum, ends_as):
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(
+        "all:\n  hosts:\n    local: {ansible_connection: local, ansible_python_interpreter: python3}\n"
+    )
+    pidfile = tmp_path / "task.pid"
+
+    def signal_once_the_task_runs() -> None:
+        deadline = time.monotonic() + 60
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signum)
+
+    before = signal.getsignal(signum)
+    threading.Thread(target=signal_once_the_task_runs, daemon=True).start()
+    t0 = time.monotonic()
+    with pytest.raises(Interrupted) as caught:
+        run_playbook(
+            str(REPO / "tests/data/playbooks/sleep-probe.yml"),
+            inventory,
+            "probe",
+            extravars={"probe_pid": str(pidfile)},
+            hosts=["local"],
+            workdir=tmp_path / "state",
+        )
+    assert time.monotonic() - t0 < 60  # not the task's 120 s
+    assert type(caught.value.__cause__) is ends_as
+    assert "local" in caught.value.result.hosts
+    task = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(task) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(task), f"the task's process {task} outlived the run"
+    assert signal.getsignal(signum) == before
