@@ -190,9 +190,8 @@ def start(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path, str
 
 def init_pid(m: Machine) -> int | None:
     """The machine's PID 1 as this machine sees it (the child of nspawn), while it runs."""
-    try:
-        sup = int(m.pidfile.read_text())
-    except (OSError, ValueError):
+    sup = supervisor_pid(m)
+    if sup is None:
         return None
     for pid in proc.descendants(sup, depth=3):
         try:
@@ -225,31 +224,45 @@ def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
     users log in (systemd-user-sessions has removed /run/nologin). A machine whose supervisor
     has ended will not boot: that is said at once, with the end of its console."""
     deadline = time.monotonic() + timeout
+    last = "no answer"
     while time.monotonic() < deadline:
         if not _supervised(m):
             raise LabError(f"{m.node.name} stopped while it booted; its console ends:\n{_console_tail(m)}")
         try:
             res = run(m, "sh", "-c", "systemctl is-system-running --wait; test ! -e /run/nologin", timeout=10)
-            if res.stdout.strip() in ("running", "degraded") and res.returncode == 0:
-                return
-        except (subprocess.TimeoutExpired, LabError):  # booting, or between two boots
-            pass
+            state = res.stdout.strip()
+            if state in ("running", "degraded"):
+                if res.returncode == 0:
+                    return
+                state += ", /run/nologin still there"
+            last = f"{state or '-'} (exit {res.returncode}) {res.stderr.strip()[-200:]}"
+        except (subprocess.TimeoutExpired, LabError) as exc:  # booting, or between two boots
+            last = str(exc)[-200:]
         time.sleep(0.2)
     raise LabError(
         f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log}); "
-        f"{_boot_jobs(m)}; its console ends:\n{_console_tail(m)}"
+        f"its state: {last}; {_boot_jobs(m)}; its console ends:\n{_console_tail(m)}"
     )
 
 
 def _supervised(m: Machine) -> bool:
+    return supervisor_pid(m) is not None
+
+
+def supervisor_pid(m: Machine) -> int | None:
+    """The pid of the machine's supervisor while it runs: the pid in its pid file, only if that
+    process is still the supervisor of this machine (its command line names the machine's
+    directory). A supervisor that ended leaves its pid to be reused by any process, another
+    lab's machine among them, which must never be signalled or searched as this one."""
     try:
         sup = int(m.pidfile.read_text())
+        stat = Path(f"/proc/{sup}/stat").read_text()
+        argv = Path(f"/proc/{sup}/cmdline").read_bytes()
     except (OSError, ValueError):
-        return False
-    try:  # gone, or a zombie that nobody has reaped yet
-        return Path(f"/proc/{sup}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+        return None
+    if stat.rsplit(")", 1)[1].split()[0] == "Z" or f"{m.dir}/merged".encode() not in argv:
+        return None
+    return sup
 
 
 def _boot_jobs(m: Machine) -> str:
@@ -287,10 +300,9 @@ def stop(ms: list[Machine], timeout: float = 0) -> None:
 
     sups = {}
     for m in ms:
-        try:
-            sups[m] = int(m.pidfile.read_text())
-        except (OSError, ValueError):
-            continue
+        sup = supervisor_pid(m)
+        if sup is not None:
+            sups[m] = sup
     nspawns = {m: [p for p in proc.descendants(pid, 2) if _comm(p) == "systemd-nspawn"] for m, pid in sups.items()}
     for m, pid in sups.items():
         _kill(pid, signal.SIGTERM)  # the loop first, so that it does not boot the machine again

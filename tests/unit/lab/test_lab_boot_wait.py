@@ -28,11 +28,29 @@ def test_a_machine_that_stopped_is_reported_at_once_with_its_console(tmp_path):
     assert time.monotonic() - t0 < 5
 
 
+def test_a_reused_pid_is_not_the_supervisor(tmp_path):
+    """The pid file of a supervisor that ended names whatever process has that pid now (another
+    lab's machine, say): it is not this machine's, so nothing signals or searches it."""
+    d = tmp_path / "machines" / "s3"
+    d.mkdir(parents=True)
+    m = machine.Machine(Node("s3", "sf-x-s3", "spark"), d)
+    other = subprocess.Popen(["sh", "-c", "sleep 30; : /var/lib/sparkfab/lab/other/machines/s3/merged"])
+    try:
+        m.pidfile.write_text(f"{other.pid}\n")
+        assert machine.supervisor_pid(m) is None and machine.init_pid(m) is None
+        machine.stop([m])
+        assert other.poll() is None  # not killed
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_a_machine_that_never_boots_times_out_with_what_it_shows(tmp_path):
     d = tmp_path / "machines" / "s2"
     d.mkdir(parents=True)
     m = machine.Machine(Node("s2", "sf-x-s2", "spark"), d)
-    alive = subprocess.Popen(["sleep", "30"])  # a supervisor whose nspawn never shows a systemd
+    # a supervisor (its command line names the machine's directory) whose nspawn never shows a systemd
+    alive = subprocess.Popen(["sh", "-c", f"sleep 30; : {d}/merged"])
     try:
         m.pidfile.write_text(f"{alive.pid}\n")
         m.log.write_text("Spawning container sf-x-s2\n")
