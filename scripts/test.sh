@@ -3,9 +3,9 @@
 # Unit and golden tests run anywhere; lab tests (network namespaces, booted machines) need root.
 # A plain `pytest` runs only the unit and golden tier (tests/unit, under 2 minutes).
 #
-# Without arguments: every tier but `timing` on two pytest-xdist workers (tests of one lab run on
-# one worker, different labs side by side: tests/helpers/lab.py `builds`), then the `timing` tier
-# alone, since a loaded machine misses its wall-clock bounds without a bug.
+# Without arguments, three runs: every tier but `lab` and `timing` on two pytest-xdist workers;
+# then the lab tier, one lab at a time (its booted Sparks and Ansible keep both cores busy); then
+# the `timing` tier alone, since a loaded machine misses its wall-clock bounds without a bug.
 # With arguments: one serial run of every tier (`-m ""`); later -m arguments narrow it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,5 +14,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 if [ "$#" -gt 0 ]; then
     exec .venv/bin/python -m pytest -m "" "$@"
 fi
-.venv/bin/python -m pytest -m "not timing" -n 2 --dist loadgroup --durations=40
-exec .venv/bin/python -m pytest -m timing
+rc=0
+.venv/bin/python -m pytest -m "not lab and not timing" -n 2 || rc=1
+.venv/bin/python -m pytest -m lab --durations=50 || rc=1
+.venv/bin/python -m pytest -m timing || rc=1
+exit "$rc"

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers.cli import run as sparkfab
 
-__all__ = ["builds", "in_machine", "lab", "lab_ready", "mgmt_ip", "requires_lab", "silence_sshd", "sparkfab", "ssh"]
+__all__ = ["in_machine", "lab", "lab_ready", "mgmt_ip", "requires_lab", "silence_sshd", "sparkfab", "ssh"]
 
 
 def lab_ready() -> str | None:
@@ -25,19 +25,6 @@ def lab_ready() -> str | None:
 
 
 requires_lab = pytest.mark.skipif(lab_ready() is not None, reason=lab_ready() or "")
-
-
-def builds(cluster: str) -> pytest.MarkDecorator:
-    """The lab a test builds, by cluster name (its namespaces, machines and directory). Under
-    pytest-xdist (`--dist loadgroup`, as scripts/test.sh runs the suite) the tests of one lab run
-    one after another on one worker and different labs side by side; every lab test names its
-    lab (tests/conftest.py refuses one that does not)."""
-    return pytest.mark.xdist_group(cluster)
-
-
-#: at most one lab that serves real vLLM at a time on this machine (memory and CPU for its ranks),
-#: whichever worker builds it
-ENGINE_LOCK = "/run/sparkfab-tests-vllm.lock"
 
 
 def ssh(cluster: str, host: str, command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -83,17 +70,12 @@ def mgmt_ip(cluster: str, host: str) -> str:
 def lab(inventory: str, cluster: str, engine: str = "collective"):
     """A lab for the block; it serves the collective workload (seconds to start) unless
     `engine="vllm"` asks for the real one."""
-    import fcntl
-
     from sparkfab.lab import build
 
-    with open(ENGINE_LOCK if engine == "vllm" else os.devnull, "a") as held:
-        if engine == "vllm":
-            fcntl.flock(held, fcntl.LOCK_EX)
+    build.down(cluster)
+    res = sparkfab("lab", "up", inventory, "--engine", engine)
+    assert res.code == 0, res.err
+    try:
+        yield res
+    finally:
         build.down(cluster)
-        res = sparkfab("lab", "up", inventory, "--engine", engine)
-        assert res.code == 0, res.err
-        try:
-            yield res
-        finally:
-            build.down(cluster)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.helpers.lab import builds, in_machine, lab, mgmt_ip, requires_lab, silence_sshd, sparkfab, ssh
+from tests.helpers.lab import in_machine, lab, mgmt_ip, requires_lab, silence_sshd, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -54,8 +54,8 @@ def _changed(err: str) -> int:
 @pytest.mark.parametrize(
     "inventory,cluster,hosts",
     [
-        pytest.param("inventory/ring4.yml", "ring4", 4, marks=builds("ring4")),
-        pytest.param("inventory/switch8-crs804-200.yml", "sw8", 8, marks=builds("sw8")),
+        ("inventory/ring4.yml", "ring4", 4),
+        ("inventory/switch8-crs804-200.yml", "sw8", 8),
     ],
 )
 def test_full_cycle(inventory, cluster, hosts):
@@ -91,7 +91,6 @@ def test_full_cycle(inventory, cluster, hosts):
     assert _leftovers(cluster) == []
 
 
-@builds("ring4")
 def test_check_diff_on_a_fresh_lab_changes_nothing():
     with lab("inventory/ring4.yml", "ring4"):
         res = sparkfab("apply", "inventory/ring4.yml", "--lab", "--check", "--diff", "-q")
@@ -106,7 +105,6 @@ def test_check_diff_on_a_fresh_lab_changes_nothing():
         assert probe.stdout.split() == ["0"], probe.stdout  # no netplan file, no /etc/sparkfab, no address
 
 
-@builds("pair1")
 def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
     import subprocess
     import sys
@@ -136,7 +134,6 @@ def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
         assert "192.168.100.1/24" in ssh("pair1", "spark-a", "ip -4 -o addr").stdout
 
 
-@builds("ring4")
 def test_unreachable_host_is_named_and_others_are_applied():
 
     with lab("inventory/ring4.yml", "ring4"):
@@ -148,7 +145,6 @@ def test_unreachable_host_is_named_and_others_are_applied():
         assert "192.168.100.1/24" in ssh("ring4", "spark-329f", "ip -4 -o addr").stdout
 
 
-@builds("tri3")
 def test_dry_run_creates_nothing():
     from sparkfab.lab import build
 
@@ -159,7 +155,6 @@ def test_dry_run_creates_nothing():
     assert build.leftovers("tri3") == []
 
 
-@builds("pair2")
 def test_down_after_a_crash_finds_everything_by_name():
     from sparkfab.paths import lab_dir
 
@@ -168,7 +163,6 @@ def test_down_after_a_crash_finds_everything_by_name():
     assert _leftovers("pair2") == []
 
 
-@builds("sw8")
 def test_verify_names_swapped_and_cut_cables():
     inv = "inventory/switch8-crs804-200.yml"
     with lab(inv, "sw8"):
@@ -201,7 +195,6 @@ def test_verify_names_swapped_and_cut_cables():
         _verify(inv)
 
 
-@builds("ring4")
 def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
     """In the lab: 1 ms samples of one Spark's fabric netdevs while a gloo all-reduce runs."""
     import subprocess
@@ -266,9 +259,9 @@ def _cable_set(cables) -> set[frozenset[str]]:
 @pytest.mark.parametrize(
     "inventory,cluster",
     [
-        pytest.param("inventory/ring4.yml", "ring4", marks=builds("ring4")),
-        pytest.param("inventory/triangle.yml", "tri3", marks=builds("tri3")),
-        pytest.param("inventory/switch8-crs804-200.yml", "sw8", marks=builds("sw8")),
+        ("inventory/ring4.yml", "ring4"),
+        ("inventory/triangle.yml", "tri3"),
+        ("inventory/switch8-crs804-200.yml", "sw8"),
     ],
 )
 def test_discover_from_management_addresses(tmp_path, inventory, cluster):
@@ -298,7 +291,6 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
     assert load_plan(str(out)).instances[0].hosts == load_plan(inventory).instances[0].hosts
 
 
-@builds("ring4")
 def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
     import yaml
 
@@ -337,7 +329,6 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
         assert sum("seen from one end only (spark-c049 did not answer" in o for o in data["odd"]) == 2
 
 
-@builds("pair1")
 def test_netplan_is_not_reapplied_under_a_running_engine(tmp_path):
     """Re-applying netplan changes the RoCE GID tables and kills a live engine: refuse."""
     inv = tmp_path / "pair.yml"
@@ -355,7 +346,6 @@ def test_netplan_is_not_reapplied_under_a_running_engine(tmp_path):
         assert "8000" in ssh("pair1", "spark-a", "cat /sys/class/net/enp1s0f1np1/mtu").stdout
 
 
-@builds("pair2")
 def test_rate_shapes_a_cable():
     inv = "inventory/pair-2cables.yml"
     with lab(inv, "pair2"):
@@ -365,7 +355,6 @@ def test_rate_shapes_a_cable():
         assert "tbf" in qdisc and "rate 1Gbit" in qdisc
 
 
-@builds("pair2")
 def test_a_flip_with_a_silent_spark_changes_no_host():
     """linkspeed with one Spark that does not answer: every host is checked first, so the other
     keeps its NCCL environment and its engine, the lab's rate and the recorded speed stay; once
@@ -396,7 +385,6 @@ def test_a_flip_with_a_silent_spark_changes_no_host():
         assert recorded.read_text().strip() == "100e"
 
 
-@builds("pair1")
 def test_secrets_reach_the_engine_from_a_root_only_file(tmp_path, monkeypatch):
     """A secret named on the instance travels from apply's environment into a 0600 root file on
     each Spark and from there into the engine's environment, and into no rendered file."""

@@ -11,7 +11,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.helpers.inventories import CX7
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -54,9 +54,9 @@ def _fails(report: dict) -> list[dict]:
 @pytest.mark.parametrize(
     "n",
     [
-        pytest.param(5, marks=builds("fring5")),
-        pytest.param(6, marks=builds("fring6")),
-        pytest.param(8, marks=[pytest.mark.slow, builds("fring8")]),
+        (5),
+        (6),
+        pytest.param(8, marks=pytest.mark.slow),
     ],
 )
 def test_fabric_control_plane_connects_on_rings(tmp_path, n):
@@ -79,7 +79,6 @@ def test_fabric_control_plane_connects_on_rings(tmp_path, n):
                 assert r["detail"].startswith(f"source {plan.host(r['host']).control_address},"), r
 
 
-@builds("fring5")
 def test_docker_forward_policy_before_and_after_apply(tmp_path):
     """Each lab Spark runs Docker from boot: its FORWARD policy DROP is there before apply and
     kills relayed control traffic until apply adds the fabric pairs to DOCKER-USER; a Docker
@@ -116,7 +115,6 @@ def test_docker_forward_policy_before_and_after_apply(tmp_path):
         assert code == 0, _fails(report)
 
 
-@builds("pair1")
 def test_foreign_netplan_file_is_refused_then_taken_over(tmp_path):
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
@@ -163,7 +161,6 @@ MAC_MATCH = """network:
 """
 
 
-@builds("pair1")
 def test_a_match_by_mac_goes_to_networkd_as_the_permanent_address_and_apply_refuses_it(tmp_path):
     """A netplan definition that matches by hardware (NVIDIA's guide matches by driver, an owner's
     file often by MAC address) configures the fabric netdev under an id that is not its name, from

@@ -16,7 +16,7 @@ import pytest
 
 from sparkfab.paths import lab_dir
 from tests.conftest import REPO
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -33,7 +33,6 @@ def _verify(inv: str) -> tuple[int, list[dict]]:
     return res.code, [r for r in report["results"] if r["status"] == "fail"]
 
 
-@builds("pair1")
 def test_a_run_that_died_before_netplan_apply_is_finished_by_the_next(tmp_path):
     """The file in place, never applied (Ctrl-C or a lost host between the two tasks): the file
     is unchanged for the next run, which applies it because the addresses are not there."""
@@ -52,7 +51,6 @@ def test_a_run_that_died_before_netplan_apply_is_finished_by_the_next(tmp_path):
         assert code == 0, fails
 
 
-@builds("ring4")
 def test_kernel_state_taken_away_is_put_back_and_checked_first(tmp_path):
     inv = str(REPO / "inventory/ring4.yml")
     with lab(inv, "ring4"):
@@ -79,7 +77,6 @@ def test_kernel_state_taken_away_is_put_back_and_checked_first(tmp_path):
         assert settled.code == 0 and _changed(settled.err) == 0, settled.err
 
 
-@builds("pair1")
 def test_two_operators_at_once_one_is_refused(tmp_path):
     """A flip while an apply runs: the second is refused at once, naming the first."""
     inv = str(REPO / "inventory/pair-1cable.yml")
@@ -104,7 +101,6 @@ def test_two_operators_at_once_one_is_refused(tmp_path):
         assert code == 0, fails
 
 
-@builds("pair2")
 def test_ctrl_c_during_an_apply_ends_the_whole_run_and_the_next_apply_converges():
     """Ctrl-C while apply runs: the per-host table so far, exit 130, no ansible-playbook or worker
     of the run left on this machine; the next apply finishes the job and verify is green."""
@@ -149,7 +145,6 @@ def _running(pid: int) -> bool:
         return False
 
 
-@builds("pair1")
 def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
@@ -178,7 +173,6 @@ def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
         assert code == 0, fails
 
 
-@builds("pair1")
 def test_a_changed_host_key_is_refused_by_apply_as_by_verify():
     """ansible-runner turns host-key checking off unless told: apply must refuse a Spark whose
     key changed (a reinstall, or another machine at its address), with the command that accepts it."""

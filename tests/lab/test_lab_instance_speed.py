@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.helpers.inventories import two_instances
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -29,7 +29,6 @@ def _pid(host: str, inst: str) -> str:
     return ssh(CLUSTER, host, f"cat /run/sparkfab/{inst}.pid").stdout.strip()
 
 
-@builds("twoinst")
 def test_one_instance_flips_the_other_keeps_its_speed(tmp_path):
     inv = two_instances(tmp_path, CLUSTER)
     with lab(inv, CLUSTER):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -33,7 +33,6 @@ def _checks(report: dict, host: str) -> dict[str, int]:
     return out
 
 
-@builds("pair1")
 def test_a_spark_is_a_booted_machine_with_its_own_init_and_docker():
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
@@ -57,7 +56,6 @@ def test_a_spark_is_a_booted_machine_with_its_own_init_and_docker():
         assert "-P FORWARD DROP" not in here.stdout
 
 
-@builds("ring4")
 def test_reboot_keeps_the_fabric_without_apply():
     """A relay of the ring reboots: its kernel state is gone (the lab makes its namespace anew) and
     everything comes back from what apply persisted: netplan (addresses, routes with their source,
@@ -115,7 +113,6 @@ def test_reboot_keeps_the_fabric_without_apply():
         assert after.pop("engine") == 1 and after == {k: v for k, v in before.items() if k != "engine"}
 
 
-@builds("pair100")
 def test_a_100g_lab_is_held_to_100g_and_fails_a_200g_expectation(tmp_path):
     """link_speed 100 on direct cables means 100G (QSFP28) cables: the lab's Sparks present
     100 Gb/s, verify expects it; the same lab read as a 200G cluster fails every rate check."""

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 INV, CLUSTER = str(REPO / "inventory/pair-1cable.yml"), "pair1"
@@ -27,7 +27,6 @@ def _install_standin(host: str) -> None:
     assert ssh(CLUSTER, host, cmd).returncode == 0
 
 
-@builds("pair1")
 def test_verify_perf_runs_mpirun_across_sparks_with_each_ranks_env():
     with lab(INV, CLUSTER):
         assert sparkfab("apply", INV, "--lab", "-q").code == 0

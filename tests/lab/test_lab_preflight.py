@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.helpers.inventories import CX7
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -29,7 +29,6 @@ def _results(inv: str) -> tuple[int, list[dict[str, str]]]:
     return res.code, json.loads(res.out)["results"]
 
 
-@builds("preflight")
 def test_preflight_is_green_on_a_healthy_lab_and_names_what_is_broken(tmp_path):
     inv = _inventory(tmp_path)
     with lab(inv, CLUSTER, engine="vllm"):

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 VLLM_PY = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")
 pytestmark = [
@@ -50,7 +50,6 @@ def _started(text: str) -> float:
     return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() + float("0." + frac)
 
 
-@builds("rayp")
 def test_ray_head_first_and_a_worker_that_waits_for_a_late_head(tmp_path):
     inv = _inventory(tmp_path)
     with lab(inv, CLUSTER, engine="vllm"):

@@ -13,7 +13,7 @@ import pytest
 
 from sparkfab.paths import lab_dir
 from tests.helpers.inventories import CX7
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -67,7 +67,6 @@ def _changed(res) -> int:
     return int(m.group(1))
 
 
-@builds("ring4")
 def test_reset_restores_every_host_as_it_was_before_apply():
     with lab(INV, CLUSTER):
         # a host that already had a netplan file for its fabric ports (NVIDIA's guide), applied

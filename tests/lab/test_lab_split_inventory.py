@@ -11,12 +11,11 @@ import yaml
 
 from sparkfab.paths import lab_dir
 from tests.conftest import REPO
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab
+from tests.helpers.lab import lab, requires_lab, sparkfab
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
 
-@builds("splitring")
 def test_a_split_inventory_runs_the_lab_cycle(tmp_path):
     d = tmp_path / "ring4-ini"
     shutil.copytree(REPO / "tests/data/split/ring4-ini", d)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.helpers.lab import builds, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 VLLM_PY = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")
 pytestmark = [
@@ -87,7 +87,6 @@ def _no_token_anywhere(cluster: str) -> None:
         assert f"HF_TOKEN={TOKEN}" in env, (host, pid)
 
 
-@builds("pair1")
 def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
     from sparkfab.measure.estimate import Setup, bytes_per_token
     from sparkfab.measure.model import from_config
@@ -162,7 +161,6 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         assert _engines(CLUSTER) == []
 
 
-@builds("ring4")
 def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
     """The four-Spark ring of the write-up at TP4: Gloo over the control addresses routed around
     the ring (the rendered firewall admits the master port), one prefill measured on rank 0."""

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import EXAMPLES, REPO
-from tests.helpers.lab import builds, lab_ready
+from tests.helpers.lab import lab_ready
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +105,6 @@ def test_an_installed_sparkfab_handles_every_example_from_an_empty_directory(ins
 
 @pytest.mark.lab
 @pytest.mark.skipif(lab_ready() is not None, reason=lab_ready() or "")
-@builds("pair2")
 def test_an_installed_sparkfab_runs_a_lab_cycle(installed):
     inv = str(REPO / "inventory/pair-2cables.yml")
     _run(installed, "lab", "down", inv)

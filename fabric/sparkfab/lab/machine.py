@@ -272,7 +272,9 @@ def _boot_jobs(m: Machine) -> str:
     except (subprocess.TimeoutExpired, LabError) as exc:
         return f"its jobs could not be read ({exc})"
     jobs = [" ".join(line.split()[1:3]) for line in res.stdout.splitlines() if line.strip()]
-    return "systemd still runs: " + (", ".join(jobs[:8]) if jobs else "no job")
+    failed = run(m, "systemctl", "--failed", "--no-legend", "--no-pager", "--plain", timeout=10).stdout.split("\n")
+    units = [line.split()[0] for line in failed if line.strip()]
+    return f"systemd still runs: {', '.join(jobs[:8]) or 'no job'}; failed units: {', '.join(units[:8]) or 'none'}"
 
 
 def _console_tail(m: Machine, lines: int = 12) -> str:
