@@ -244,11 +244,14 @@ def _run(
     pdd.mkdir(parents=True, exist_ok=True)
     cmdline = " ".join(x for x in ("--check" if check else "", "--diff" if diff or check else "") if x)
     collector = Collector(hosts or [], on_update)
+    in_main = threading.current_thread() is threading.main_thread()
+    tether = [str(_tethered(pdd, Path(bindir) / "ansible-playbook"))] if in_main else []
     envvars = {
         "ANSIBLE_CONFIG": str(repo_dir("ansible.cfg")),
         "ANSIBLE_ROLES_PATH": str(repo_dir("roles")),
-        # runner execs `ansible-playbook`: the one beside this Python (the process's PATH stays as it is)
-        "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+        # runner execs `ansible-playbook`: the one beside this Python (the process's PATH stays as
+        # it is), from the verb's thread through a wrapper that makes it die with this process
+        "PATH": os.pathsep.join([*tether, bindir, os.environ.get("PATH", "")]),
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
         # multiplexed SSH sockets live with the cluster's state: a rebuilt lab never reuses a master
@@ -262,7 +265,6 @@ def _run(
     # group (its workers too), and then the verb ends as interrupted with the table so far. Its
     # own default handlers would stay installed after the run and hide the signal.
     stopped: list[int] = []
-    in_main = threading.current_thread() is threading.main_thread()
     previous = {s: signal.signal(s, lambda signum, _f: stopped.append(signum)) for s in STOP_SIGNALS} if in_main else {}
 
     def cancelled() -> bool:  # runner asks every half second
@@ -288,6 +290,27 @@ def _run(
 
 #: the signals that end a run of ansible-playbook and then the verb
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _tethered(pdd: Path, real: Path) -> Path:
+    """A folder with an `ansible-playbook` that asks the kernel to SIGKILL it when the thread
+    that started it ends (PR_SET_PDEATHSIG, kept across exec; the verb's main thread), then execs
+    the real one: a sparkfab killed with SIGKILL, which no handler sees, does not leave
+    ansible-playbook running its play alone."""
+    folder = pdd / "tethered"
+    folder.mkdir(exist_ok=True)
+    script = folder / "ansible-playbook"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "# written by sparkfab for its runs: ansible-playbook ends with the sparkfab that started it\n"
+        "import ctypes, os, signal, sys\n"
+        "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+        f"if os.getppid() != {os.getpid()}:\n"
+        "    sys.exit('sparkfab ended before ansible-playbook started')\n"
+        f"os.execv({str(real)!r}, [{str(real)!r}, *sys.argv[1:]])\n"
+    )
+    script.chmod(0o755)
+    return folder
 
 
 def _end_playbooks() -> None:

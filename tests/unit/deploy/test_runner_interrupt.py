@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -63,3 +65,45 @@ def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, s
         time.sleep(0.1)
     assert not _alive(task), f"the task's process {task} outlived the run"
     assert signal.getsignal(signum) == before
+
+
+def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
+    """SIGKILL reaches no handler: the kernel ends ansible-playbook with the process that started
+    it (the tethered wrapper), so no play goes on alone."""
+    from sparkfab import proc
+
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(
+        "all:\n  hosts:\n    local: {ansible_connection: local, ansible_python_interpreter: python3}\n"
+    )
+    pidfile = tmp_path / "task.pid"
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+        "from sparkfab.deploy import run_playbook; "
+        "run_playbook(sys.argv[2], Path(sys.argv[3]), 'probe', extravars={'probe_pid': sys.argv[4]}, "
+        "hosts=['local'], workdir=Path(sys.argv[5]))"
+    )
+    args = [str(REPO / "fabric"), str(REPO / "tests/data/playbooks/sleep-probe.yml"), str(inventory), str(pidfile)]
+    verb = subprocess.Popen([sys.executable, "-c", code, *args, str(tmp_path / "state")])
+    tree: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        tree = proc.descendants(verb.pid)
+        playbook = [
+            p for p in proc.children(verb.pid) if b"ansible-playbook" in Path(f"/proc/{p}/cmdline").read_bytes()
+        ]
+        assert len(playbook) == 1, tree
+        verb.kill()
+        verb.wait()
+        deadline = time.monotonic() + 10
+        while _alive(playbook[0]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(playbook[0]), "ansible-playbook outlived the sparkfab that started it"
+    finally:
+        if verb.poll() is None:
+            verb.kill()
+        for pid in tree:  # the task of the probe, which Ansible's worker runs to its end
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
