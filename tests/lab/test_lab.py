@@ -356,7 +356,7 @@ def test_rate_shapes_a_cable():
 
 
 def test_a_flip_with_a_silent_spark_changes_no_host():
-    """linkspeed with one Spark that does not answer: every host is checked first, so the other
+    """linkspeed with one Spark silent on the network: every host is checked first, so the other
     keeps its NCCL environment and its engine, the lab's rate and the recorded speed stay; once
     the Spark answers again the same flip goes through."""
     from sparkfab.paths import lab_dir
@@ -369,7 +369,9 @@ def test_a_flip_with_a_silent_spark_changes_no_host():
         before = ssh(cluster, "spark-a", env).stdout
         pid = ssh(cluster, "spark-a", "cat /run/sparkfab/llama.pid").stdout.strip()
         rate = ssh(cluster, "spark-a", "tc qdisc show dev enp1s0f0np0").stdout
-        silence_sshd(cluster, "spark-b")
+        # silent on the network: ssh packets dropped (the connection Ansible keeps open included)
+        drop = ["iptables", "-w", "-I", "INPUT", "-p", "tcp", "--dport", "22", "-j", "DROP"]
+        assert in_machine(cluster, "spark-b", *drop).returncode == 0
         flip = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
         assert flip.code == 3, flip.err
         assert "linkspeed 100e changed nothing" in flip.err and "spark-b: unreachable" in flip.err, flip.err
@@ -378,7 +380,7 @@ def test_a_flip_with_a_silent_spark_changes_no_host():
         assert ssh(cluster, "spark-a", "tc qdisc show dev enp1s0f0np0").stdout == rate
         recorded = lab_dir(cluster) / "state" / "link_speed"
         assert not recorded.exists() or recorded.read_text().strip() == "200"
-        assert in_machine(cluster, "spark-b", "systemctl", "start", "ssh.socket").returncode == 0
+        assert in_machine(cluster, "spark-b", "iptables", "-w", "-D", *drop[3:]).returncode == 0
         again = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
         assert again.code == 0, again.err
         assert "roceP2" not in ssh(cluster, "spark-a", env).stdout
