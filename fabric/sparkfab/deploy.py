@@ -261,9 +261,9 @@ def _run(
         # refused here as verify and preflight refuse it (ansible.cfg: accept-new)
         "ANSIBLE_HOST_KEY_CHECKING": "True",
     }
-    # Ctrl-C and SIGTERM during the run: ansible-runner ends ansible-playbook's whole process
-    # group (its workers too), and then the verb ends as interrupted with the table so far. Its
-    # own default handlers would stay installed after the run and hide the signal.
+    # Ctrl-C and SIGTERM during the run: sparkfab's handlers (ansible-runner's own would stay
+    # installed after the run) flag the stop, the cancel callback ends ansible-playbook with
+    # everything it started, and the verb ends as interrupted with the table so far.
     stopped: list[int] = []
     previous = {s: signal.signal(s, lambda signum, _f: stopped.append(signum)) for s in STOP_SIGNALS} if in_main else {}
 

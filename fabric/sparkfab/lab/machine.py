@@ -269,11 +269,11 @@ def _boot_jobs(m: Machine) -> str:
     """What systemd in the machine still waits for (its job queue), in one line."""
     try:
         res = run(m, "systemctl", "list-jobs", "--no-legend", "--no-pager", timeout=10)
+        failed = run(m, "systemctl", "--failed", "--no-legend", "--no-pager", "--plain", timeout=10)
     except (subprocess.TimeoutExpired, LabError) as exc:
         return f"its jobs could not be read ({exc})"
     jobs = [" ".join(line.split()[1:3]) for line in res.stdout.splitlines() if line.strip()]
-    failed = run(m, "systemctl", "--failed", "--no-legend", "--no-pager", "--plain", timeout=10).stdout.split("\n")
-    units = [line.split()[0] for line in failed if line.strip()]
+    units = [line.split()[0] for line in failed.stdout.splitlines() if line.strip()]
     return f"systemd still runs: {', '.join(jobs[:8]) or 'no job'}; failed units: {', '.join(units[:8]) or 'none'}"
 
 
@@ -282,8 +282,8 @@ def _console_tail(m: Machine, lines: int = 12) -> str:
         text = m.log.read_text(errors="replace")
     except OSError:
         return "(no console)"
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
-    return "\n".join("  " + line for line in plain.splitlines()[-lines:])
+    plain = [line.strip() for line in re.sub(r"\x1b(\[[0-9;?]*[A-Za-z]|[A-Z])", "", text).splitlines()]
+    return "\n".join("  " + line for line in [x for x in plain if x][-lines:])
 
 
 def reboot(m: Machine) -> None:
