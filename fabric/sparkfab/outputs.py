@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from sparkfab.errors import Unavailable, UsageError
+from sparkfab.errors import Unavailable, UsageError, signals_deferred
 
 MANIFEST = ".sparkfab-output"
 
@@ -103,23 +103,24 @@ def replace_dir(
         rel = sorted(str(p.relative_to(tmp)) for p in written)
         (tmp / MANIFEST).write_text(json.dumps({"kind": kind, "files": rel}, indent=1) + "\n", encoding="utf-8")
         tmp.chmod(0o755)
-        old = None
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
+        with signals_deferred():  # the swap is whole: a signal in it would leave no tree at `path`
+            old = None
+            if path.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
+                try:
+                    path.rename(old / "tree")
+                except OSError:
+                    old.rmdir()
+                    raise
             try:
-                path.rename(old / "tree")
+                tmp.rename(path)
             except OSError:
-                old.rmdir()
+                if old is not None:  # the earlier tree goes back where it was
+                    (old / "tree").rename(path)
+                    old.rmdir()
                 raise
-        try:
-            tmp.rename(path)
-        except OSError:
-            if old is not None:  # the earlier tree goes back where it was
-                (old / "tree").rename(path)
-                old.rmdir()
-            raise
-        if old is not None:
-            shutil.rmtree(old)
+            if old is not None:
+                shutil.rmtree(old)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise Unavailable(f"{flag} {path}: {exc.strerror or exc}") from None

@@ -54,6 +54,42 @@ def test_a_failed_swap_puts_the_earlier_tree_back_and_leaves_nothing_beside_it(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+@pytest.mark.parametrize("moment", ["after the old tree moved aside", "while the old tree is removed"])
+def test_a_sigterm_inside_the_swap_waits_for_it(tmp_path, monkeypatch, moment):
+    """SIGTERM at the worst moments of the swap (the earlier tree moved aside and the new one
+    not yet in place; the earlier one half removed): the verb still ends with Terminated, and
+    what it leaves is the new tree, whole, and nothing beside it."""
+    import shutil as shutil_module
+
+    from sparkfab.errors import Terminated, on_sigterm
+
+    out = tmp_path / "out"
+    replace_dir(out, "render", _write({"a": "old"}))
+    real_rename, real_rmtree = Path.rename, shutil_module.rmtree
+
+    def rename(self: Path, target: Path) -> Path:
+        moved = real_rename(self, target)
+        if moment.startswith("after") and self == out:
+            signal.raise_signal(signal.SIGTERM)
+        return moved
+
+    def rmtree(path, *args, **kwargs):
+        if moment.startswith("while") and ".out.old-" in str(path):
+            signal.raise_signal(signal.SIGTERM)
+        return real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    monkeypatch.setattr(shutil_module, "rmtree", rmtree)
+    previous = signal.signal(signal.SIGTERM, on_sigterm())
+    try:
+        with pytest.raises(Terminated):
+            replace_dir(out, "render", _write({"a": "new"}))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert (out / "a").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 def _until_sigterm_is_caught(pid: int) -> None:
     """Until the process has a handler for SIGTERM (its SigCgt mask in /proc), as the kernel
     sees it: before that, a SIGTERM ends the interpreter, not sparkfab."""
