@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab import proc
-from sparkfab.errors import DeployError, Terminated
+from sparkfab.errors import DeployError, Terminated, signals_held
 from sparkfab.launchers import is_secret_name, repo_dir
 from sparkfab.paths import state_dir
 
@@ -264,19 +264,14 @@ def _run(
     # Ctrl-C and SIGTERM during the run: sparkfab's handlers (ansible-runner's own would stay
     # installed after the run) flag the stop, the cancel callback ends ansible-playbook with
     # everything it started, and the verb ends as interrupted with the table so far.
-    stopped: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, _f: stopped.append(signum)) for s in STOP_SIGNALS} if in_main else {}
+    with signals_held() as stopped:
 
-    def cancelled() -> bool:  # runner asks every half second
-        if stopped:
-            _end_playbooks()
-        return bool(stopped)
+        def cancelled() -> bool:  # runner asks every half second
+            if stopped:
+                _end_playbooks()
+            return bool(stopped)
 
-    try:
         r = _start(pdd, playbook, inventory, cmdline, limit, extravars, envvars, collector, cancelled)
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
     result = RunResult(r.rc, r.status, dict(collector.hosts), tuple(collector.diffs), str(Path(r.config.artifact_dir)))
     if stopped:
         ended: KeyboardInterrupt = Terminated() if stopped[0] == signal.SIGTERM else KeyboardInterrupt()
@@ -286,10 +281,6 @@ def _run(
     if r.rc != 0 and not any(h.failed or h.unreachable for h in collector.hosts.values()):
         raise_if_not_started(r)  # Ansible stopped before any host failed (a playbook or role error)
     return result
-
-
-#: the signals that end a run of ansible-playbook and then the verb
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _tethered(pdd: Path, real: Path) -> Path:

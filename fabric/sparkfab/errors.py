@@ -136,23 +136,32 @@ def on_sigterm() -> Callable[[int, object], None]:
 
 
 @contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait until the block is done (a few renames that must not stop
-    half-way), then act as they would have: the handler that was installed runs once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def signals_held() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM are recorded in the yielded list instead of acted on while the block
+    runs, and the handlers installed before come back after it (main thread only: elsewhere
+    Python runs no handler and the list stays empty)."""
     got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
     old = {s: signal.signal(s, lambda signum, _frame: got.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield got
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        if got:
-            signum = signal.Signals(got[0])
-            handler = old[signum]
-            if callable(handler):
-                handler(signum, None)
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block is done (a few renames that must not stop
+    half-way), then act as they would have: the handler that was installed runs once."""
+    with signals_held() as got:
+        yield
+    if got:
+        signum = signal.Signals(got[0])
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            handler(signum, None)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(signum)

@@ -72,18 +72,27 @@ def kill_tree(pid: int) -> list[int]:
     pending = [pid]
     while pending:  # stop each process before reading its children: none is born after
         p = pending.pop()
-        if p in tree or not _signal(p, signal.SIGSTOP):
+        if p in tree or not send(p, signal.SIGSTOP):
             continue
         tree.append(p)
         pending += children(p)
     for p in tree:
-        _signal(p, signal.SIGKILL)
+        send(p, signal.SIGKILL)
     return tree
 
 
-def _signal(pid: int, sig: int) -> bool:
+def send(pid: int, sig: int) -> bool:
+    """`sig` to `pid`; False when there is no such process (any more)."""
     try:
         os.kill(pid, sig)
     except ProcessLookupError:
         return False
     return True
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs: it exists and is not a zombie waiting for its parent."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -71,3 +71,11 @@ CX7 = """network:
     enP2p1s0f1np1:
       addresses: [192.168.200.12/24]
 """
+
+
+def localhost(folder: Path) -> Path:
+    """An Ansible inventory of this machine alone (local connection): a real run of a playbook
+    without ssh or a lab."""
+    path = folder / "inventory.yml"
+    path.write_text("all:\n  hosts:\n    local: {ansible_connection: local, ansible_python_interpreter: python3}\n")
+    return path

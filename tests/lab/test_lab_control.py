@@ -51,14 +51,7 @@ def _fails(report: dict) -> list[dict]:
     return [r for r in report["results"] if r["status"] == "fail"]
 
 
-@pytest.mark.parametrize(
-    "n",
-    [
-        (5),
-        (6),
-        pytest.param(8, marks=pytest.mark.slow),
-    ],
-)
+@pytest.mark.parametrize("n", [5, 6, pytest.param(8, marks=pytest.mark.slow)])
 def test_fabric_control_plane_connects_on_rings(tmp_path, n):
     from sparkfab.resolve import load_plan
 

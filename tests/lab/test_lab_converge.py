@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -130,19 +129,12 @@ def test_ctrl_c_during_an_apply_ends_the_whole_run_and_the_next_apply_converges(
                 run.kill()
         assert run.returncode == 130, err[-2000:]
         assert "interrupted, ansible-playbook ended" in err and "sparkfab: interrupted" in err, err[-2000:]
-        left = [p for p in seen if _running(p)]
+        left = [p for p in seen if proc.alive(p)]
         assert left == [], f"processes of the run still there: {left}"
         again = sparkfab("apply", inv, "--lab", "-q")
         assert again.code == 0, again.err
         code, fails = _verify(inv)
         assert code == 0, fails
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():

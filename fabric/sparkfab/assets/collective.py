@@ -166,15 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args)
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
-    code = 0 if result["all_ranks_ok"] else 1
     if args.mode == "serve":
         serve(args, result)
-        # stopped like an engine (serve stop, a reboot): the other ranks are stopping too or gone,
-        # and gloo's teardown would wait for them (a reboot waited 90 s for it); end at once
-        sys.stderr.flush()
-        os._exit(code)
     dist.destroy_process_group()
-    return code
+    return 0 if result["all_ranks_ok"] else 1
 
 
 if __name__ == "__main__":

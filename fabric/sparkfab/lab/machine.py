@@ -226,7 +226,7 @@ def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
-        if not _supervised(m):
+        if supervisor_pid(m) is None:
             raise LabError(f"{m.node.name} stopped while it booted; its console ends:\n{_console_tail(m)}")
         try:
             res = run(m, "sh", "-c", "systemctl is-system-running --wait; test ! -e /run/nologin", timeout=10)
@@ -245,10 +245,6 @@ def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
     )
 
 
-def _supervised(m: Machine) -> bool:
-    return supervisor_pid(m) is not None
-
-
 def supervisor_pid(m: Machine) -> int | None:
     """The pid of the machine's supervisor while it runs: the pid in its pid file, only if that
     process is still the supervisor of this machine (its command line names the machine's
@@ -256,13 +252,10 @@ def supervisor_pid(m: Machine) -> int | None:
     lab's machine among them, which must never be signalled or searched as this one."""
     try:
         sup = int(m.pidfile.read_text())
-        stat = Path(f"/proc/{sup}/stat").read_text()
         argv = Path(f"/proc/{sup}/cmdline").read_bytes()
     except (OSError, ValueError):
         return None
-    if stat.rsplit(")", 1)[1].split()[0] == "Z" or f"{m.dir}/merged".encode() not in argv:
-        return None
-    return sup
+    return sup if proc.alive(sup) and f"{m.dir}/merged".encode() in argv else None
 
 
 def _boot_jobs(m: Machine) -> str:
@@ -307,16 +300,16 @@ def stop(ms: list[Machine], timeout: float = 0) -> None:
             sups[m] = sup
     nspawns = {m: [p for p in proc.descendants(pid, 2) if _comm(p) == "systemd-nspawn"] for m, pid in sups.items()}
     for m, pid in sups.items():
-        _kill(pid, signal.SIGTERM)  # the loop first, so that it does not boot the machine again
+        proc.send(pid, signal.SIGTERM)  # the loop first, so that it does not boot the machine again
         for p in nspawns[m]:
-            _kill(p, signal.SIGTERM)
+            proc.send(p, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     alive = [p for ps in nspawns.values() for p in ps]
     while alive and time.monotonic() < deadline:
         time.sleep(0.1)
         alive = [p for p in alive if _comm(p) == "systemd-nspawn"]
     for p in [*alive, *sups.values()]:
-        _kill(p, signal.SIGKILL)
+        proc.send(p, signal.SIGKILL)
     for m in ms:
         if m.node.ns:
             shutil.rmtree(PROPAGATE / m.node.ns, ignore_errors=True)
@@ -327,13 +320,6 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def remove_cgroups(cluster: str) -> int:

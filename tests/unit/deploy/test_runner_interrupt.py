@@ -14,16 +14,24 @@ from pathlib import Path
 
 import pytest
 
+from sparkfab import proc
 from sparkfab.deploy import Interrupted, run_playbook
 from sparkfab.errors import Terminated
 from tests.conftest import REPO
+from tests.helpers.inventories import localhost
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+def _until_written(pidfile: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _until_gone(pid: int, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while proc.alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not proc.alive(pid)
 
 
 @pytest.mark.parametrize(
@@ -32,16 +40,11 @@ def _alive(pid: int) -> bool:
     ids=["SIGTERM", "SIGINT"],
 )
 def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, signum, ends_as):
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(
-        "all:\n  hosts:\n    local: {ansible_connection: local, ansible_python_interpreter: python3}\n"
-    )
+    inventory = localhost(tmp_path)
     pidfile = tmp_path / "task.pid"
 
     def signal_once_the_task_runs() -> None:
-        deadline = time.monotonic() + 60
-        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until_written(pidfile)
         os.kill(os.getpid(), signum)
 
     before = signal.getsignal(signum)
@@ -60,22 +63,14 @@ def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, s
     assert type(caught.value.__cause__) is ends_as
     assert "local" in caught.value.result.hosts
     task = int(pidfile.read_text())
-    deadline = time.monotonic() + 10
-    while _alive(task) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(task), f"the task's process {task} outlived the run"
+    assert _until_gone(task), f"the task's process {task} outlived the run"
     assert signal.getsignal(signum) == before
 
 
 def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
     """SIGKILL reaches no handler: the kernel ends ansible-playbook with the process that started
     it (the tethered wrapper), so no play goes on alone."""
-    from sparkfab import proc
-
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(
-        "all:\n  hosts:\n    local: {ansible_connection: local, ansible_python_interpreter: python3}\n"
-    )
+    inventory = localhost(tmp_path)
     pidfile = tmp_path / "task.pid"
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
@@ -87,9 +82,7 @@ def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
     verb = subprocess.Popen([sys.executable, "-c", code, *args, str(tmp_path / "state")])
     tree: list[int] = []
     try:
-        deadline = time.monotonic() + 60
-        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until_written(pidfile)
         tree = proc.descendants(verb.pid)
         playbook = [
             p for p in proc.children(verb.pid) if b"ansible-playbook" in Path(f"/proc/{p}/cmdline").read_bytes()
@@ -97,13 +90,9 @@ def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
         assert len(playbook) == 1, tree
         verb.kill()
         verb.wait()
-        deadline = time.monotonic() + 10
-        while _alive(playbook[0]) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(playbook[0]), "ansible-playbook outlived the sparkfab that started it"
+        assert _until_gone(playbook[0]), "ansible-playbook outlived the sparkfab that started it"
     finally:
         if verb.poll() is None:
             verb.kill()
         for pid in tree:  # the task of the probe, which Ansible's worker runs to its end
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+            proc.send(pid, signal.SIGKILL)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sparkfab.deploy import run_env, run_playbook
 from tests.conftest import REPO
+from tests.helpers.inventories import localhost
 
 TOKEN = "hf_PLANTED_0123456789abcdef"
 
@@ -13,10 +14,7 @@ TOKEN = "hf_PLANTED_0123456789abcdef"
 def test_a_run_gets_its_secrets_from_memory_and_writes_them_nowhere(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     monkeypatch.setenv("SOME_OTHER_SETTING", "kept-out")
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(
-        "all:\n  hosts:\n    local: {ansible_connection: local, ansible_python_interpreter: python3}\n"
-    )
+    inventory = localhost(tmp_path)
     out = tmp_path / "seen.txt"
     result = run_playbook(
         str(REPO / "tests/data/playbooks/secrets-probe.yml"),
