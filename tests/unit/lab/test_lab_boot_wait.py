@@ -6,12 +6,21 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from sparkfab.errors import LabError
 from sparkfab.lab import machine
 from sparkfab.lab.spec import Node
+
+
+def _started(p: subprocess.Popen[bytes], marker: str) -> None:
+    """Until the child has exec'd its command (before that, /proc shows the parent's)."""
+    deadline = time.monotonic() + 10
+    while marker.encode() not in Path(f"/proc/{p.pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline, f"{p.args} did not start"
+        time.sleep(0.01)
 
 
 def test_a_machine_that_stopped_is_reported_at_once_with_its_console(tmp_path):
@@ -36,6 +45,7 @@ def test_a_reused_pid_is_not_the_supervisor(tmp_path):
     m = machine.Machine(Node("s3", "sf-x-s3", "spark"), d)
     other = subprocess.Popen(["sh", "-c", "sleep 30; : /var/lib/sparkfab/lab/other/machines/s3/merged"])
     try:
+        _started(other, "other/machines/s3/merged")
         m.pidfile.write_text(f"{other.pid}\n")
         assert machine.supervisor_pid(m) is None and machine.init_pid(m) is None
         machine.stop([m])
@@ -52,6 +62,7 @@ def test_a_machine_that_never_boots_times_out_with_what_it_shows(tmp_path):
     # a supervisor (its command line names the machine's directory) whose nspawn never shows a systemd
     alive = subprocess.Popen(["sh", "-c", f"sleep 30; : {d}/merged"])
     try:
+        _started(alive, f"{d}/merged")
         m.pidfile.write_text(f"{alive.pid}\n")
         m.log.write_text("Spawning container sf-x-s2\n")
         with pytest.raises(LabError, match=r"did not finish booting within 1 s .*its jobs could not be read"):
