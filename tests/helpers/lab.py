@@ -11,7 +11,17 @@ import pytest
 
 from tests.helpers.cli import run as sparkfab
 
-__all__ = ["in_machine", "lab", "lab_ready", "mgmt_ip", "requires_lab", "silence_sshd", "sparkfab", "ssh"]
+__all__ = [
+    "in_machine",
+    "lab",
+    "lab_ready",
+    "machine_init",
+    "mgmt_ip",
+    "requires_lab",
+    "silence_sshd",
+    "sparkfab",
+    "ssh",
+]
 
 
 def lab_ready() -> str | None:
@@ -47,6 +57,15 @@ def _machine(cluster: str, host: str):
     from sparkfab.paths import lab_dir
 
     return next(m for m in machine.machines(LabState.read(lab_dir(cluster)).spec) if m.node.name == host)
+
+
+def machine_init(cluster: str, host: str) -> int:
+    """A lab Spark's PID 1 as this machine sees it."""
+    from sparkfab.lab import machine
+
+    pid = machine.init_pid(_machine(cluster, host))
+    assert pid is not None, f"{host} of {cluster} is not running"
+    return pid
 
 
 def in_machine(cluster: str, host: str, *command: str) -> subprocess.CompletedProcess[str]:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, machine_init, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -54,6 +55,18 @@ def test_a_spark_is_a_booted_machine_with_its_own_init_and_docker():
         assert "-P FORWARD DROP" in ssh("pair1", "spark-a", "iptables -S FORWARD").stdout
         here = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True)
         assert "-P FORWARD DROP" not in here.stdout
+        # each machine's units live in cgroups of its own (shared ones broke a Spark's boot when
+        # another Spark removed a unit's cgroup as this one moved a process into it)
+        seen = {}
+        for host in ("spark-a", "spark-b"):
+            own = ssh("pair1", host, "cat /proc/self/cgroup").stdout
+            here_path = ssh("pair1", host, "cat /proc/1/cgroup").stdout
+            assert "system.slice/ssh.service" in own, own
+            outside = Path(f"/proc/{machine_init('pair1', host)}/cgroup").read_text()
+            seen[host] = {line for line in outside.splitlines() if "sparkfab-lab/pair1/" in line}
+            assert seen[host] and all(f"sparkfab-lab/pair1/{host}/" in line for line in seen[host]), outside
+            assert here_path.splitlines()[-1].endswith("/init.scope")
+        assert not seen["spark-a"] & seen["spark-b"]
 
 
 def test_reboot_keeps_the_fabric_without_apply():

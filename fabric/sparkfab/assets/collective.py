@@ -143,7 +143,11 @@ def serve(args: argparse.Namespace, result: dict[str, Any]) -> None:
         _Health.result = result
         server = ThreadingHTTPServer((args.http_host, args.http_port), _Health)
         threading.Thread(target=server.serve_forever, daemon=True).start()
-    stop.wait()
+    # a wait with a bound: a signal that the kernel hands to one of gloo's threads does not wake
+    # a main thread blocked without one, and Python runs handlers only in the main thread (seen
+    # at a lab Spark's reboot: SIGTERM sent, the engine still waiting 90 s later)
+    while not stop.wait(0.5):
+        pass
     if server is not None:
         server.shutdown()
 

@@ -67,6 +67,24 @@ def cgroup_parent(spec: LabSpec, node: Node) -> str:
     return f"/{CGROUP_PARENT}/{spec.cluster}/{node.name}"
 
 
+def init_hierarchies() -> list[Path]:
+    """The cgroup hierarchies a machine's init keeps its units in: the unified one (cgroup2),
+    and on a hybrid host also the named `systemd` one. nspawn makes the machine's root cgroup
+    inside its own, so each machine's supervisor gets a cgroup of its own in each of them.
+    Without that every machine's units share one tree (`/payload/system.slice/...`): one
+    machine removed a unit's cgroup while another machine's systemd moved a process into it
+    (`status=219/CGROUP`, a boot left degraded), and a machine that stopped ssh.service waited
+    for the other machines' sessions in it (a reboot took 90 s)."""
+    root = Path("/sys/fs/cgroup")
+    if (root / "cgroup.procs").exists():  # a unified host
+        return [root]
+    return [root / h for h in ("unified", "systemd") if (root / h / "cgroup.procs").exists()]
+
+
+def init_cgroups(spec: LabSpec, m: Machine) -> list[Path]:
+    return [h / CGROUP_PARENT / spec.cluster / m.node.name for h in init_hierarchies()]
+
+
 # ------------------------------------------------------------------------------ its disk
 
 
@@ -172,8 +190,10 @@ def supervisor(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path
         f"&& exec {shlex.join(nspawn_argv(spec, m, extra_ro))}"
     )
     renew = shlex.join([sys.executable, "-m", "sparkfab.lab.wire", "renew", str(spec.dir), m.node.name])
+    # the loop moves itself into the machine's own cgroups first: nspawn and the machine follow
+    enter = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in init_cgroups(spec, m))
     return (
-        "while :; do "
+        f"{enter}while :; do "
         # /proc/sys/net writable (Docker and sysctl set forwarding); no image lock files left behind
         f"SYSTEMD_NSPAWN_API_VFS_WRITABLE=network SYSTEMD_NSPAWN_LOCK=0 "
         f"unshare --mount --propagation private sh -c {shlex.quote(boot)}; "
@@ -183,6 +203,8 @@ def supervisor(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path
 
 
 def start(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path, str]]) -> int:
+    for d in init_cgroups(spec, m):
+        d.mkdir(parents=True, exist_ok=True)
     p = proc.spawn(["sh", "-c", supervisor(spec, m, lower, extra_ro)], str(m.log))
     m.pidfile.write_text(f"{p.pid}\n")
     return p.pid
@@ -222,10 +244,12 @@ BOOT_S = 180.0
 def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
     """Until the machine's boot has finished (`systemctl is-system-running --wait`) and it lets
     users log in (systemd-user-sessions has removed /run/nologin). A machine whose supervisor
-    has ended will not boot: that is said at once, with the end of its console."""
+    has ended, or whose boot ended without letting users in (no job left), will not boot: that
+    is said at once, with its failed units' journal and the end of its console."""
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
+        ended = ""
         if supervisor_pid(m) is None:
             raise LabError(f"{m.node.name} stopped while it booted; its console ends:\n{_console_tail(m)}")
         try:
@@ -235,9 +259,15 @@ def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
                 if res.returncode == 0:
                     return
                 state += ", /run/nologin still there"
+                ended = _boot_jobs(m)
             last = f"{state or '-'} (exit {res.returncode}) {res.stderr.strip()[-200:]}"
         except (subprocess.TimeoutExpired, LabError) as exc:  # booting, or between two boots
             last = str(exc)[-200:]
+        if "still runs: no job;" in ended:  # its boot has ended without letting users in
+            raise LabError(
+                f"{m.node.name} finished booting but does not let users log in (console: {m.log}); "
+                f"its state: {last}; {ended}; its console ends:\n{_console_tail(m)}"
+            )
         time.sleep(0.2)
     raise LabError(
         f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log}); "
@@ -266,8 +296,16 @@ def _boot_jobs(m: Machine) -> str:
     except (subprocess.TimeoutExpired, LabError) as exc:
         return f"its jobs could not be read ({exc})"
     jobs = [" ".join(line.split()[1:3]) for line in res.stdout.splitlines() if line.strip()]
-    units = [line.split()[0] for line in failed.stdout.splitlines() if line.strip()]
-    return f"systemd still runs: {', '.join(jobs[:8]) or 'no job'}; failed units: {', '.join(units[:8]) or 'none'}"
+    units = [line.split()[0] for line in failed.stdout.splitlines() if line.strip()][:8]
+    said = ""
+    if units:  # what the failed units said of themselves
+        args = [a for u in units for a in ("-u", u)]
+        try:
+            log = run(m, "journalctl", "-b", "--no-pager", "-o", "short-monotonic", "-n", "20", *args, timeout=10)
+            said = "; their journal:\n" + "\n".join("  " + line for line in log.stdout.splitlines()[-20:])
+        except (subprocess.TimeoutExpired, LabError) as exc:
+            said = f"; their journal could not be read ({exc})"
+    return f"systemd still runs: {', '.join(jobs[:8]) or 'no job'}; failed units: {', '.join(units) or 'none'}{said}"
 
 
 def _console_tail(m: Machine, lines: int = 12) -> str:
@@ -322,27 +360,51 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def remove_cgroups(cluster: str) -> int:
-    """The cgroups the lab's Dockers made for this lab, deepest first (they are empty once its
-    machines are down); how many there were."""
+def _lab_cgroups(cluster: str) -> list[Path]:
+    """The top of this lab's cgroups in every hierarchy: its machines' (init) and its Dockers'."""
+    hierarchies = [Path("/sys/fs/cgroup") / c for c in CGROUP_CONTROLLERS] + init_hierarchies()
+    return [h / CGROUP_PARENT / cluster for h in dict.fromkeys(hierarchies)]
+
+
+def remove_cgroups(cluster: str, wait: float = 5.0) -> int:
+    """The lab's cgroups, deepest first; how many there were. Once its machines are down they
+    empty: a killed process leaves its cgroup a moment after the signal, so a busy one is
+    tried again for up to `wait` seconds."""
     n = 0
-    for c in CGROUP_CONTROLLERS:
-        top = Path("/sys/fs/cgroup") / c / CGROUP_PARENT / cluster
+    deadline = time.monotonic() + wait
+    for top in _lab_cgroups(cluster):
         if not top.is_dir():
             continue
-        for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            try:
-                d.rmdir()
-                n += 1
-            except OSError:
-                pass
-        for d in (top, top.parent):
-            try:
-                d.rmdir()
-            except OSError:
-                pass
+        for d in [*sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True), top]:
+            while True:
+                try:
+                    d.rmdir()
+                    n += 1
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+        try:
+            top.parent.rmdir()  # shared by every lab: only once the last is gone
+        except OSError:
+            pass
     return n
 
 
+def cgroup_pids(cluster: str) -> set[int]:
+    """Every process in the lab's cgroups: what its machines run, whatever namespace it is in."""
+    pids: set[int] = set()
+    for top in _lab_cgroups(cluster):
+        for procs in top.rglob("cgroup.procs") if top.is_dir() else ():
+            try:
+                pids |= {int(p) for p in procs.read_text().split()}
+            except (OSError, ValueError):
+                continue
+    return pids
+
+
 def cgroups_left(cluster: str) -> list[str]:
-    return [str(p) for c in CGROUP_CONTROLLERS if (p := Path("/sys/fs/cgroup") / c / CGROUP_PARENT / cluster).exists()]
+    return [str(p) for p in _lab_cgroups(cluster) if p.exists()]

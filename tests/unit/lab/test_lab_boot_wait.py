@@ -70,3 +70,31 @@ def test_a_machine_that_never_boots_times_out_with_what_it_shows(tmp_path):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_a_boot_that_ended_degraded_without_logins_is_reported_at_once(tmp_path, monkeypatch):
+    """systemd has no job left, a unit failed and /run/nologin is still there (what a cgroup race
+    once did to systemd-user-sessions): no waiting for the bound; the failed unit's own journal
+    lines are in the message."""
+    d = tmp_path / "machines" / "s4"
+    d.mkdir(parents=True)
+    m = machine.Machine(Node("s4", "sf-x-s4", "spark"), d)
+    m.log.write_text("[FAILED] Failed to start systemd-user-sessions.service\n")
+    answers = {
+        "sh": ("degraded\n", 1),
+        "systemctl list-jobs": ("", 0),
+        "systemctl --failed": ("systemd-user-sessions.service loaded failed failed Permit User Sessions\n", 0),
+        "journalctl": ("systemd-user-sessions.service: Main process exited, code=exited, status=219/CGROUP\n", 0),
+    }
+
+    def run(_m, *command, timeout=60):
+        key = next(k for k in answers if " ".join(command).startswith(k))
+        out, rc = answers[key]
+        return subprocess.CompletedProcess(list(command), rc, out, "")
+
+    monkeypatch.setattr(machine, "supervisor_pid", lambda _m: 1)
+    monkeypatch.setattr(machine, "run", run)
+    t0 = time.monotonic()
+    with pytest.raises(LabError, match=r"(?s)does not let users log in.*systemd-user-sessions.*status=219/CGROUP"):
+        machine.wait_booted(m, timeout=60)
+    assert time.monotonic() - t0 < 5

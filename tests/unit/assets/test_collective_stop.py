@@ -1,0 +1,56 @@
+"""The lab's collective engine ends on SIGTERM, whichever of its threads the kernel hands the
+signal to: a reboot's last SIGTERM otherwise left it running until systemd's 90 s SIGKILL."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ASSET = Path(__file__).resolve().parents[3] / "fabric/sparkfab/assets/collective.py"
+SYS_TGKILL = 234  # x86-64
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serving(p: subprocess.Popen, port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert p.poll() is None, p.stderr.read() if p.stderr else ""
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail("the collective did not start serving")
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="tgkill's number is x86-64's")
+def test_sigterm_handed_to_one_of_its_other_threads_ends_the_engine():
+    http, store = _free_port(), _free_port()
+    argv = [sys.executable, str(ASSET), "serve", "--world-size", "1", "--rank", "0", "--sizes", "1K", "--iters", "1"]
+    argv += ["--master-addr", "127.0.0.1", "--master-port", str(store), "--http-host", "127.0.0.1"]
+    argv += ["--http-port", str(http)]
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _serving(p, http)
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{p.pid}/task"))
+        target = next(t for t in tids if t != p.pid)  # gloo's, the HTTP server's
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.syscall(SYS_TGKILL, p.pid, target, signal.SIGTERM) == 0
+        assert p.wait(timeout=15) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
