@@ -355,10 +355,12 @@ def test_rate_shapes_a_cable():
         assert "tbf" in qdisc and "rate 1Gbit" in qdisc
 
 
-def test_a_flip_with_a_silent_spark_changes_no_host():
+def test_a_flip_is_all_or_nothing_with_a_silent_or_a_failing_spark():
     """linkspeed with one Spark silent on the network: every host is checked first, so the other
     keeps its NCCL environment and its engine, the lab's rate and the recorded speed stay; once
-    the Spark answers again the same flip goes through."""
+    the Spark answers again the same flip goes through. A Spark that fails in the push itself
+    (its NCCL file cannot be replaced) stops the flip before serving is touched, and the Spark
+    that did change gets its old file back: both run the recorded speed."""
     from sparkfab.paths import lab_dir
 
     inv, cluster = "inventory/pair-2cables.yml", "pair2"
@@ -385,6 +387,24 @@ def test_a_flip_with_a_silent_spark_changes_no_host():
         assert again.code == 0, again.err
         assert "roceP2" not in ssh(cluster, "spark-a", env).stdout
         assert recorded.read_text().strip() == "100e"
+        # fails in the push: spark-b's file is a directory now (what the flip replaces it with
+        # cannot be renamed over it), after the check of every host passed
+        at_100e = ssh(cluster, "spark-a", env).stdout
+        pid = ssh(cluster, "spark-a", "cat /run/sparkfab/llama.pid").stdout.strip()
+        block = "mv /etc/sparkfab/nccl.env /root/nccl.env && mkdir -p /etc/sparkfab/nccl.env/x"
+        assert ssh(cluster, "spark-b", block).returncode == 0
+        back = sparkfab("linkspeed", inv, "200", "--lab", "-q")
+        assert back.code == 3, back.err
+        assert "failed after it changed spark-a: rolling them back to 100e" in back.err, back.err
+        assert "linkspeed 200 rolled back: spark-a run 100e again, as recorded" in back.err, back.err
+        assert ssh(cluster, "spark-a", env).stdout == at_100e
+        assert ssh(cluster, "spark-a", f"kill -0 {pid}").returncode == 0  # serving not touched
+        assert recorded.read_text().strip() == "100e"
+        unblock = "rm -r /etc/sparkfab/nccl.env && mv /root/nccl.env /etc/sparkfab/nccl.env"
+        assert ssh(cluster, "spark-b", unblock).returncode == 0
+        done = sparkfab("linkspeed", inv, "200", "--lab", "-q")
+        assert done.code == 0, done.err
+        assert ssh(cluster, "spark-a", env).stdout == before and recorded.read_text().strip() == "200"
 
 
 def test_secrets_reach_the_engine_from_a_root_only_file(tmp_path, monkeypatch):

@@ -189,25 +189,18 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     tree = target.render(plan)
     args.limit = limit
     result = run_with_progress("linkspeed.yml", target, tree, args, plan=plan)
-    if result.failures:
-        # the playbook's first play checks every host and stops all of them when one fails, so a
-        # run that changed nothing left every host (and the recorded speed) at the old mode
-        changed = sorted(h.host for h in result.hosts.values() if h.changed)
-        if changed:
-            _err.print(
-                f"linkspeed {args.mode} stopped part-way: changed on {', '.join(changed)}; the recorded speed "
-                f"is still the old one. Run the same command again once every host answers: it converges."
-            )
+    was = "/".join(sorted({before.mode_of(h) for h in hosts}))
+    if result.failures and not getattr(args, "check", False):
+        # the first play checks every host and stops all of them when one fails; the push stops
+        # every host when one fails in it, before serving is touched: the flip ends whole (the
+        # push went everywhere, serving is what failed), not at all, or is rolled back
+        if all((h.failed_task or "").startswith("Serve |") for h in result.failures):
+            _err.print(f"linkspeed {args.mode}: every host runs {args.mode} now; serving did not restart everywhere")
+            _record_flip(target, plan, args.mode, names, hosts)
         else:
-            _err.print(f"linkspeed {args.mode} changed nothing: every host is checked before any host changes")
+            _roll_back(target, before, result, args, was)
     _fail_if(result, target.plan)
-    if target.lab is not None:
-        # the lab's link speed is a shaped rate, the hardware's part of the flip
-        from sparkfab.lab import wire
-        from sparkfab.lab.spec import spec as lab_spec
-
-        _err.print(wire.link_speed(lab_spec(plan), args.mode, None if names is None else set(hosts)))
-    save_speeds(target, plan, args.mode, names)
+    _record_flip(target, plan, args.mode, names, hosts)
     for name in hosts:
         h = plan.host(name)
         old, new = ",".join(h.hca[before.mode_of(name)]), ",".join(h.hca[args.mode])
@@ -217,9 +210,42 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
         h.host for h in result.hosts.values() if any(t.startswith("Serve | Start") for t in h.changed_tasks)
     )
     what = plan.cluster if names is None else f"{plan.cluster} ({', '.join(names)})"
-    was = sorted({before.mode_of(h) for h in hosts})
-    _err.print(f"link speed of {what}: {'/'.join(was)} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
+    _err.print(f"link speed of {what}: {was} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
     return Exit.OK
+
+
+def _record_flip(target: Target, plan: Plan, mode: spark.LinkSpeed, names: list[str] | None, hosts: list[str]) -> None:
+    """What the hosts run now becomes the recorded speed (and the lab's shaped rate)."""
+    if target.lab is not None:
+        # the lab's link speed is a shaped rate, the hardware's part of the flip
+        from sparkfab.lab import wire
+        from sparkfab.lab.spec import spec as lab_spec
+
+        _err.print(wire.link_speed(lab_spec(plan), mode, None if names is None else set(hosts)))
+    save_speeds(target, plan, mode, names)
+
+
+def _roll_back(target: Target, before: Plan, result: RunResult, args: argparse.Namespace, was: str) -> None:
+    """A flip that failed in its push: the hosts it changed get their old files back (serving
+    was not touched), so that every host runs the recorded speed again; says which way it ended."""
+    changed = sorted(h.host for h in result.hosts.values() if h.changed)
+    if not changed:
+        _err.print(f"linkspeed {args.mode} changed nothing: every host is checked before any host changes")
+        return
+    _err.print(f"linkspeed {args.mode} failed after it changed {', '.join(changed)}: rolling them back to {was}")
+    back = argparse.Namespace(**{**vars(args), "limit": ",".join(changed)})
+    undo = run_with_progress(
+        "linkspeed.yml", target, target.render(before), back, {"sparkfab_serve_action": "none"}, plan=before
+    )
+    if undo.failures:
+        left = sorted(h.host for h in undo.failures)
+        _err.print(
+            f"linkspeed {args.mode} stopped part-way: the roll-back failed on {', '.join(left)}, which may run "
+            f"{args.mode} while the recorded speed is {was}. Run `sparkfab linkspeed` again once every host "
+            "answers: it converges."
+        )
+    else:
+        _err.print(f"linkspeed {args.mode} rolled back: {', '.join(changed)} run {was} again, as recorded")
 
 
 def _serve_args(p: argparse.ArgumentParser) -> None:
