@@ -20,6 +20,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -212,17 +213,30 @@ def run_playbook(
     diff: bool = False,
     limit: str | None = None,
     extravars: dict[str, Any] | None = None,
+    timeout: float | None = None,
     on_update: Callable[[dict[str, HostResult]], None] | None = None,
     hosts: list[str] | None = None,
     workdir: Path | None = None,
     secrets: list[str] | None = None,
 ) -> RunResult:
     """Run `playbook`; `secrets` names the variables of this environment the hosts' secrets file
-    gets (read by the secrets task from `secrets_source`, never through the run's environment)."""
+    gets (read by the secrets task from `secrets_source`, never through the run's environment).
+    A run past `timeout` seconds is ended (everything it started) and raises DeployError naming
+    the step each host was at."""
     with secrets_source(secrets or []) as source:
         more = {"sparkfab_secrets_source": source} if source else {}
         return _run(
-            playbook, inventory, cluster, check, diff, limit, {**(extravars or {}), **more}, on_update, hosts, workdir
+            playbook,
+            inventory,
+            cluster,
+            check,
+            diff,
+            limit,
+            {**(extravars or {}), **more},
+            timeout,
+            on_update,
+            hosts,
+            workdir,
         )
 
 
@@ -234,6 +248,7 @@ def _run(
     diff: bool,
     limit: str | None,
     extravars: dict[str, Any],
+    timeout: float | None,
     on_update: Callable[[dict[str, HostResult]], None] | None,
     hosts: list[str] | None,
     workdir: Path | None,
@@ -264,18 +279,31 @@ def _run(
     # Ctrl-C and SIGTERM during the run: sparkfab's handlers (ansible-runner's own would stay
     # installed after the run) flag the stop, the cancel callback ends ansible-playbook with
     # everything it started, and the verb ends as interrupted with the table so far.
+    # The same way out for a run past its bound.
+    deadline = None if timeout is None else time.monotonic() + timeout
+    late: list[bool] = []
     with signals_held() as stopped:
 
         def cancelled() -> bool:  # runner asks every half second
-            if stopped:
+            if deadline is not None and not late and time.monotonic() > deadline:
+                late.append(True)
+            if stopped or late:
                 _end_playbooks()
-            return bool(stopped)
+            return bool(stopped or late)
 
         r = _start(pdd, playbook, inventory, cmdline, limit, extravars, envvars, collector, cancelled)
     result = RunResult(r.rc, r.status, dict(collector.hosts), tuple(collector.diffs), str(Path(r.config.artifact_dir)))
     if stopped:
         ended: KeyboardInterrupt = Terminated() if stopped[0] == signal.SIGTERM else KeyboardInterrupt()
         raise Interrupted(result) from ended
+    if late:
+        steps = [
+            f"{h.host}: {'at' if h.state in ('ok', 'changed') else h.state + ' at'} "
+            f"'{h.failed_task or h.task or 'its first task'}'"
+            for h in sorted(result.hosts.values(), key=lambda x: x.host)
+        ]
+        head = f"{Path(playbook).name} did not finish within {timeout:.0f} s (--timeout); it ended with:"
+        raise DeployError("\n  ".join([head, *steps]) + f"\n  (artifacts: {result.artifacts})")
     if r.stats is None and not collector.hosts:
         raise_if_not_started(r)
     if r.rc != 0 and not any(h.failed or h.unreachable for h in collector.hosts.values()):

@@ -44,6 +44,10 @@ def add_target(p: argparse.ArgumentParser) -> None:
     add_lab(p)
 
 
+#: how long a verb's Ansible run may take in all unless --timeout says (a task has 600 s: ansible.cfg)
+RUN_TIMEOUT_S = 3600.0
+
+
 def add_changes(
     p: argparse.ArgumentParser,
     *,
@@ -52,8 +56,17 @@ def add_changes(
     diff: str | None = None,
 ) -> None:
     """The flags of a verb that changes hosts: -y, --limit, and --check/--diff where it previews."""
+    from sparkfab.commands import argtypes as at
+
     p.add_argument("-y", "--yes", action="store_true", help="do not ask before changing real hosts")
     p.add_argument("--limit", help=limit)
+    p.add_argument(
+        "--timeout",
+        type=at.number(0, 7 * 86400, lo_open=True),
+        default=RUN_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"the whole run's bound (default {RUN_TIMEOUT_S:.0f}); past it the run ends, naming each host's step",
+    )
     if check:
         p.add_argument("--check", action="store_true", help=check)
     if diff:

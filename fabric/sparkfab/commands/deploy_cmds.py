@@ -82,6 +82,7 @@ def run_with_progress(
             diff=getattr(args, "diff", False),
             limit=args.limit,
             extravars=extravars,
+            timeout=getattr(args, "timeout", None),
             on_update=update,
             hosts=names,
             workdir=target.state,

@@ -96,3 +96,28 @@ def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
             verb.kill()
         for pid in tree:  # the task of the probe, which Ansible's worker runs to its end
             proc.send(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow  # a real run of 8 s and more: the default tier stays under two minutes
+def test_a_run_past_its_bound_ends_with_each_hosts_step_named(tmp_path):
+    """--timeout bounds the whole run: the task's process goes with it, and the error names the
+    step each host was at."""
+    from sparkfab.errors import DeployError
+
+    inventory = localhost(tmp_path)
+    pidfile = tmp_path / "task.pid"
+    t0 = time.monotonic()
+    ended = r"sleep-probe.yml did not finish within 8 s.*\n  local: at 'Probe \| Write"
+    with pytest.raises(DeployError, match=ended):
+        run_playbook(
+            str(REPO / "tests/data/playbooks/sleep-probe.yml"),
+            inventory,
+            "probe",
+            extravars={"probe_pid": str(pidfile)},
+            timeout=8,
+            hosts=["local"],
+            workdir=tmp_path / "state",
+        )
+    assert time.monotonic() - t0 < 60  # not the task's 120 s
+    task = int(pidfile.read_text())
+    assert _until_gone(task), f"the task's process {task} outlived the run"
