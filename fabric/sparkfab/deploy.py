@@ -224,20 +224,8 @@ def run_playbook(
     A run past `timeout` seconds is ended (everything it started) and raises DeployError naming
     the step each host was at."""
     with secrets_source(secrets or []) as source:
-        more = {"sparkfab_secrets_source": source} if source else {}
-        return _run(
-            playbook,
-            inventory,
-            cluster,
-            check,
-            diff,
-            limit,
-            {**(extravars or {}), **more},
-            timeout,
-            on_update,
-            hosts,
-            workdir,
-        )
+        xv = {**(extravars or {}), **({"sparkfab_secrets_source": source} if source else {})}
+        return _run(playbook, inventory, cluster, check, diff, limit, xv, timeout, on_update, hosts, workdir)
 
 
 def _run(

@@ -15,7 +15,7 @@ from typing import Any
 
 from sparkfab import spark
 from sparkfab.errors import LabError
-from sparkfab.lab import daemons, engine, image, keys, links, machine, wire
+from sparkfab.lab import cgroups, daemons, engine, image, keys, links, machine, wire
 from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.spec import LabSpec, lab_id, ns_prefix
 from sparkfab.lab.state import LabState
@@ -97,7 +97,7 @@ def down(cluster: str) -> dict[str, int]:
         except FileNotFoundError:  # gone meanwhile (another `lab down` of the same lab)
             pass
     removed = links.remove_root_links(cluster)
-    cgroups = machine.remove_cgroups(cluster)
+    n_cgroups = cgroups.remove_cgroups(cluster)
     if d.exists():
         shutil.rmtree(d, ignore_errors=True)
     links.wait_gone(cluster)
@@ -106,7 +106,7 @@ def down(cluster: str) -> dict[str, int]:
         "namespaces": len(namespaces),
         "processes": len(pids),
         "links": removed,
-        "cgroups": cgroups,
+        "cgroups": n_cgroups,
     }
 
 
@@ -121,7 +121,7 @@ def leftovers(cluster: str) -> list[str]:
     """Everything of this lab still present (empty after a clean `lab down`)."""
     found = [f"namespace {n}" for n in existing_namespaces(cluster)]
     found += [f"link {name}" for name in links.root_links(cluster)]
-    found += [f"cgroup {c}" for c in machine.cgroups_left(cluster)]
+    found += [f"cgroup {c}" for c in cgroups.cgroups_left(cluster)]
     found += [f"dir {p}" for p in sorted(machine.PROPAGATE.glob(ns_prefix(cluster) + "*"))]
     if lab_dir(cluster).exists():
         found.append(f"dir {lab_dir(cluster)}")

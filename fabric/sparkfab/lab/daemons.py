@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sparkfab import proc
 from sparkfab.errors import LabError
-from sparkfab.lab import machine
+from sparkfab.lab import cgroups
 from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.spec import LabSpec
 from sparkfab.paths import lab_dir
@@ -123,7 +123,7 @@ def lab_pids(cluster: str, namespaces: list[str]) -> set[int]:
         except (OSError, ValueError, AttributeError):
             pass
     pids |= _ssh_masters(lab_dir(cluster))
-    pids |= machine.cgroup_pids(cluster)
+    pids |= cgroups.cgroup_pids(cluster)
     pids.discard(os.getpid())
     return pids
 

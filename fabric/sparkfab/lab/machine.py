@@ -30,13 +30,10 @@ from pathlib import Path
 from sparkfab import proc, spark
 from sparkfab.errors import LabError
 from sparkfab.lab import image
+from sparkfab.lab.cgroups import CGROUP_CONTROLLERS, cgroup_parent, init_cgroups
 from sparkfab.lab.spec import LabSpec, Node
 
 REBOOT = 133  # systemd-nspawn's exit code when the machine asked for a reboot
-#: where a lab Spark's Docker puts its containers' cgroups (one subtree per Spark, so that two
-#: Sparks' Dockers never meet in the host's hierarchies)
-CGROUP_PARENT = "sparkfab-lab"
-CGROUP_CONTROLLERS = ("blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "pids")
 #: device nodes Docker finds for `--device /dev/infiniband` (a Spark's RDMA devices; here null devices)
 IB_NODES = ("uverbs0", "uverbs1", "uverbs2", "uverbs3", "rdma_cm")
 
@@ -61,28 +58,6 @@ class Machine:
 
 def machines(spec: LabSpec) -> list[Machine]:
     return [Machine(n, spec.dir / "machines" / n.name) for n in spec.sparks]
-
-
-def cgroup_parent(spec: LabSpec, node: Node) -> str:
-    return f"/{CGROUP_PARENT}/{spec.cluster}/{node.name}"
-
-
-def init_hierarchies() -> list[Path]:
-    """The cgroup hierarchies a machine's init keeps its units in: the unified one (cgroup2),
-    and on a hybrid host also the named `systemd` one. nspawn makes the machine's root cgroup
-    inside its own, so each machine's supervisor gets a cgroup of its own in each of them.
-    Without that every machine's units share one tree (`/payload/system.slice/...`): one
-    machine removed a unit's cgroup while another machine's systemd moved a process into it
-    (`status=219/CGROUP`, a boot left degraded), and a machine that stopped ssh.service waited
-    for the other machines' sessions in it (a reboot took 90 s)."""
-    root = Path("/sys/fs/cgroup")
-    if (root / "cgroup.procs").exists():  # a unified host
-        return [root]
-    return [root / h for h in ("unified", "systemd") if (root / h / "cgroup.procs").exists()]
-
-
-def init_cgroups(spec: LabSpec, m: Machine) -> list[Path]:
-    return [h / CGROUP_PARENT / spec.cluster / m.node.name for h in init_hierarchies()]
 
 
 # ------------------------------------------------------------------------------ its disk
@@ -191,7 +166,7 @@ def supervisor(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path
     )
     renew = shlex.join([sys.executable, "-m", "sparkfab.lab.wire", "renew", str(spec.dir), m.node.name])
     # the loop moves itself into the machine's own cgroups first: nspawn and the machine follow
-    enter = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in init_cgroups(spec, m))
+    enter = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in init_cgroups(spec, m.node))
     return (
         f"{enter}while :; do "
         # /proc/sys/net writable (Docker and sysctl set forwarding); no image lock files left behind
@@ -203,7 +178,7 @@ def supervisor(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path
 
 
 def start(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path, str]]) -> int:
-    for d in init_cgroups(spec, m):
+    for d in init_cgroups(spec, m.node):
         d.mkdir(parents=True, exist_ok=True)
     p = proc.spawn(["sh", "-c", supervisor(spec, m, lower, extra_ro)], str(m.log))
     m.pidfile.write_text(f"{p.pid}\n")
@@ -358,53 +333,3 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
-
-
-def _lab_cgroups(cluster: str) -> list[Path]:
-    """The top of this lab's cgroups in every hierarchy: its machines' (init) and its Dockers'."""
-    hierarchies = [Path("/sys/fs/cgroup") / c for c in CGROUP_CONTROLLERS] + init_hierarchies()
-    return [h / CGROUP_PARENT / cluster for h in dict.fromkeys(hierarchies)]
-
-
-def remove_cgroups(cluster: str, wait: float = 5.0) -> int:
-    """The lab's cgroups, deepest first; how many there were. Once its machines are down they
-    empty: a killed process leaves its cgroup a moment after the signal, so a busy one is
-    tried again for up to `wait` seconds."""
-    n = 0
-    deadline = time.monotonic() + wait
-    for top in _lab_cgroups(cluster):
-        if not top.is_dir():
-            continue
-        for d in [*sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True), top]:
-            while True:
-                try:
-                    d.rmdir()
-                    n += 1
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(0.05)
-        try:
-            top.parent.rmdir()  # shared by every lab: only once the last is gone
-        except OSError:
-            pass
-    return n
-
-
-def cgroup_pids(cluster: str) -> set[int]:
-    """Every process in the lab's cgroups: what its machines run, whatever namespace it is in."""
-    pids: set[int] = set()
-    for top in _lab_cgroups(cluster):
-        for procs in top.rglob("cgroup.procs") if top.is_dir() else ():
-            try:
-                pids |= {int(p) for p in procs.read_text().split()}
-            except (OSError, ValueError):
-                continue
-    return pids
-
-
-def cgroups_left(cluster: str) -> list[str]:
-    return [str(p) for p in _lab_cgroups(cluster) if p.exists()]
