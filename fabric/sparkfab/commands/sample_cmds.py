@@ -83,7 +83,7 @@ def _traffic_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--export",
         type=at.path,
-        help="write the rates per bin to FILE.csv, or FILE.prom (Prometheus text format, with timestamps)",
+        help="write the rates per bin to FILE.csv, or FILE.prom (OpenMetrics with timestamps: promtool backfills it)",
     )
     p.add_argument(
         "--export-interval", type=at.interval(1e-4, 3600.0), default="1ms", help="bin width of --export (1ms)"
@@ -96,7 +96,8 @@ def _export_target(args: argparse.Namespace) -> Path | None:
         return None
     if args.export.suffix not in (".csv", ".prom"):
         raise UsageError(f"--export {args.export}: name a .csv or a .prom file")
-    ours = starts_with(b"# sparkfab traffic") if args.export.suffix == ".csv" else starts_with(b"# HELP sparkfab_")
+    csv_ours = (traffic.CSV_HEADER + "\n").encode()
+    ours = starts_with(csv_ours) if args.export.suffix == ".csv" else starts_with(b"# HELP sparkfab_")
     return check_file(args.export, [args.file], ours, "--export")
 
 
@@ -112,14 +113,19 @@ def traffic_cmd(args: argparse.Namespace) -> int:
     s = traffic.summary(sr)
     peaks = traffic.peaks(sr, intervals, args.direction, window)
     if export:
-        rows = traffic.export_rows(sr, args.export_interval, window)
         if export.suffix == ".csv":
-            text = traffic.to_csv(rows, args.export_interval)
+            rows = traffic.export_rows(sr, args.export_interval, window)
+            text = traffic.to_csv(rows)
         else:
-            source = samples.header.get("source") or "rdma"
-            text = traffic.to_prometheus(rows, args.export_interval, {"source": str(source), "file": args.file.name})
+            devices = sorted({c["device"] for c in samples.counters})
+            per_device = {
+                d: traffic.export_rows(traffic.series(samples, d), args.export_interval, window) for d in devices
+            }
+            rows = per_device[devices[0]]
+            labels = {"host": samples.host, "source": samples.source, "file": args.file.name}
+            text = traffic.to_openmetrics(per_device, args.export_interval, labels)
         write_file(export, text, flag="--export")
-        sys.stderr.write(f"wrote {len(rows)} bins to {export}\n")
+        sys.stderr.write(f"wrote {len(rows)} bins ({args.export_interval * 1e3:g} ms each) to {export}\n")
     if plot:
         from sparkfab.measure.plots import traffic_plot
 

@@ -24,6 +24,7 @@ import gc
 import json
 import os
 import signal
+import socket
 import struct
 import threading
 import time
@@ -174,7 +175,10 @@ def sample(
         "interval_s": interval_s,
         "counters": [c.__dict__ for c in counters],
         "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()},
-        **(meta or {}),
+        # what the exports label the samples with, whoever sampled (sample, bench)
+        "source": source_of([c.__dict__ for c in counters]),
+        "host": socket.gethostname(),
+        **{k: v for k, v in (meta or {}).items() if v is not None},
     }
     blob = json.dumps(header).encode()
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -225,6 +229,23 @@ class Samples:
     @property
     def counters(self) -> list[dict[str, Any]]:
         return list(self.header["counters"])
+
+    @property
+    def source(self) -> str:
+        """rdma or netdev: what the header says, else what the counters' paths are (files
+        written before the header said it)."""
+        said = self.header.get("source")
+        return str(said) if said else source_of(self.counters)
+
+    @property
+    def host(self) -> str:
+        """The host whose counters these are ('' in files written before the header said it)."""
+        return str(self.header.get("host") or "")
+
+
+def source_of(counters: list[dict[str, Any]]) -> str:
+    """rdma when the counters are the RDMA ports' (under class/infiniband), else netdev."""
+    return "rdma" if counters and all("/infiniband/" in str(c.get("path", "")) for c in counters) else "netdev"
 
 
 MAX_HEADER = 1 << 20

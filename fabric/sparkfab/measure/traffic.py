@@ -48,7 +48,8 @@ def counter_delta(old: int, new: int) -> tuple[int, str]:
     return new, "reset"
 
 
-def series(s: Samples) -> Series:
+def series(s: Samples, device: str | None = None) -> Series:
+    """The samples' bytes per interval, of every counter or of one device's."""
     counters = s.counters
     dirs = sorted({c["direction"] for c in counters})
     out = Series(
@@ -61,6 +62,8 @@ def series(s: Samples) -> Series:
     for i in range(1, len(s.values)):
         per_dir = dict.fromkeys(dirs, 0)
         for j, c in enumerate(counters):
+            if device is not None and c["device"] != device:
+                continue
             delta, kind = counter_delta(s.values[i - 1][j], s.values[i][j])
             out.resets += kind == "reset"
             out.wraps += kind == "wrap"
@@ -222,26 +225,46 @@ def export_rows(
     return [(a, sr.wall_ns(origin + int(a * 1e9)) // 1_000_000, b, c) for a, b, c in zip(t, tx, rx, strict=True)]
 
 
-def to_csv(rows: list[tuple[float, int, float, float]], width_s: float) -> str:
-    head = f"# sparkfab traffic: rates averaged over {width_s * 1e3:g} ms bins\nt_s,wall_ms,tx_gbps,rx_gbps\n"
-    return head + "".join(f"{a:.6f},{w},{b:.6f},{c:.6f}\n" for a, w, b, c in rows)
+#: the CSV export's first line: its column names (tools take the first line as the header)
+CSV_HEADER = "t_s,wall_ms,tx_gbps,rx_gbps"
 
 
-def label_value(text: str) -> str:
-    """A label value as the exposition format escapes it: backslash, double quote, line feed."""
-    return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def to_csv(rows: list[tuple[float, int, float, float]]) -> str:
+    """One line per bin: its start in s from the first sample, its wall-clock start in ms, Gb/s."""
+    return CSV_HEADER + "\n" + "".join(f"{a:.6f},{w},{b:.6f},{c:.6f}\n" for a, w, b, c in rows)
 
 
-def to_prometheus(rows: list[tuple[float, int, float, float]], width_s: float, labels: dict[str, str]) -> str:
-    """Prometheus text exposition format, one sample per bin and direction, with its timestamp."""
-    extra = "".join(f',{k}="{label_value(v)}"' for k, v in sorted(labels.items()))
-    name = "sparkfab_link_rate_gbps"
-    out = [
-        f"# HELP {name} Bytes moved per bin as Gb/s, from RDMA or netdev counters sampled by sparkfab.",
-        f"# TYPE {name} gauge",
-    ]
-    interval = f"{width_s:g}"
-    for _, wall, tx, rx in rows:
-        out.append(f'{name}{{direction="tx",interval_s="{interval}"{extra}}} {tx:.6f} {wall}')
-        out.append(f'{name}{{direction="rx",interval_s="{interval}"{extra}}} {rx:.6f} {wall}')
-    return "\n".join(out) + "\n"
+#: the OpenMetrics export's metric (base units: a rate in bits per second)
+METRIC = "sparkfab_link_rate_bits_per_second"
+
+
+def to_openmetrics(
+    per_device: dict[str, list[tuple[float, int, float, float]]], width_s: float, labels: dict[str, str]
+) -> str:
+    """OpenMetrics text, as Prometheus's tools ingest it (`promtool tsdb create-blocks-from
+    openmetrics`): one gauge, a series per device and direction with all its samples together,
+    timestamps in seconds, `# EOF` at the end; prometheus_client writes it (and escapes labels)."""
+    from prometheus_client.core import GaugeMetricFamily
+    from prometheus_client.openmetrics.exposition import generate_latest
+    from prometheus_client.registry import CollectorRegistry
+
+    names = ["device", "direction", "interval_s", *sorted(labels)]
+    family = GaugeMetricFamily(
+        METRIC,
+        "Bytes moved per bin as a rate, from the RDMA or netdev counters sparkfab sampled.",
+        labels=names,
+    )
+    for device in sorted(per_device):
+        for col, direction in ((2, "tx"), (3, "rx")):
+            values = [device, direction, f"{width_s:g}", *(str(labels[k]) for k in sorted(labels))]
+            for row in per_device[device]:
+                family.add_metric(values, row[col] * 1e9, timestamp=row[1] / 1e3)
+
+    class _Once:
+        def collect(self) -> list[GaugeMetricFamily]:
+            return [family]
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Once())
+    text: bytes = generate_latest(registry)  # type: ignore[no-untyped-call]
+    return text.decode()

@@ -212,26 +212,54 @@ def test_sample_cli_refuses_missing_counters(tmp_path, cli):
 
 
 def test_traffic_exports_csv_and_prometheus(tmp_path, cli):
-    """Rates per bin leave the tool as CSV and as Prometheus text with timestamps; the bytes
-    in them add up to what the counters moved."""
-    counters = fake_tree(tmp_path, ["rocep1s0f0"])
+    """Rates per bin leave the tool as CSV that csv and pandas read without options, and as
+    OpenMetrics that Prometheus's own parser and promtool's backfill take; the bytes in them add
+    up to what the counters moved; every series is labelled with its host, device and source."""
+    import csv
+    import shutil
+    import subprocess
+
+    import pandas
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    counters = fake_tree(tmp_path, ["rocep1s0f0", "rocep1s0f1"])
     w = Writer(counters, 5_000, 200)
-    sampler.sample(counters, tmp_path / "c.smp", 0.001, stop=w, slice_s=0)
+    sampler.sample(counters, tmp_path / "c.smp", 0.001, stop=w, slice_s=0, meta={"host": "spark-01"})
     csv_path, prom = tmp_path / "r.csv", tmp_path / "r.prom"
     assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(csv_path), "--export-interval", "5ms").code == 0
-    lines = csv_path.read_text().splitlines()
-    assert lines[1] == "t_s,wall_ms,tx_gbps,rx_gbps"
-    rows = [[float(x) for x in line.split(",")] for line in lines[2:]]
-    moved = sum(r[2] for r in rows) * 1e9 / 8 * 0.005
-    assert moved == pytest.approx(w.added_bytes, rel=1e-6)
-    assert all(b[1] > a[1] for a, b in itertools.pairwise(rows)), "wall-clock timestamps increase"
+    with csv_path.open() as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    assert list(rows[0]) == ["t_s", "wall_ms", "tx_gbps", "rx_gbps"]
+    moved = sum(r["tx_gbps"] for r in rows) * 1e9 / 8 * 0.005
+    assert moved == pytest.approx(2 * w.added_bytes, rel=1e-6)  # both devices
+    assert all(b["wall_ms"] > a["wall_ms"] for a, b in itertools.pairwise(rows)), "wall-clock timestamps increase"
+    frame = pandas.read_csv(csv_path)
+    assert frame.shape == (len(rows), 4) and frame["tx_gbps"].sum() == pytest.approx(sum(r["tx_gbps"] for r in rows))
     assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(prom)).code == 0
     text = prom.read_text()
-    assert text.startswith("# HELP sparkfab_link_rate_gbps") and "# TYPE sparkfab_link_rate_gbps gauge" in text
-    sample = next(line for line in text.splitlines() if line.startswith("sparkfab_link_rate_gbps{"))
-    labels, value, stamp = sample.rsplit(" ", 2)
-    assert 'direction="tx"' in labels and 'interval_s="0.001"' in labels
-    assert float(value) >= 0 and int(stamp) > 1_600_000_000_000
+    assert text.endswith("# EOF\n")
+    families = list(text_string_to_metric_families(text))
+    assert [f.name for f in families] == ["sparkfab_link_rate_bits_per_second"] and families[0].type == "gauge"
+    samples = families[0].samples
+    series = {(s.labels["device"], s.labels["direction"]) for s in samples}
+    assert series == {(d, x) for d in ("rocep1s0f0", "rocep1s0f1") for x in ("tx", "rx")}
+    assert {(s.labels["host"], s.labels["source"], s.labels["interval_s"]) for s in samples} == {
+        ("spark-01", "rdma", "0.001")
+    }
+    assert all(1_600_000_000 < float(s.timestamp) < 4_000_000_000 for s in samples)  # seconds
+    for device in ("rocep1s0f0", "rocep1s0f1"):
+        tx_bits = sum(s.value for s in samples if s.labels["direction"] == "tx" and s.labels["device"] == device)
+        assert tx_bits * 0.001 / 8 == pytest.approx(w.added_bytes, rel=1e-6)
+    promtool = shutil.which("promtool")
+    if promtool:  # Debian's prometheus package (scripts/setup.sh installs it)
+        res = subprocess.run(
+            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(prom), str(tmp_path / "tsdb")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert any((tmp_path / "tsdb").iterdir())
     # a second export replaces its own file, never somebody else's
     assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(prom)).code == 0
     (tmp_path / "mine.csv").write_text("precious\n")
@@ -240,11 +268,30 @@ def test_traffic_exports_csv_and_prometheus(tmp_path, cli):
     assert cli("traffic", str(tmp_path / "c.smp"), "--export", str(tmp_path / "x.txt")).code == 2
 
 
+def test_a_netdev_sample_is_exported_as_netdev(tmp_path, cli):
+    """The source comes from the counters sampled (bench records no --source): netdev counters
+    are labelled netdev, in files that never said so too."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    net = tmp_path / "sys/class/net/enp1s0f0np0/statistics"
+    net.mkdir(parents=True)
+    for name in ("tx_bytes", "rx_bytes"):
+        (net / name).write_text("0\n")
+    counters = sampler.counters_of(["enp1s0f0np0"], "netdev", str(tmp_path))
+    smp = tmp_path / "n.smp"
+    sampler.sample(counters, smp, 0.001, duration_s=0.02, slice_s=0)
+    assert sampler.read(smp).source == "netdev"
+    prom = tmp_path / "n.prom"
+    assert cli("traffic", str(smp), "--export", str(prom)).code == 0
+    samples = [s for f in text_string_to_metric_families(prom.read_text()) for s in f.samples]
+    assert {s.labels["source"] for s in samples} == {"netdev"}
+
+
 def test_the_prometheus_export_escapes_what_a_sample_file_names(tmp_path, cli):
     """A header's source and a file name are label values: quotes, backslashes and newlines in
     them are escaped as the exposition format says, so Prometheus's own parser reads exactly
     the samples written (a forged line in the source stays inside its label)."""
-    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
     counters = fake_tree(tmp_path, ["rocep1s0f0"])
     w = Writer(counters, 5_000, 50)
@@ -254,7 +301,7 @@ def test_the_prometheus_export_escapes_what_a_sample_file_names(tmp_path, cli):
     off = len(sampler.MAGIC)
     (n,) = struct.unpack_from("<I", data, off)
     header = json.loads(data[off + 4 : off + 4 + n])
-    forged = 'rdma"} 1\nsparkfab_link_rate_gbps{direction="tx",interval_s="1"} 9999\\'
+    forged = 'rdma"} 1\nsparkfab_link_rate_bits_per_second{direction="tx",interval_s="1"} 9999\\'
     header["source"] = forged
     blob = json.dumps(header).encode()
     hostile = tmp_path / 's"x\n.smp'
@@ -266,4 +313,4 @@ def test_the_prometheus_export_escapes_what_a_sample_file_names(tmp_path, cli):
     assert len(samples) == bins and bins > 0
     assert {s.labels["source"] for s in samples} == {forged}
     assert {s.labels["file"] for s in samples} == {hostile.name}
-    assert max(s.value for s in samples) < 9999
+    assert max(s.value for s in samples) < 9999e9
