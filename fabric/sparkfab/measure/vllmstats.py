@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 import statistics
 from typing import Any
 
@@ -107,22 +106,20 @@ def test_result(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
-
-
 def parse_prometheus(text: str) -> dict[str, float]:
-    """Sums of every `<histogram>_sum` and `_count` sample over all label sets."""
+    """Sums of every `<histogram>_sum` and `_count` sample over all label sets, read by
+    Prometheus's own parser (label values with braces, quotes or escapes included). A body it
+    cannot read gives no figures, not an error: the server-side view is optional."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     out: dict[str, float] = {}
-    for line in text.splitlines():
-        m = _SAMPLE.match(line)
-        if not m or not m.group(1).endswith(("_sum", "_count")):
-            continue
-        try:
-            value = float(m.group(3))
-        except ValueError:
-            continue
-        if math.isfinite(value):
-            out[m.group(1)] = out.get(m.group(1), 0.0) + value
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.endswith(("_sum", "_count")) and math.isfinite(sample.value):
+                    out[sample.name] = out.get(sample.name, 0.0) + sample.value
+    except (ValueError, TypeError, IndexError, KeyError):
+        return {}
     return out
 
 

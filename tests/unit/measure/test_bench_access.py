@@ -166,6 +166,26 @@ def test_prometheus_histograms_are_summed_over_labels():
     assert server_side(before, after) == {"server_mean_ttft_ms": 250.0, "server_count_ttft": 4}
 
 
+def test_metrics_are_read_as_prometheus_reads_them():
+    """Label values with braces, quotes and escapes, TYPE lines and timestamps: the sample is
+    what Prometheus's parser says (a regex lost the first and took the second's `}` as the
+    end); a body that is not the exposition format gives no figures rather than an error."""
+    from sparkfab.measure.vllmstats import parse_prometheus
+
+    text = (
+        "# TYPE vllm:e2e_request_latency_seconds histogram\n"
+        'vllm:e2e_request_latency_seconds_sum{model_name="a}b \\"q\\" c\\\\",engine="0"} 2.5 1700000000000\n'
+        'vllm:e2e_request_latency_seconds_count{model_name="a}b \\"q\\" c\\\\",engine="0"} 5\n'
+        'vllm:e2e_request_latency_seconds_bucket{model_name="x",le="+Inf"} 5\n'
+        "vllm:num_requests_running 1\n"
+    )
+    assert parse_prometheus(text) == {
+        "vllm:e2e_request_latency_seconds_sum": 2.5,
+        "vllm:e2e_request_latency_seconds_count": 5.0,
+    }
+    assert parse_prometheus("<html>not metrics</html>\n") == {}
+
+
 def test_report_estimate_reads_the_served_models_config(cli, tmp_path):
     """A run whose model is a local checkpoint is estimated from that checkpoint's config.json."""
     from tests.helpers.bench import run_dir_files
