@@ -1,6 +1,7 @@
 """How a client reaches the serving endpoint: TLS (certificates checked unless the user opts
 out) and the API key of a server started with `--api-key` / VLLM_API_KEY. The key comes from
-an environment variable the user names, so it is never on a command line or in a file."""
+an environment variable the user names (OPENAI_API_KEY unless told), so it is never on a
+command line or in a file."""
 
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ import ssl
 from dataclasses import dataclass
 
 from sparkfab.errors import UsageError
+
+#: where the key comes from when --api-key-env names no variable
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+#: what fixes a refusal, by HTTP status
+STATUS_HINTS = {
+    401: "the server wants an API key: name the variable that holds it with --api-key-env (or set OPENAI_API_KEY)",
+    403: "the server refused the API key: check the variable --api-key-env names (or OPENAI_API_KEY)",
+}
+
+
+def status_hint(code: int) -> str:
+    """' (what fixes it)' for a refusal whose fix is a flag, else ''."""
+    return f" ({STATUS_HINTS[code]})" if code in STATUS_HINTS else ""
 
 
 @dataclass(frozen=True)
@@ -19,14 +34,19 @@ class Access:
 
     @classmethod
     def from_args(cls, key_env: str | None, insecure: bool = False, ca_file: str | None = None) -> Access:
+        """The key from the variable `key_env` names, else from OPENAI_API_KEY where it is set (as
+        `vllm bench serve` and OpenAI's clients take it)."""
         key = None
+        named = f"--api-key-env {key_env}" if key_env else DEFAULT_KEY_ENV
         if key_env:
             key = os.environ.get(key_env)
             if not key:
                 raise UsageError(f"--api-key-env {key_env}: the variable is not set (or empty)")
-            if not (key.isascii() and key.isprintable()) or " " in key:
-                # an HTTP header carries it: visible ASCII only (the value is never printed)
-                raise UsageError(f"--api-key-env {key_env}: the key holds characters an HTTP header cannot carry")
+        else:
+            key = os.environ.get(DEFAULT_KEY_ENV) or None
+        if key is not None and (not (key.isascii() and key.isprintable()) or " " in key):
+            # an HTTP header carries it: visible ASCII only (the value is never printed)
+            raise UsageError(f"{named}: the key holds characters an HTTP header cannot carry")
         if ca_file and not os.path.isfile(ca_file):
             raise UsageError(f"--ca-file {ca_file}: no such file")
         if ca_file:

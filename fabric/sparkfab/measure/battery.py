@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from sparkfab.measure import http
-from sparkfab.measure.access import Access
+from sparkfab.measure.access import Access, status_hint
 from sparkfab.measure.prompts import server_error
 from sparkfab.measure.stream import RequestResult, stream_completion
 
@@ -181,7 +181,8 @@ async def run(
             except httpx.TransportError as exc:
                 raise server_error(url, exc, timeout_s) from None
             except (httpx.HTTPError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
-                out.append(Check(name, False, f"{type(exc).__name__}: {exc}"[:200]))
+                hint = status_hint(exc.response.status_code) if isinstance(exc, httpx.HTTPStatusError) else ""
+                out.append(Check(name, False, f"{type(exc).__name__}: {str(exc)[:160]}{hint}"))
     return out
 
 

@@ -23,6 +23,7 @@ import httpx
 
 from sparkfab.errors import BenchError, ServerError
 from sparkfab.measure import http
+from sparkfab.measure.access import status_hint
 
 FIXED_TEXT = (
     "The ring all-reduce sums partial results around a circle of machines. Each machine sends one segment "
@@ -181,9 +182,18 @@ def server_error(url: Any, exc: Exception, timeout_s: float | None = None) -> Se
     if isinstance(exc, httpx.TimeoutException):
         within = f" within {timeout_s:g} s" if timeout_s else ""
         return ServerError(f"{url} gave no answer{within} ({type(exc).__name__})")
+    text = str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        fix = "the server's certificate is not trusted here: give its CA with --ca-file PEM (or --insecure)"
+        return ServerError(f"cannot reach {url}: {fix} ({text[:160]})")
+    if "WRONG_VERSION_NUMBER" in text or "record layer failure" in text:
+        return ServerError(f"cannot reach {url}: the server does not speak TLS there: use http:// ({text[:120]})")
+    tls = " (if the server speaks TLS there, use https://)" if str(url).startswith("http://") else ""
     if isinstance(exc, httpx.RemoteProtocolError | httpx.DecodingError):
-        return ServerError(f"{url} does not speak HTTP as expected (protocol error: {str(exc)[:120]})")
-    return ServerError(f"cannot reach {url}: {type(exc).__name__}: {str(exc)[:160]}")
+        return ServerError(f"{url} does not speak HTTP as expected{tls} (protocol error: {text[:120]})")
+    if isinstance(exc, httpx.ReadError):  # a TLS server drops a plain-HTTP request without a word
+        return ServerError(f"{url} closed the connection without an answer{tls}: {text[:120] or 'ReadError'}")
+    return ServerError(f"cannot reach {url}: {type(exc).__name__}: {text[:160]}")
 
 
 async def _vocab(client: httpx.AsyncClient, model: str) -> list[int] | None:
@@ -210,7 +220,7 @@ async def _accepts(
         r = await _post(client, "/v1/completions", _one_token(model, prompt, ignore_eos))
     except httpx.HTTPError as exc:
         raise server_error(client.base_url, exc, _timeout(client)) from None
-    return r.status_code == 200, f"HTTP {r.status_code}: {r.text[:200]}"
+    return r.status_code == 200, f"HTTP {r.status_code}{status_hint(r.status_code)}: {r.text[:200]}"
 
 
 class _Counter:

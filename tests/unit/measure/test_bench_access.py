@@ -89,6 +89,9 @@ def test_the_certificate_is_checked_unless_told_not_to(double, cli, tmp_path, tl
     common = ("--rounds", "1", "--warmup", "0", "--idle-seconds", "0")
     res = bench(cli, url, p, *common, "-o", str(tmp_path / "a"))
     assert res.code == 5 and "CERTIFICATE_VERIFY_FAILED" in res.err.upper().replace(" ", "_"), res.err
+    assert "give its CA with --ca-file PEM (or --insecure)" in res.err, res.err
+    plain = bench(cli, url.replace("https://", "http://"), p, *common, "-o", str(tmp_path / "c"))
+    assert plain.code == 5 and "use https://" in plain.err, plain.err
     ok = bench(cli, url, p, *common, "--insecure", "-o", str(tmp_path / "b"))
     assert ok.code == 0, ok.err
 
@@ -99,12 +102,16 @@ def test_a_wrong_or_missing_key_is_named(double, cli, tmp_path, monkeypatch):
     common = ("--rounds", "1", "--warmup", "0", "--idle-seconds", "0")
     monkeypatch.setenv("SPARKFAB_TEST_KEY", "wrong")
     res = bench(cli, url, p, *common, "--api-key-env", "SPARKFAB_TEST_KEY", "-o", str(tmp_path / "a"))
-    assert res.code == 5 and "401" in res.err, res.err
+    assert res.code == 5 and "401 (the server wants an API key: name the variable" in res.err, res.err
+    # without --api-key-env the key is OPENAI_API_KEY's, as vLLM's own benchmark takes it
+    monkeypatch.setenv("OPENAI_API_KEY", "right")
+    assert bench(cli, url, p, *common, "-o", str(tmp_path / "d")).code == 0
+    monkeypatch.delenv("OPENAI_API_KEY")
     missing = bench(cli, url, p, *common, "--api-key-env", "SPARKFAB_NOT_SET_ANYWHERE", "-o", str(tmp_path / "b"))
     assert missing.code == 2 and "SPARKFAB_NOT_SET_ANYWHERE" in missing.err
     key = ("--api-key-env", "SPARKFAB_TEST_KEY")
     battery = cli("battery", "--url", url, "--model", "fake-model", "--checks", "count", *key)
-    assert battery.code == 4 and "401" in battery.out
+    assert battery.code == 4 and "401" in battery.out and "--api-key-env" in battery.out
 
 
 def test_battery_over_https_with_the_key(double, cli, tls_files, monkeypatch):
