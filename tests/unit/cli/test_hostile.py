@@ -35,6 +35,9 @@ from tests.helpers.bench import run_dir_files
 
 RING = yaml.safe_load((REPO / "inventory/ring4.yml").read_text())
 RING["all"]["vars"]["sparkfab"]["instances"]["glm"]["env"] = {"HF_HOME": "/models"}
+# a cluster name no lab runs under: the cases that say "not up" must never reach a lab that is
+# (a `lab wire --cut` or `reset --lab` of a lab test's ring4 running at the same time)
+RING["all"]["vars"]["sparkfab"]["cluster"] = "hostile4"
 SWITCH100 = (REPO / "inventory/switch16-crs804-100.yml").read_text()
 
 
@@ -167,7 +170,7 @@ INVENTORY_CASES = [
     validate("merge-not-map", "all:\n  <<: 5\n", r"merges mappings only"),
     validate("key-is-a-list", "all:\n  ? [a, b]\n  : 1\n", r"mapping key must be a plain value"),
     validate(
-        "vault-in-sparkfab", inv().replace("cluster: ring4", "cluster: !vault |\n        $ANSIBLE_VAULT;1.1"), r"!vault"
+        "vault-in-sparkfab", inv().replace("cluster: hostile4", "cluster: !vault |\n        $ANSIBLE_VAULT;1.1"), r"!vault"
     ),
     validate("unsafe-env", inv().replace("HF_HOME: /models", "HF_HOME: !unsafe '{{ x }}'"), r"env.*!unsafe"),
     validate("missing-sparkfab", "all:\n  hosts: {a: {}}\n  vars: {x: 1}\n", r"no 'sparkfab' block"),
@@ -440,9 +443,9 @@ INVENTORY_CASES = [
     c("validate-directory", "validate {d}", 2, r"is a directory without inventory files"),
     c("plan-missing-file", "plan {d}/nope.yml", 5, r"nope\.yml"),
     c("plan-bad-format", "plan {d}/nope.yml --format xml", 2, r"invalid choice: 'xml'"),
-    c("verify-lab-not-up", "verify --lab {d}/inv.yml", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),
-    c("preflight-lab-not-up", "preflight --lab {d}/inv.yml", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),
-    c("reset-lab-not-up", "reset --lab {d}/inv.yml", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),
+    c("verify-lab-not-up", "verify --lab {d}/inv.yml", 2, r"lab hostile4 is not up", files={"inv.yml": inv()}),
+    c("preflight-lab-not-up", "preflight --lab {d}/inv.yml", 2, r"lab hostile4 is not up", files={"inv.yml": inv()}),
+    c("reset-lab-not-up", "reset --lab {d}/inv.yml", 2, r"lab hostile4 is not up", files={"inv.yml": inv()}),
     # real hosts are never changed without a yes (and never reached here: no -y is given)
     c(
         "reset-real-hosts-unconfirmed",
@@ -475,7 +478,7 @@ INVENTORY_CASES = [
             "host_vars/b.yml": "sparkfab: {cluster: y}\n",
         },
     ),
-    c("lab-wire-not-up", "lab wire {d}/inv.yml --cut cables[0]", 2, r"lab ring4 is not up", files={"inv.yml": inv()}),
+    c("lab-wire-not-up", "lab wire {d}/inv.yml --cut cables[0]", 2, r"lab hostile4 is not up", files={"inv.yml": inv()}),
 ]
 
 
