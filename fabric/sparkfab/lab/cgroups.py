@@ -4,6 +4,7 @@ hierarchy this machine has; `lab down` removes them and finds every process left
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -45,6 +46,13 @@ def _lab_cgroups(cluster: str) -> list[Path]:
     return [h / CGROUP_PARENT / cluster for h in dict.fromkeys(hierarchies)]
 
 
+def _tree(top: Path) -> list[Path]:
+    """`top` and every cgroup below it, deepest first. The machines' own systemd removes its
+    units' cgroups while they stop, so a directory may go between two looks (os.walk skips it
+    where Path.rglob raised FileNotFoundError and failed `lab down`)."""
+    return [Path(d) for d, _, _ in os.walk(top, topdown=False)]
+
+
 def remove_cgroups(cluster: str, wait: float = 5.0) -> int:
     """The lab's cgroups, deepest first; how many there were. Once its machines are down they
     empty: a killed process leaves its cgroup a moment after the signal, so a busy one is
@@ -52,9 +60,7 @@ def remove_cgroups(cluster: str, wait: float = 5.0) -> int:
     n = 0
     deadline = time.monotonic() + wait
     for top in _lab_cgroups(cluster):
-        if not top.is_dir():
-            continue
-        for d in [*sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True), top]:
+        for d in _tree(top):
             while True:
                 try:
                     d.rmdir()
@@ -77,9 +83,9 @@ def cgroup_pids(cluster: str) -> set[int]:
     """Every process in the lab's cgroups: what its machines run, whatever namespace it is in."""
     pids: set[int] = set()
     for top in _lab_cgroups(cluster):
-        for procs in top.rglob("cgroup.procs") if top.is_dir() else ():
+        for d in _tree(top):
             try:
-                pids |= {int(p) for p in procs.read_text().split()}
+                pids |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
             except (OSError, ValueError):
                 continue
     return pids
