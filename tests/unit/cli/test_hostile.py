@@ -170,7 +170,9 @@ INVENTORY_CASES = [
     validate("merge-not-map", "all:\n  <<: 5\n", r"merges mappings only"),
     validate("key-is-a-list", "all:\n  ? [a, b]\n  : 1\n", r"mapping key must be a plain value"),
     validate(
-        "vault-in-sparkfab", inv().replace("cluster: hostile4", "cluster: !vault |\n        $ANSIBLE_VAULT;1.1"), r"!vault"
+        "vault-in-sparkfab",
+        inv().replace("cluster: hostile4", "cluster: !vault |\n        $ANSIBLE_VAULT;1.1"),
+        r"!vault",
     ),
     validate("unsafe-env", inv().replace("HF_HOME: /models", "HF_HOME: !unsafe '{{ x }}'"), r"env.*!unsafe"),
     validate("missing-sparkfab", "all:\n  hosts: {a: {}}\n  vars: {x: 1}\n", r"no 'sparkfab' block"),
@@ -478,7 +480,13 @@ INVENTORY_CASES = [
             "host_vars/b.yml": "sparkfab: {cluster: y}\n",
         },
     ),
-    c("lab-wire-not-up", "lab wire {d}/inv.yml --cut cables[0]", 2, r"lab hostile4 is not up", files={"inv.yml": inv()}),
+    c(
+        "lab-wire-not-up",
+        "lab wire {d}/inv.yml --cut cables[0]",
+        2,
+        r"lab hostile4 is not up",
+        files={"inv.yml": inv()},
+    ),
 ]
 
 
