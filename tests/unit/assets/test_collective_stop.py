@@ -36,6 +36,7 @@ def _serving(p: subprocess.Popen, port: int, timeout: float = 60) -> None:
     pytest.fail("the collective did not start serving")
 
 
+@pytest.mark.slow  # torch's import alone takes seconds: the default tier stays under two minutes
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="tgkill's number is x86-64's")
 def test_sigterm_handed_to_one_of_its_other_threads_ends_the_engine():
     http, store = _free_port(), _free_port()
