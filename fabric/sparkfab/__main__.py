@@ -14,11 +14,12 @@ def run() -> int:
     signal.signal(signal.SIGTERM, on_sigterm())
     try:
         from sparkfab.cli import main
-    except KeyboardInterrupt as exc:
+
+        return main()
+    except KeyboardInterrupt as exc:  # before main's own handlers are in place (imports, set-up)
         ended = isinstance(exc, Terminated)
         sys.stderr.write("sparkfab: terminated\n" if ended else "sparkfab: interrupted\n")
         return Exit.TERMINATED if ended else Exit.INTERRUPTED
-    return main()
 
 
 if __name__ == "__main__":

@@ -81,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)  # a signal here (a slow start-up) ends it as one later does
+    except KeyboardInterrupt as exc:
+        return _ended(exc)
     # SIGTERM (timeout, systemd, CI runners) ends a verb as Ctrl-C does: outputs half written
     # are removed, locks released, children ended by the code that started them
     previous = signal.signal(signal.SIGTERM, on_sigterm()) if _main_thread() else None
@@ -90,6 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _ended(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C (130) or SIGTERM (143), said in a line."""
+    ended = isinstance(exc, Terminated)
+    sys.stderr.write("sparkfab: terminated\n" if ended else "sparkfab: interrupted\n")
+    return Exit.TERMINATED if ended else Exit.INTERRUPTED
 
 
 def _main_thread() -> bool:
@@ -118,8 +128,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(_short(f"sparkfab: {where}{exc.strerror or exc}") + "\n")
         return Unavailable.exit_code
     except KeyboardInterrupt as exc:
-        sys.stderr.write("sparkfab: terminated\n" if isinstance(exc, Terminated) else "sparkfab: interrupted\n")
-        return Exit.TERMINATED if isinstance(exc, Terminated) else Exit.INTERRUPTED
+        return _ended(exc)
     except Exception as exc:
         with tempfile.NamedTemporaryFile("w", prefix="sparkfab-crash-", suffix=".txt", delete=False) as f:
             traceback.print_exc(file=f)
