@@ -60,7 +60,7 @@ def sample_cmd(args: argparse.Namespace) -> int:
         out,
         args.interval,
         args.duration,
-        meta={"source": args.source, "devices": devs, "host": args.host},
+        meta={"devices": devs, "host": args.host},  # the source: what the counters are (the sampler says)
     )
     br = sorted(stats.brackets_ns) or [0]
     sys.stderr.write(

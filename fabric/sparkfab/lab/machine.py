@@ -234,11 +234,12 @@ def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
                 if res.returncode == 0:
                     return
                 state += ", /run/nologin still there"
-                ended = _boot_jobs(m)
+                jobs, said = _boot_jobs(m)
+                ended = said if jobs == [] else ""  # its boot has ended without letting users in
             last = f"{state or '-'} (exit {res.returncode}) {res.stderr.strip()[-200:]}"
         except (subprocess.TimeoutExpired, LabError) as exc:  # booting, or between two boots
             last = str(exc)[-200:]
-        if "still runs: no job;" in ended:  # its boot has ended without letting users in
+        if ended:
             raise LabError(
                 f"{m.node.name} finished booting but does not let users log in (console: {m.log}); "
                 f"its state: {last}; {ended}; its console ends:\n{_console_tail(m)}"
@@ -246,7 +247,7 @@ def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
         time.sleep(0.2)
     raise LabError(
         f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log}); "
-        f"its state: {last}; {_boot_jobs(m)}; its console ends:\n{_console_tail(m)}"
+        f"its state: {last}; {_boot_jobs(m)[1]}; its console ends:\n{_console_tail(m)}"
     )
 
 
@@ -263,13 +264,14 @@ def supervisor_pid(m: Machine) -> int | None:
     return sup if proc.alive(sup) and f"{m.dir}/merged".encode() in argv else None
 
 
-def _boot_jobs(m: Machine) -> str:
-    """What systemd in the machine still waits for (its job queue), in one line."""
+def _boot_jobs(m: Machine) -> tuple[list[str] | None, str]:
+    """What systemd in the machine still waits for (its job queue; None when it could not be
+    read), and that with its failed units and their journal, in words."""
     try:
         res = run(m, "systemctl", "list-jobs", "--no-legend", "--no-pager", timeout=10)
         failed = run(m, "systemctl", "--failed", "--no-legend", "--no-pager", "--plain", timeout=10)
     except (subprocess.TimeoutExpired, LabError) as exc:
-        return f"its jobs could not be read ({exc})"
+        return None, f"its jobs could not be read ({exc})"
     jobs = [" ".join(line.split()[1:3]) for line in res.stdout.splitlines() if line.strip()]
     units = [line.split()[0] for line in failed.stdout.splitlines() if line.strip()][:8]
     said = ""
@@ -280,7 +282,8 @@ def _boot_jobs(m: Machine) -> str:
             said = "; their journal:\n" + "\n".join("  " + line for line in log.stdout.splitlines()[-20:])
         except (subprocess.TimeoutExpired, LabError) as exc:
             said = f"; their journal could not be read ({exc})"
-    return f"systemd still runs: {', '.join(jobs[:8]) or 'no job'}; failed units: {', '.join(units) or 'none'}{said}"
+    text = f"systemd still runs: {', '.join(jobs[:8]) or 'no job'}; failed units: {', '.join(units) or 'none'}{said}"
+    return jobs, text
 
 
 def _console_tail(m: Machine, lines: int = 12) -> str:

@@ -16,8 +16,8 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 #: what fixes a refusal, by HTTP status
 STATUS_HINTS = {
-    401: "the server wants an API key: name the variable that holds it with --api-key-env (or set OPENAI_API_KEY)",
-    403: "the server refused the API key: check the variable --api-key-env names (or OPENAI_API_KEY)",
+    401: f"the server wants an API key: name the variable that holds it with --api-key-env (or set {DEFAULT_KEY_ENV})",
+    403: f"the server refused the API key: check the variable --api-key-env names (or {DEFAULT_KEY_ENV})",
 }
 
 
