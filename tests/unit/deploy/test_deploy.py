@@ -2,7 +2,9 @@
 
 import pytest
 
-from sparkfab.deploy import Collector
+from pathlib import Path
+
+from sparkfab.deploy import Collector, strategy_env
 
 
 def _ev(kind, host, task="T", **res):
@@ -87,3 +89,12 @@ def test_instance_limit_targets_one_instances_hosts():
     assert instance_limit(plan, None, "spark-01") == "spark-01"
     with pytest.raises(UsageError, match="has the instance"):
         instance_limit(plan, "glm-c", None)
+
+
+def test_the_runs_take_mitogens_strategy_unless_the_user_chose_one() -> None:
+    env = strategy_env({})
+    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    # the plugin Ansible will load by that name is there
+    assert (Path(env["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
+    assert strategy_env({"ANSIBLE_STRATEGY": "free"}) == {}
+    assert strategy_env({"SPARKFAB_MITOGEN": "0"}) == {}
