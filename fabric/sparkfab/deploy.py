@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib.util
 import json
 import os
 import signal
@@ -30,46 +29,8 @@ from typing import Any
 
 from sparkfab import proc
 from sparkfab.errors import DeployError, Terminated, signals_held
-from sparkfab.launchers import is_secret_name, repo_dir
-from sparkfab.paths import state_dir
-
-#: what a run of ansible-playbook takes from sparkfab's environment: where things are, the
-#: locale, the ssh agent, proxies and the user's own ANSIBLE_* settings (no secret among them)
-RUN_ENV = frozenset(
-    {
-        *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "TMPDIR", "LANG", "LANGUAGE"),
-        *("SSH_AUTH_SOCK", "SSH_AGENT_PID", "KRB5CCNAME"),
-        *("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
-    }
-)
-RUN_ENV_PREFIXES = ("LC_", "ANSIBLE_")
-
-
-def run_env(environ: dict[str, str]) -> dict[str, str]:
-    """The part of `environ` a run gets: the names above, never one that holds a secret."""
-    return {
-        k: v
-        for k, v in environ.items()
-        if (k in RUN_ENV or k.startswith(RUN_ENV_PREFIXES)) and not is_secret_name(k.removeprefix("ANSIBLE_"))
-    }
-
-
-#: set to 0 to run the playbooks with Ansible's own strategy even where Mitogen is installed
-ACCELERATOR_ENV = "SPARKFAB_MITOGEN"
-
-
-def strategy_env(environ: dict[str, str]) -> dict[str, str]:
-    """Mitogen for Ansible's linear strategy where it is installed: one Python per host for the
-    whole run and each module shipped once, about half the time of a push that changes nothing.
-    The user's own ANSIBLE_STRATEGY wins, and SPARKFAB_MITOGEN=0 turns it off; the playbooks do
-    not depend on it (plain `ansible-playbook` runs them with Ansible's own strategy)."""
-    if "ANSIBLE_STRATEGY" in environ or environ.get(ACCELERATOR_ENV, "1") == "0":
-        return {}
-    spec = importlib.util.find_spec("ansible_mitogen")
-    if spec is None or spec.origin is None:
-        return {}
-    plugins = Path(spec.origin).parent / "plugins" / "strategy"
-    return {"ANSIBLE_STRATEGY_PLUGINS": str(plugins), "ANSIBLE_STRATEGY": "mitogen_linear"}
+from sparkfab.paths import repo_dir, state_dir
+from sparkfab.runenv import run_env, strategy_env
 
 
 @contextlib.contextmanager

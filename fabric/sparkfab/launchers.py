@@ -4,48 +4,35 @@ wheel carries a copy of both (`repo_dir`)."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
-from dataclasses import dataclass
-from functools import cache, lru_cache
-from importlib import resources
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from sparkfab import userfile, yamlload
+from sparkfab import engines, userfile, yamlload
+from sparkfab.engines.base import Engine, Runtime
 from sparkfab.errors import RenderError, SparkfabError
-
-
-def repo_dir(name: str) -> Path:
-    """Where the content beside the package lives (`launchers`, `roles`, `playbooks`,
-    `ansible.cfg`): under SPARKFAB_HOME when it is set, else in the checkout sparkfab runs from
-    (an editable install), else in the copy a built wheel carries (`sparkfab/_shipped`)."""
-    home = os.environ.get("SPARKFAB_HOME")
-    if home:
-        return Path(home) / name
-    checkout = Path(__file__).resolve().parents[2] / name
-    if checkout.exists():
-        return checkout
-    return Path(str(resources.files("sparkfab"))) / "_shipped" / name
-
+from sparkfab.paths import repo_dir
 
 #: A Hugging Face id (org/name) or an absolute path inside the container.
 MODEL = re.compile(r"^(/[^\s]+|[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*)$")
 #: repository[:tag][@sha256:digest], as docker reads an image reference
 IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
-#: vLLM's engine-ready timeout when VLLM_ENGINE_READY_TIMEOUT_S is not set (vllm/envs.py)
-VLLM_READY_TIMEOUT_S = 600
 #: the API server's own start after the engine is ready (tokenizer, routes), with room
 API_START_S = 120
-#: Secrets passed into every vLLM container by name (values only from the host's root-only file).
-SECRETS = ("HF_TOKEN", "VLLM_API_KEY")
 #: the host's root-only KEY=VALUE file the secrets come from (apply writes it; never rendered)
 SECRETS_FILE = "/etc/sparkfab/secrets.env"
-#: vllm serve flags whose value is a secret -> the variable that carries it instead
-SECRET_FLAGS = {"api-key": "VLLM_API_KEY", "hf-token": "HF_TOKEN"}
 _SECRET_NAME = re.compile(r"(^|_)(TOKEN|API_KEY|ACCESS_KEY|SECRET|SECRET_KEY|PASSWORD|PASSWD|CREDENTIALS)$")
 
 
@@ -76,7 +63,8 @@ class Recipe(BaseModel):
     #: the file it was read from
     source: str = ""
     description: str
-    engine: Literal["vllm", "collective"] = "vllm"
+    #: the serving engine by its name in `sparkfab.engines` (vllm, sglang, collective)
+    engine: str = "vllm"
     image: str = ""
     #: the image's own ENTRYPOINT up to the command (`docker image inspect`): vllm/vllm-openai has
     #: [vllm, serve]; NGC's nvidia_entrypoint.sh runs its arguments as given, so [] for it
@@ -111,15 +99,19 @@ class Recipe(BaseModel):
     health_wait_s: int | None = None
 
     @property
-    def default_runtime(self) -> Literal["docker", "process"]:
-        """Where the engine runs unless the instance says: vLLM in its image, the collective as a process."""
-        return "process" if self.engine == "collective" else "docker"
+    def engine_spec(self) -> Engine:
+        """What the engine is to sparkfab (its argv, flags, probes), from the engine seam."""
+        return engines.engine(self.engine)
+
+    @property
+    def default_runtime(self) -> Runtime:
+        """Where the engine runs unless the instance says (an image's engine in its container)."""
+        return self.engine_spec.default_runtime
 
     @property
     def ready_timeout_s(self) -> int:
-        """How long the engine itself waits for its workers before it gives up (vLLM's own)."""
-        value = self.env.get("VLLM_ENGINE_READY_TIMEOUT_S", "")
-        return int(value) if value.isdigit() else VLLM_READY_TIMEOUT_S
+        """How long the engine itself waits for its workers before it gives up (its own bound)."""
+        return self.engine_spec.ready_timeout_s(self.env)
 
     @property
     def health_wait(self) -> int:
@@ -136,9 +128,15 @@ class Recipe(BaseModel):
             return (data, str(path)) if isinstance(data, dict) else None
         return (dict(self.architecture), f"recipe {self.name}'s architecture") if self.architecture else None
 
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, name: str) -> str:
+        engines.engine(name)  # a ValueError that names the engines there are
+        return name
+
     @model_validator(mode="after")
     def _servable(self) -> Recipe:
-        if self.engine != "vllm":
+        if not self.engine_spec.needs_image:
             return self
         if not IMAGE.match(self.image) or "@" in self.image.split(":")[0]:
             raise ValueError(f"image {self.image!r} is not an image reference")
@@ -192,7 +190,7 @@ def recipes(dirs: tuple[Path, ...] | None = None) -> dict[str, Recipe]:
 _FORMS = {
     "shm_size": "a size such as 64g (digits, then b, k, m or g)",
     "env": "a variable name ([A-Za-z_][A-Za-z0-9_]*) with a value on one line",
-    "flags": "a vllm serve option name without its dashes (lower case, digits, '-')",
+    "flags": "an engine option name without its dashes (lower case, digits, '-')",
     "volumes": "SOURCE:/TARGET[:OPTIONS] without spaces",
     "entrypoint": "one word per item, on one line",
 }
@@ -212,80 +210,3 @@ def recipe(name: str, dirs: tuple[Path, ...] | None = None) -> Recipe:
     except KeyError:
         where = ", ".join(str(d) for d in dirs or (repo_dir("launchers"),))
         raise RenderError(f"no launch recipe '{name}' in {where}") from None
-
-
-FLAGS_FILE = "vllm-serve-flags.txt"
-#: what a flag takes, as the table says (`assets/vllm_oracle.py flags` writes it from vLLM's parser)
-SWITCHES = ("switch", "bool")
-_SIZE = re.compile(r"^(\d+|\d+(\.\d+)?[kmgt]|\d+[KMGT])$")
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One option string of `vllm serve`: what it takes and its choices."""
-
-    name: str  # with the dashes, e.g. --max-model-len
-    takes: str  # switch, bool (a switch with a --no- form), int, float, size, size|auto, json, json|text, text
-    choices: tuple[str, ...] = ()
-
-
-@lru_cache(maxsize=1)
-def vllm_flag_table() -> dict[str, Flag]:
-    """Every option string of `vllm serve` with what it takes, as the parser of the vLLM version
-    in the file's header defines them."""
-    out = {}
-    for line in (repo_dir("launchers") / FLAGS_FILE).read_text().splitlines():
-        if line.startswith("--"):
-            name, takes, *rest = line.split("\t") + ["text"] * (line.count("\t") == 0)
-            out[name] = Flag(name, takes, tuple(rest[0].split(",")) if rest else ())
-    return out
-
-
-def vllm_flags() -> frozenset[str]:
-    return frozenset(vllm_flag_table())
-
-
-@lru_cache(maxsize=1)
-def vllm_version() -> str:
-    path = repo_dir("launchers") / FLAGS_FILE
-    for line in path.read_text().splitlines():
-        if line.startswith("# vllm "):
-            return line.split()[2]
-    return "(unknown version)"
-
-
-def flag_value_problem(name: str, value: object) -> str | None:
-    """What `vllm serve`'s parser would refuse in `--name value` as sparkfab renders it (true:
-    the bare flag, false: `--no-name`, None: left out), judged by the flag table; None when it
-    would take it. The table knows types and choices, not every check vLLM makes: where vLLM
-    itself is installed, `sparkfab.oracle` asks its parser too."""
-    flag = vllm_flag_table().get(f"--{name}")
-    if flag is None or value is None:
-        return None
-    if isinstance(value, bool):
-        if flag.takes not in SWITCHES:
-            return f"--{name} takes a value ({flag.takes}), not {str(value).lower()}"
-        if value is False and f"--no-{name}" not in vllm_flag_table():
-            return f"--{name} has no --no-{name} form: false would render a flag vllm serve does not have"
-        return None
-    text = str(value)
-    if flag.takes in SWITCHES:
-        return f"--{name} is a switch: write true{' or false' if flag.takes == 'bool' else ''}, not {text!r}"
-    if flag.choices and text not in flag.choices:
-        return f"{text!r} is not a choice of --{name} ({', '.join(flag.choices)})"
-    return None if _fits(flag.takes, text) else f"{text!r} is not a {flag.takes} value (--{name})"
-
-
-def _fits(takes: str, text: str) -> bool:
-    try:
-        if takes == "int":
-            int(text)
-        elif takes == "float":
-            float(text)
-        elif takes in ("size", "size|auto"):
-            return bool(_SIZE.match(text.strip())) or (takes == "size|auto" and text.strip().lower() in ("auto", "-1"))
-        elif takes == "json":
-            json.loads(text)
-    except ValueError:
-        return False
-    return True

@@ -1,13 +1,16 @@
-"""vLLM's own verdict on every launch, before a host runs it: the parser of `vllm serve` (with its
-post-parse checks and the engine arguments it builds) on the whole argv each rank will execute,
-and, where the checkpoint is on this machine, vLLM's model config checked against the
-instance's tensor-parallel size.
+"""Each engine's own verdict on every launch, before a host runs it: the engine's parser on the
+whole argv each rank will execute (vLLM: `vllm serve`'s parser, its post-parse checks and the
+engine arguments it builds, and, where the checkpoint is on this machine, its model config
+checked against the instance's tensor-parallel size; SGLang: its parser and the server arguments
+it builds).
 
-It runs `assets/vllm_oracle.py` in the Python of a vLLM install: `SPARKFAB_VLLM_PYTHON`, else
-the checkout's `.venv-vllm` (scripts/setup.sh makes it). vLLM takes seconds to import, so each
-verdict is kept under `~/.cache/sparkfab/oracle`, keyed by what it depends on (that vLLM, the
-argv, the checkpoint's config.json). Without a vLLM here, validate relies on the flag table
-(`launchers.flag_value_problem`, already applied while resolving) and says that it did.
+It runs the engine's oracle asset (`engines.Oracle`: `assets/vllm_oracle.py`,
+`assets/sglang_oracle.py`) in the Python of an install of that engine: the variable the engine
+names (`SPARKFAB_VLLM_PYTHON`, `SPARKFAB_SGLANG_PYTHON`), else the checkout's venv
+(`.venv-vllm`, `.venv-sglang`; scripts/setup.sh makes them). Engines take seconds to import, so
+each verdict is kept under `~/.cache/sparkfab/oracle`, keyed by what it depends on (that install,
+the argv, the checkpoint's config.json). Without an install here, validate relies on the flag
+table (`engines.flags`, already applied while resolving) and says that it did.
 `SPARKFAB_ORACLE=off` turns the oracle off (the unit tests do).
 """
 
@@ -21,26 +24,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkfab import modelcheck
+from sparkfab import engines, modelcheck
+from sparkfab.engines import Engine, flags
 from sparkfab.errors import InventoryError, Problem
-from sparkfab.launchers import vllm_version
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import launch, volumes
 
-#: the checkout sparkfab runs from, where scripts/setup.sh makes `.venv-vllm` (a wheel carries none)
+#: the checkout sparkfab runs from, where scripts/setup.sh makes the engines' venvs (a wheel carries none)
 _CHECKOUT = Path(__file__).resolve().parents[2]
-ASSET = Path(__file__).with_name("assets") / "vllm_oracle.py"
+ASSETS = Path(__file__).with_name("assets")
 TIMEOUT_S = 600
 
 
+def engine_python(spec: Engine) -> Path | None:
+    """The Python of an install of the engine: the variable it names, else the checkout's venv
+    (not `repo_dir`, which finds shipped content, never a venv); None for an engine without an oracle."""
+    if spec.oracle is None:
+        return None
+    return Path(os.environ.get(spec.oracle.python_env) or _CHECKOUT / spec.oracle.venv / "bin" / "python")
+
+
 def vllm_python() -> Path:
-    """The Python of the environment with vLLM (the CPU build here): SPARKFAB_VLLM_PYTHON, else the
-    checkout's `.venv-vllm` (not `repo_dir`, which finds shipped content, never a venv)."""
-    return Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or _CHECKOUT / ".venv-vllm" / "bin" / "python")
+    """The Python of the environment with vLLM (the CPU build here), which the lab also serves with."""
+    py = engine_python(engines.engine("vllm"))
+    assert py is not None
+    return py
 
 
-def enabled() -> bool:
-    return os.environ.get("SPARKFAB_ORACLE", "on") != "off" and vllm_python().exists()
+def enabled(spec: Engine) -> bool:
+    py = engine_python(spec)
+    return os.environ.get("SPARKFAB_ORACLE", "on") != "off" and py is not None and py.exists()
 
 
 @dataclass(frozen=True)
@@ -49,30 +62,36 @@ class Verdict:
     rank: int
     ok: bool
     error: str
-    model_checked: bool  # vLLM's model config was checked too (the checkpoint is here)
+    model_checked: bool  # the engine's model config was checked too (the checkpoint is here)
+    judge: str = ""  # the engine and release that gave it ("vLLM 0.32.0")
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """What the oracle said of a plan's launches; `version` None when no vLLM was at hand."""
+    """What the oracles said of a plan's launches; `judges` empty when no engine was at hand."""
 
-    version: str | None
+    judges: tuple[str, ...]
     verdicts: tuple[Verdict, ...]
     notes: tuple[str, ...]
 
+    @property
+    def version(self) -> str | None:
+        """Who judged, in words ("vLLM 0.32.0 and SGLang 0.5.23"), or None."""
+        return " and ".join(self.judges) or None
+
     def problems(self) -> list[Problem]:
         """One problem per instance and refusal, naming the ranks it stops."""
-        ranks: dict[tuple[str, str], list[int]] = {}
+        ranks: dict[tuple[str, str, str], list[int]] = {}
         for v in self.verdicts:
             if not v.ok:
-                ranks.setdefault((v.instance, v.error), []).append(v.rank)
+                ranks.setdefault((v.instance, v.judge, v.error), []).append(v.rank)
         return [
             Problem(
                 f"all.vars.sparkfab.instances.{inst}",
-                f"vLLM {self.version} refuses the launch of rank(s) {', '.join(map(str, rs))}: {error}",
+                f"{judge} refuses the launch of rank(s) {', '.join(map(str, rs))}: {error}",
                 "the engine would exit at start; fix the flag or value it names (the recipe's or the instance's)",
             )
-            for (inst, error), rs in ranks.items()
+            for (inst, judge, error), rs in ranks.items()
         ]
 
 
@@ -84,16 +103,19 @@ class _Launch:
     model_dir: str | None
 
 
-def _launches(plan: Plan) -> list[_Launch]:
-    out = []
+def _launches(plan: Plan) -> dict[Engine, list[_Launch]]:
+    """Every launch of the plan whose engine has an oracle, by engine."""
+    out: dict[Engine, list[_Launch]] = {}
     for inst in plan.instances:
         rec = inst.recipe
-        if rec is None or rec.engine != "vllm":
+        if rec is None or rec.engine_spec.oracle is None:
             continue
         for r in inst.ranks:
             lx = launch(plan, inst, plan.host(r.host), rec)
             found = _checkpoint(inst) if r.rank == 0 else None
-            out.append(_Launch(inst.name, r.rank, lx.argv, str(found) if found else None))
+            out.setdefault(rec.engine_spec, []).append(
+                _Launch(inst.name, r.rank, lx.argv, str(found) if found else None)
+            )
     return out
 
 
@@ -104,10 +126,10 @@ def _checkpoint(inst: Instance) -> Path | None:
     return modelcheck.local_checkpoint(inst.model or rec.model, volumes(rec, inst), runtime)
 
 
-def _identity(py: Path) -> str:
-    """What a verdict depends on besides its input: which vLLM gave it."""
+def _identity(py: Path, dist: str) -> str:
+    """What a verdict depends on besides its input: which install of the engine gave it."""
     prefix = py.parent.parent
-    dists = sorted(p.name for p in prefix.glob("lib/python*/site-packages/vllm*.dist-info"))
+    dists = sorted(p.name for p in prefix.glob(f"lib/python*/site-packages/{dist}*.dist-info"))
     return f"{py}|{'|'.join(dists)}"
 
 
@@ -135,11 +157,12 @@ def _cached(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and {"ok", "error", "version"} <= set(data) else None
 
 
-def _ask(py: Path, items: list[_Launch]) -> list[dict[str, Any]]:
+def _ask(spec: Engine, py: Path, items: list[_Launch]) -> list[dict[str, Any]]:
+    assert spec.oracle is not None
     request = {"launches": [{"argv": list(i.argv), "model_dir": i.model_dir} for i in items]}
     env = {**os.environ, "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")}
     res = subprocess.run(
-        [str(py), str(ASSET), "check"],
+        [str(py), str(ASSETS / spec.oracle.asset), "check"],
         input=json.dumps(request),
         capture_output=True,
         text=True,
@@ -149,49 +172,65 @@ def _ask(py: Path, items: list[_Launch]) -> list[dict[str, Any]]:
     lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
     if res.returncode != 0 or not lines:
         tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [f"exit {res.returncode}"]
-        raise RuntimeError(f"vLLM's checks in {py} did not run: {tail[0][:300]}")
+        raise RuntimeError(f"{spec.title}'s checks in {py} did not run: {tail[0][:300]}")
     answer = json.loads(lines[-1])
     return [{**r, "version": answer["version"]} for r in answer["results"]]
 
 
 def judge(plan: Plan) -> Judgement:
-    """Every vLLM launch of `plan` through vLLM's own checks (cached), or the fallback's note."""
-    items = _launches(plan)
-    if not items:
-        return Judgement(None, (), ())
-    if not enabled():
-        why = "SPARKFAB_ORACLE=off" if vllm_python().exists() else f"no vLLM at {vllm_python()}"
-        note = (
-            f"vLLM's own parser was not run ({why}): flags and values were checked against "
-            "launchers/vllm-serve-flags.txt (set SPARKFAB_VLLM_PYTHON to a Python with vLLM for its full checks)"
+    """Every launch of `plan` through its engine's own checks (cached), or the fallback's note."""
+    judges: list[str] = []
+    verdicts: list[Verdict] = []
+    notes: list[str] = []
+    for spec, items in _launches(plan).items():
+        found = _judge(plan, spec, items, notes)
+        if found is None:
+            continue
+        judges.append(found[0])
+        verdicts += found[1]
+        notes += _version_notes(plan, spec, found[0])
+    return Judgement(tuple(judges), tuple(verdicts), tuple(notes))
+
+
+def _judge(plan: Plan, spec: Engine, items: list[_Launch], notes: list[str]) -> tuple[str, list[Verdict]] | None:
+    assert spec.oracle is not None
+    py = engine_python(spec)
+    if not enabled(spec) or py is None:
+        why = "SPARKFAB_ORACLE=off" if py is not None and py.exists() else f"no {spec.title} at {py}"
+        notes.append(
+            f"{spec.title}'s own parser was not run ({why}): flags and values were checked against "
+            f"launchers/{spec.flags_file} (set {spec.oracle.python_env} to a Python with {spec.title} "
+            "for its full checks)"
         )
-        return Judgement(None, (), (note, *_version_notes(plan, vllm_version())))
-    py = vllm_python()
-    ident = _identity(py)
+        notes += _version_notes(plan, spec, f"{spec.title} {flags.version(spec)}")
+        return None
+    ident = _identity(py, spec.oracle.dist)
     store = cache_dir()
     keys = [_key(ident, i) for i in items]
     found = {k: _cached(store / f"{k}.json") for k in keys}
     missing = [i for i, k in zip(items, keys, strict=True) if found[k] is None]
     if missing:
         try:
-            answers = _ask(py, missing)
+            answers = _ask(spec, py, missing)
         except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as exc:
-            note = f"vLLM's own checks could not run ({exc}); flags and values were checked against the flag table"
-            return Judgement(None, (), (note,))
+            notes.append(
+                f"{spec.title}'s own checks could not run ({exc}); flags and values were checked against the flag table"
+            )
+            return None
         for item, answer in zip(missing, answers, strict=True):
             k = _key(ident, item)
             found[k] = answer
             store.mkdir(parents=True, exist_ok=True)
             (store / f"{k}.json").write_text(json.dumps(answer))
     verdicts = []
-    version = None
+    judge = spec.title
     for item, k in zip(items, keys, strict=True):
         a = found[k] or {}
-        version = str(a.get("version"))
+        judge = f"{spec.title} {a.get('version')}"
         verdicts.append(
-            Verdict(item.instance, item.rank, bool(a.get("ok")), str(a.get("error", "")), bool(item.model_dir))
+            Verdict(item.instance, item.rank, bool(a.get("ok")), str(a.get("error", "")), bool(item.model_dir), judge)
         )
-    return Judgement(version, tuple(verdicts), tuple(_version_notes(plan, version)))
+    return judge, verdicts
 
 
 def check(plan: Plan, say: Any = None) -> Judgement:
@@ -205,21 +244,25 @@ def check(plan: Plan, say: Any = None) -> Judgement:
     return verdict
 
 
-def _version_notes(plan: Plan, version: str | None) -> list[str]:
-    """A recipe whose image carries another vLLM than the one that judged it (or says none)."""
+def _version_notes(plan: Plan, spec: Engine, judge: str) -> list[str]:
+    """A recipe whose image carries another release of the engine than the one that judged it
+    (or says none)."""
+    version = judge.rsplit(" ", 1)[-1]
     out = []
     seen = set()
     for inst in plan.instances:
         rec = inst.recipe
-        if rec is None or rec.engine != "vllm" or rec.name in seen:
+        if rec is None or rec.engine_spec is not spec or rec.name in seen:
             continue
         seen.add(rec.name)
         if not rec.engine_version:
             out.append(
-                f"recipe {rec.name}: the vLLM in {rec.image} is not recorded (engine_version); judged by {version}"
+                f"recipe {rec.name}: the {spec.title} in {rec.image} is not recorded (engine_version); "
+                f"judged by {version}"
             )
         elif rec.engine_version != version:
             out.append(
-                f"recipe {rec.name}: {rec.image} carries vLLM {rec.engine_version}, judged by {version}'s parser"
+                f"recipe {rec.name}: {rec.image} carries {spec.title} {rec.engine_version}, "
+                f"judged by {version}'s parser"
             )
     return out

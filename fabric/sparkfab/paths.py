@@ -12,7 +12,22 @@
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
+
+
+def repo_dir(name: str) -> Path:
+    """Where the content beside the package lives (`launchers`, `roles`, `playbooks`,
+    `ansible.cfg`): under SPARKFAB_HOME when it is set, else in the checkout sparkfab runs from
+    (an editable install), else in the copy a built wheel carries (`sparkfab/_shipped`)."""
+    home = os.environ.get("SPARKFAB_HOME")
+    if home:
+        return Path(home) / name
+    checkout = Path(__file__).resolve().parents[2] / name
+    if checkout.exists():
+        return checkout
+    return Path(str(resources.files("sparkfab"))) / "_shipped" / name
+
 
 STATE_ENV = "SPARKFAB_STATE_DIR"
 LAB_ENV = "SPARKFAB_LAB_DIR"

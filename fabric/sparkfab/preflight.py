@@ -18,7 +18,7 @@ from typing import Any
 
 from sparkfab import modelcheck
 from sparkfab.connection import Connection
-from sparkfab.launchers import repo_dir
+from sparkfab.paths import repo_dir
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.launch import HF_CACHE, PID_DIR, Launch, launch, volumes
 from sparkfab.verify import checks, images, perf

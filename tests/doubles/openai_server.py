@@ -72,6 +72,9 @@ class FakeServer:
         return f"{'https' if tls else 'http'}://{host}:{self.httpd.server_address[1]}"
 
     def observe(self, name: str, seconds: float) -> None:
+        """One observation of vLLM's histogram `name`, under SGLang's name when playing SGLang."""
+        if self.dialect == "sglang":
+            name = name.replace("vllm:", "sglang:")
         with _LOCK:
             h = self.histograms.setdefault(name, [0.0, 0.0])
             h[0] += seconds
@@ -150,7 +153,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"ok": True})
         elif self.path == "/version" and self.server_state.dialect == "vllm":
             self._json(200, {"version": self.server_state.version})
-        elif self.path == "/metrics" and self.server_state.dialect == "vllm":
+        elif self.path == "/server_info" and self.server_state.dialect == "sglang":
+            self._json(200, {"version": self.server_state.version, "tp_size": 2})
+        elif self.path == "/metrics" and self.server_state.dialect in ("vllm", "sglang"):
             raw = self.server_state.metrics_text().encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -310,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--cached-prefix-factor", type=float, default=1.0)
     p.add_argument("--drop-tokens", type=int, default=0)
-    p.add_argument("--dialect", choices=("vllm", "hf"), default="vllm", help="whose API quirks to play")
+    p.add_argument("--dialect", choices=("vllm", "sglang", "hf"), default="vllm", help="whose API quirks to play")
+    p.add_argument("--version", default="0.32.0", help="the engine release it reports")
     p.add_argument("--api-key", help="require this key on /v1/* (like vLLM's --api-key)")
     p.add_argument("--tls-cert", help="serve https with this certificate (PEM) ...")
     p.add_argument("--tls-key", help="... and this key")
@@ -334,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         responder=model_responder(args.behaviour == "good"),
         dialect=args.dialect,
+        version=args.version,
         api_key=args.api_key,
         root=args.root,
     )

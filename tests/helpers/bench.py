@@ -33,7 +33,7 @@ VLLM_KEYS = {
     "date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "request_rate",
     "burstiness", "max_concurrency", "duration", "completed", "failed", "total_input_tokens",
     "total_output_tokens", "request_throughput", "output_throughput", "total_token_throughput", "input_lens",
-    "output_lens", "ttfts", "itls", "latencies", "errors",
+    "output_lens", "ttfts", "itls", "latencies", "start_times", "errors",
     *(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("mean", "median", "std", "p99")),
 }  # fmt: skip
 

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sparkfab.engines import ENGINES
 from sparkfab.errors import InventoryError
-from sparkfab.launchers import SECRETS, recipes
+from sparkfab.launchers import recipes
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
 from tests.conftest import EXAMPLES, REPO
@@ -147,7 +148,8 @@ def test_a_recipe_with_latest_or_no_org_is_refused(tmp_path, monkeypatch):
     from sparkfab.errors import RenderError
 
     (tmp_path / "launchers").mkdir()
-    (tmp_path / "launchers" / launchers.FLAGS_FILE).write_text((REPO / "launchers" / launchers.FLAGS_FILE).read_text())
+    for table in ("vllm-serve-flags.txt", "sglang-serve-flags.txt"):
+        (tmp_path / "launchers" / table).write_text((REPO / "launchers" / table).read_text())
     (tmp_path / "launchers/bad.yml").write_text("description: x\nimage: vllm/vllm-openai:latest\nmodel: org/m\n")
     monkeypatch.setenv("SPARKFAB_HOME", str(tmp_path))
     launchers.recipes.cache_clear()
@@ -193,7 +195,7 @@ def test_no_rendered_file_readable_by_others_holds_a_secret(tmp_path, cli, monke
                 if f.suffix == ".sh" and "/launch/" in str(f):
                     text = data.decode()
                     assert "-e HF_TOKEN" in text and "/etc/sparkfab/secrets.env" in text, f
-    assert SECRETS == ("HF_TOKEN", "VLLM_API_KEY")
+    assert ENGINES["vllm"].secrets == ("HF_TOKEN", "VLLM_API_KEY")
 
 
 def test_the_launch_script_hands_secrets_to_docker_by_name(tmp_path, cli):
@@ -245,7 +247,6 @@ def test_every_rank_of_an_instance_has_the_same_engine_hash(tmp_path):
     """verify compares the hash of the engine-shaping flags across ranks: what differs by design
     (`--node-rank N`, the value-less `--headless`) is left out, and nothing else is. A switch
     taken for a flag with a value once dropped the `--host` after `--headless` on every worker."""
-    from sparkfab.render.launch import engine_flags
 
     hashes: dict[str, set[str]] = {}
     for label, _, meta in _launches(tmp_path):
@@ -253,4 +254,4 @@ def test_every_rank_of_an_instance_has_the_same_engine_hash(tmp_path):
         hashes.setdefault(combo, set()).add(meta["engine_flag_hash"])
     assert hashes and all(len(h) == 1 for h in hashes.values()), {k: v for k, v in hashes.items() if len(v) > 1}
     argv = ["vllm", "serve", "m", "--node-rank", "1", "--headless", "--host", "0.0.0.0"]
-    assert engine_flags(argv) == ("vllm", "serve", "m", "--host", "0.0.0.0")
+    assert ENGINES["vllm"].engine_flags(argv) == ("vllm", "serve", "m", "--host", "0.0.0.0")

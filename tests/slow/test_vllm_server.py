@@ -87,14 +87,16 @@ def test_same_keys_and_decode_as_vllm_bench_serve(vllm_server, cli, tmp_path):
     cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "vllm"]
     cmd += ["--base-url", url, "--model", model, "--dataset-name", "random", "--random-input-len", str(PROMPT)]
     cmd += ["--random-output-len", str(OUTPUT), "--num-prompts", str(ROUNDS), "--max-concurrency", "1"]
-    cmd += ["--ignore-eos", "--save-result", "--result-dir", str(tmp_path), "--result-filename", "vllm.json"]
+    # the file's stem names its test in `sparkfab report`: the same name as ours, to compare them
+    cmd += ["--ignore-eos", "--save-result", "--save-detailed", "--result-dir", str(tmp_path / "theirs")]
+    cmd += ["--result-filename", "same.json"]
     cmd += ["--percentile-metrics", "ttft,tpot,itl,e2el", "--disable-tqdm"]
     clients = _client_cpus()
     run = subprocess.run(
         cmd, env=_env(root), capture_output=True, text=True, timeout=600, cwd=root, preexec_fn=lambda: _pin(clients)
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    theirs = json.loads((tmp_path / "vllm.json").read_text())
+    theirs = json.loads((tmp_path / "theirs/same.json").read_text())
     theirs_server = server_side(before, _scrape(url))
     ours = json.loads((tmp_path / "run/result_same.json").read_text())
     shared = VLLM_KEYS & set(theirs)
@@ -114,3 +116,27 @@ def test_same_keys_and_decode_as_vllm_bench_serve(vllm_server, cli, tmp_path):
         f"vllm bench serve {theirs['mean_tpot_ms']:.3f} (server ITL {theirs_server['server_mean_itl_ms']:.3f})"
     )
     assert ours_rel == pytest.approx(theirs_rel, rel=0.02)
+
+    # the console: our block is vLLM's, line for line in its labels and order
+    def labels(text: str) -> list[str]:
+        block = text[text.index(" Serving Benchmark Result ") :]
+        return [line[:40].strip() for line in block.splitlines() if line.strip() and not line.startswith("=")]
+
+    skip = {"Test:", "Maximum request concurrency:", "Peak output token throughput (tok/s):",
+            "Peak concurrent requests:", "Mean TTFT at the server (ms):", "Client - server TTFT (ms):"}  # fmt: skip
+    assert [x for x in labels(res.out) if x not in skip] == [x for x in labels(run.stdout) if x not in skip]
+    print(
+        "sparkfab bench:\n"
+        + res.out[res.out.index("=") :]
+        + "vllm bench serve:\n"
+        + run.stdout[run.stdout.index("=") :]
+    )
+    # the report reads vLLM's detailed result file beside our run: the same test, side by side
+    rep = cli("report", str(tmp_path / "run"), str(tmp_path / "theirs/same.json"), "-o", str(tmp_path / "rep"))
+    assert rep.code == 0, rep.err
+    tables = json.loads((tmp_path / "rep/tables.json").read_text())
+    [row] = tables["ttft"]
+    assert row["b"]["n"] == ROUNDS and row["b"]["mean"] == pytest.approx(sum(theirs["ttfts"]) / ROUNDS)
+    by_run = {r["run"]: r for r in tables["latency"]}
+    assert by_run["same"]["p99_tpot_ms"] == pytest.approx(theirs["p99_tpot_ms"], rel=1e-6)
+    assert by_run["same"]["p50_itl_ms"] == pytest.approx(theirs["median_itl_ms"], rel=1e-6)

@@ -21,6 +21,7 @@ LAYERS = (
         "drivers",
         (
             "sparkfab.deploy",
+            "sparkfab.runenv",
             "sparkfab.connection",
             "sparkfab.oracle",
             "sparkfab.verify",
@@ -35,6 +36,7 @@ LAYERS = (
         "facts",
         (
             "sparkfab.launchers",
+            "sparkfab.engines",
             "sparkfab.modelcheck",
             "sparkfab.catalog",
             "sparkfab.spark",

@@ -19,7 +19,7 @@ from sparkfab import spark
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, ServerError, Unavailable, UsageError
-from sparkfab.measure import bench, plans, sampler
+from sparkfab.measure import bench, plans, sampler, vllmstats
 from sparkfab.measure.access import Access
 
 
@@ -91,6 +91,15 @@ def _access_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--ca-file", help="trust this CA bundle for an https URL")
     p.add_argument("--insecure", action="store_true", help="https without checking the certificate (not recommended)")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object bench wrote into its run directory, or {} where there is none."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _access(args: argparse.Namespace) -> Access:
@@ -216,11 +225,14 @@ def bench_cmd(args: argparse.Namespace) -> int:
         summary = asyncio.run(
             run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True, markup=False))
         )
-    for name, t in summary.tests.items():
-        ttft, dec = t.ttft, t.decode_tps
-        sys.stdout.write(f"{name}: TTFT {ttft.mean:.3f} s" if ttft else f"{name}: no result")
-        sys.stdout.write(f", decode {dec.mean:.1f} tok/s" if dec else "")
-        sys.stdout.write(f", {len(t.errors)} error(s)\n" if t.errors else "\n")
+    # each test as `vllm bench serve` prints its result (from the result_<test>.json bench wrote)
+    server = _read_json(out / "server.json")
+    for name in summary.tests:
+        result = _read_json(out / f"result_{name}.json")
+        if result:
+            sys.stdout.write(vllmstats.console_block(name, result, server.get(name)))
+        else:
+            sys.stdout.write(f"{name}: no result\n")
     sys.stderr.write(f"results in {out}/requests.jsonl and summary.json\n")
     if summary.errors:
         first = next(e for t in summary.tests.values() for e in t.errors)
@@ -271,7 +283,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 def report_cmd(args: argparse.Namespace) -> int:
     from sparkfab.measure import model as models
     from sparkfab.measure.estimate import Setup
-    from sparkfab.measure.report import load_run, write
+    from sparkfab.measure.report import write
+    from sparkfab.measure.runs import load_run
     from sparkfab.outputs import check_dir, replace_dir
 
     if len(args.runs) > 2:
@@ -284,7 +297,7 @@ def report_cmd(args: argparse.Namespace) -> int:
             sys.stderr.write(f"warning: {r.dir}/requests.jsonl: skipped {r.skipped} unreadable line(s)\n")
     setup, assumption = None, ""
     if args.estimate:
-        from sparkfab.measure.report import link_gbps, served_config, served_tp
+        from sparkfab.measure.runs import link_gbps, served_config, served_tp
 
         served = served_config(runs[0])
         if not (args.model or args.config) and served is not None:

@@ -105,8 +105,13 @@ def run_with_progress(
 REFUSALS = ("foreign netplan file:",)
 
 
-#: what ssh says when a host's key is not the one known for it (a reinstall, or someone else)
-KEY_CHANGED = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
+#: what ssh says when a host's key is not the one known for it (a reinstall, or someone else), and
+#: what Mitogen's connection says for it (mitogen/ssh.py: hostkey_failed_msg)
+KEY_CHANGED = (
+    "REMOTE HOST IDENTIFICATION HAS CHANGED",
+    "Host key verification failed",
+    "SSH reported an unrecognized or mismatching host key",
+)
 
 
 def _fail_if(result: RunResult, plan: Plan | None = None) -> None:

@@ -37,7 +37,7 @@ def validate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"warning: {w}\n")
     n_if = sum(len(h.ifaces) for h in plan.hosts)
     if not args.quiet:
-        judged = f"; every launch parsed by vLLM {verdict.version}" if verdict.version else ""
+        judged = f"; every launch parsed by {verdict.version}" if verdict.version else ""
         sys.stderr.write(
             f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
             f"{n_if} fabric interfaces, {len(plan.instances)} instance(s){judged}\n"

@@ -115,7 +115,7 @@ def _serving(plan: Plan, sp: LabSpec, st: build.LabStatus) -> dict[str, build.Se
             continue
         out[inst.name] = build.Serving(
             url=f"http://{head.mgmt_ip}:{inst.port}",
-            model=lab_engine.served_name(sp) if st.engine == "vllm" else None,
+            model=lab_engine.served_name(sp, st.engine),
             engine=st.engine,
             tp=inst.tp,
             head=inst.ranks[0].host,

@@ -30,9 +30,10 @@ import yaml
 from sparkfab import proc
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec
-from sparkfab.launchers import recipe, repo_dir
+from sparkfab.launchers import recipe
 from sparkfab.modelcheck import VOCAB_PADDING
 from sparkfab.oracle import vllm_python
+from sparkfab.paths import repo_dir
 
 ENGINES = ("vllm", "collective")
 RECIPES = {"vllm": "lab-vllm", "collective": "lab-collective"}
@@ -59,8 +60,11 @@ def model_shape(tps: set[int]) -> dict[str, int]:
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def served_name(spec: LabSpec) -> str:
-    """The model name the lab's vLLM answers to (the recipe's --served-model-name, else its path)."""
+def served_name(spec: LabSpec, engine: str | None = "vllm") -> str | None:
+    """The model name the lab's engine answers to (the lab-vllm recipe's --served-model-name, else
+    the model's path); None for the collective, which serves no model."""
+    if engine != "vllm":
+        return None
     name = recipe(RECIPES["vllm"]).flags.get("served-model-name")
     return str(name) if name else str(model_dir(spec))
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from sparkfab import __version__, lock
+from sparkfab import __version__, engines, lock
 from sparkfab.errors import BenchError, ServerError, Unavailable, UsageError
 from sparkfab.measure import http, sampler, traffic, vllmstats
 from sparkfab.measure.access import Access
@@ -331,14 +331,20 @@ class Run:
 
 
 async def engine_info(client: httpx.AsyncClient, model: str = "") -> dict[str, Any]:
-    """The engine and its version as the server reports them (vLLM: GET /version), and where
-    the served model was loaded from (vLLM's /v1/models `root`: a local checkpoint's path)."""
-    try:
-        r = await http.answer(client, "GET", "/version", total_s=METADATA_S, max_bytes=1 << 20)
-        version = r.json().get("version") if r.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
-        version = None
-    info: dict[str, Any] = {"name": "vllm" if version else "unknown", "version": str(version) if version else None}
+    """The engine and its version as the server reports them (the first engine of the seam whose
+    version path answers: vLLM's GET /version, SGLang's /server_info), and where the served model
+    was loaded from (vLLM's /v1/models `root`: a local checkpoint's path)."""
+    info: dict[str, Any] = {"name": "unknown", "version": None}
+    for spec in engines.served():
+        assert spec.metrics is not None
+        try:
+            r = await http.answer(client, "GET", spec.metrics.version_path, total_s=METADATA_S, max_bytes=1 << 20)
+            version = r.json().get("version") if r.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            version = None
+        if version:
+            info = {"name": spec.name, "version": str(version)}
+            break
     try:
         r = await http.answer(client, "GET", "/v1/models", total_s=METADATA_S, max_bytes=4 << 20)
         rows = r.json().get("data", []) if r.status_code == 200 else []

@@ -10,110 +10,17 @@ in one HTML page.
 from __future__ import annotations
 
 import base64
-import html
 import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkfab import userfile
-from sparkfab.errors import Unavailable, UsageError
-from sparkfab.measure import bench, records, sampler, traffic
+from sparkfab.measure import records, sampler, traffic, vllmstats
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
 from sparkfab.measure.plots import pyplot
-from sparkfab.measure.vllmstats import percentile
+from sparkfab.measure.runs import Run, dist, link_gbps, samples, server_side
 from sparkfab.outputs import PNG_METADATA
-
-
-@dataclass(frozen=True)
-class Run:
-    """A bench run read back from its directory."""
-
-    dir: Path
-    meta: dict[str, Any]  # run.json as bench wrote it (a document: its keys are checked where they are read)
-    rows: list[dict[str, Any]]  # requests.jsonl's records, each with its traffic folded in
-    summary: records.Summary
-    label: str
-    skipped: int  # lines of requests.jsonl that could not be read (a killed bench leaves a torn one)
-
-
-def link_gbps(run: Run, default: float) -> float:
-    """The link speed a run measured, as bench recorded it: from the inventory (a lab's shaped
-    rate) or from `--link-speed`; else `default`. A run's label is a name, never a speed."""
-    for key in ("inventory", "link"):
-        rec = run.meta.get(key)
-        value = rec.get("link_gbps") if isinstance(rec, dict) else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e4:
-            return float(value)
-    return default
-
-
-def served_tp(run: Run) -> int | None:
-    inv = run.meta.get("inventory")
-    tp = inv.get("tp") if isinstance(inv, dict) else None
-    return tp if isinstance(tp, int) and not isinstance(tp, bool) and 0 < tp <= 1024 else None
-
-
-def served_config(run: Run) -> Path | None:
-    """The served checkpoint's config.json: bench's copy in the run, else the local directory
-    the server loaded it from."""
-    kept = run.dir / bench.MODEL_CONFIG
-    if kept.is_file():
-        return Path(kept)
-    engine = run.meta.get("engine")
-    roots = [engine.get("model_root") if isinstance(engine, dict) else None, run.meta.get("model")]
-    for root in roots:
-        if isinstance(root, str) and root.startswith("/") and (Path(root) / "config.json").is_file():
-            return Path(root) / "config.json"
-    return None
-
-
-def load_run(path: Path) -> Run:
-    """A bench run directory: its run.json and the well-formed records of requests.jsonl."""
-    if not path.exists():
-        raise Unavailable(f"{path}: no such run directory")
-    if not (path / "run.json").is_file():
-        raise UsageError(f"{path}: not a bench run directory (no run.json)")
-    try:
-        meta = userfile.loads(userfile.read_bytes(path / "run.json", "run.json").decode("utf-8"), path / "run.json")
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}/run.json: not UTF-8 text") from None
-    if not isinstance(meta, dict):
-        raise UsageError(f"{path}/run.json: not a JSON object")
-    records.check_meta(meta, path / "run.json")
-    lines, skipped = records.read_lines(path / "requests.jsonl")
-    rows = records.merge(lines)
-    label = meta.get("label")
-    return Run(path, meta, rows, records.summarize(rows), str(label)[:40] if label else path.name, skipped)
-
-
-def samples(run: Run, test: str) -> dict[str, list[float]]:
-    """Per-sample values behind the means: TTFT (seconds; for several requests the last first
-    token of each round) and decode speed (tokens/s per request), measured rounds only."""
-    ok = [r for r in run.rows if r["test"] == test and not r.get("warmup") and not r.get("error")]
-    rounds = sorted({r["round"] for r in ok})
-    several = any(r["index"] > 0 for r in ok)
-    if several:
-        ttft = [max(r["ttft_s"] for r in ok if r["round"] == k) for k in rounds]
-    else:
-        ttft = [r["ttft_s"] for r in ok]
-    return {"ttft": ttft, "decode": [r["decode_tps"] for r in ok if r.get("decode_tps")]}
-
-
-def dist(values: list[float]) -> dict[str, float] | None:
-    """mean, the median and the p10..p90 spread, min, max and n of the samples."""
-    if not values:
-        return None
-    return {
-        "mean": sum(values) / len(values),
-        "p10": percentile(values, 10),
-        "median": percentile(values, 50),
-        "p90": percentile(values, 90),
-        "min": min(values),
-        "max": max(values),
-        "n": len(values),
-    }
 
 
 def tables(a: Run, b: Run | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
@@ -144,7 +51,33 @@ def tables(a: Run, b: Run | None, setup: Setup | None) -> dict[str, list[dict[st
             "estimate": bytes_per_token(setup) if setup else None,
         }
         bytes_rows.append(brow)
-    return {"ttft": ttft, "decode": decode, "bytes_per_token": bytes_rows}
+    latency = [row for run in (a, b) if run for name in sa for row in [latency_row(run, name)] if row]
+    return {"ttft": ttft, "decode": decode, "bytes_per_token": bytes_rows, "latency": latency}
+
+
+#: how far above the estimate's upper bound a measured increase is flagged
+FAR_ABOVE = 2.0
+
+
+def latency_row(run: Run, test: str) -> dict[str, Any] | None:
+    """One run's requests of `test` in `vllm bench serve`'s terms (ms): p50 and p99 of TTFT, TPOT,
+    ITL and E2EL, and the server's own mean TTFT (from /metrics around the measured rounds) with
+    the client's minus the server's: the time outside the engine (network, queueing, client)."""
+    mine = [r for r in run.rows if r["test"] == test]
+    if not mine:
+        return None
+    res = vllmstats.test_result(mine)
+    if not res["completed"]:
+        return None
+    row: dict[str, Any] = {"test": test, "run": run.label, "completed": res["completed"]}
+    for m in vllmstats.METRICS:
+        row[f"p50_{m}_ms"] = res[f"p50_{m}_ms"]
+        row[f"p99_{m}_ms"] = res[f"p99_{m}_ms"]
+    server = server_side(run).get(test) or {}
+    if isinstance(server.get("server_mean_ttft_ms"), (int, float)):
+        row["server_mean_ttft_ms"] = float(server["server_mean_ttft_ms"])
+        row["client_minus_server_ttft_ms"] = res["mean_ttft_ms"] - row["server_mean_ttft_ms"]
+    return row
 
 
 def _plain(s: records.Stats | None) -> dict[str, Any] | None:
@@ -191,19 +124,32 @@ def metadata(run: Run) -> list[tuple[str, str]]:
     ]
 
 
-def markdown(
-    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[Run] | None = None,
-    assumption: str = "",
-) -> str:  # fmt: skip
-    """The tables as Markdown; with one run, the columns that compare are left out."""
+@dataclass(frozen=True)
+class Section:
+    """One table of the report, as both the Markdown and the HTML page show it."""
 
-    def table(title: str, rows: list[dict[str, str]]) -> list[str]:
-        if not rows:
-            return [title, "(no tests)"]
-        cols = [c for c in rows[0] if lb is not None or c not in ("b", "increase", "change")]
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
+def sections(
+    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[Run] | None = None,
+) -> list[Section]:  # fmt: skip
+    """The report's tables; with one run, the columns that compare are left out."""
+
+    def table(title: str, rows: list[dict[str, str]]) -> Section:
+        cols = [c for c in rows[0] if lb is not None or c not in ("b", "increase", "change")] if rows else []
         names = {"b": lb or "", "a": la}
-        head = "| " + " | ".join(names.get(c, c) for c in cols) + " |"
-        return [title, head, "|" + "---|" * len(cols), *("| " + " | ".join(r[c] for c in cols) + " |" for r in rows)]
+        return Section(title, [names.get(c, c) for c in cols], [[r[c] for c in cols] for r in rows])
+
+    def bound(r: dict[str, Any]) -> str:
+        if "bound_s" not in r:
+            return "-"
+        text = f"<= +{_g(r['bound_s'])} s"
+        if r.get("increase_s", 0) > FAR_ABOVE * r["bound_s"] > 0:
+            text += f" (measured {r['increase_s'] / r['bound_s']:.1f}x the bound: more than the network explains)"
+        return text
 
     ttft = [
         {
@@ -211,7 +157,7 @@ def markdown(
             "a": _fmt(r["a"]),
             "b": _fmt(r["b"]),
             "increase": f"+{_g(r['increase_s'])} s ({r['increase']:+.1%})" if "increase_s" in r else "-",
-            "estimate bound": f"<= +{_g(r['bound_s'])} s" if "bound_s" in r else "-",
+            "estimate bound": bound(r),
         }
         for r in t["ttft"]
     ]
@@ -231,7 +177,7 @@ def markdown(
         vs = [f"{x['mean'] / r['estimate'] - 1:+.2%}" for x in (r["a"], r["b"]) if x and r["estimate"]]
         return " / ".join(vs) or "-"
 
-    traffic = [
+    traffic_rows = [
         {
             "test": r["test"],
             "a": _fmt(r["a"], unit, scale),
@@ -241,23 +187,74 @@ def markdown(
         }
         for r in t["bytes_per_token"]
     ]
-    out: list[str] = []
+    latency = [
+        {
+            "test": r["test"],
+            "run": r["run"],
+            **{f"{m.upper()} p50 / p99": f"{_g(r[f'p50_{m}_ms'])} / {_g(r[f'p99_{m}_ms'])}" for m in vllmstats.METRICS},
+            "server TTFT (mean)": _g(r["server_mean_ttft_ms"]) if "server_mean_ttft_ms" in r else "-",
+            "client - server TTFT": _g(r["client_minus_server_ttft_ms"]) if "client_minus_server_ttft_ms" in r else "-",
+        }
+        for r in t.get("latency", [])
+    ]
+    out: list[Section] = []
     if runs:
         keys = [k for k, _ in metadata(runs[0])]
-        rows = [{"": k, **{f"r{i}": dict(metadata(r))[k] for i, r in enumerate(runs)}} for k in keys]
-        out += ["## Runs\n", "| | " + " | ".join(str(r.label) for r in runs) + " |", "|---|" + "---|" * len(runs)]
-        out += ["| " + " | ".join(row.values()) + " |" for row in rows]
-        out.append("")
-    if assumption:
-        out += [f"Estimate: {assumption}", ""]
-    out += table("## TTFT (median, p10-p90 spread, mean; several requests: until the last first token)\n", ttft)
-    out += table("\n## Decode speed (tokens/s after the first token, per request)\n", decode)
-    out += table(
-        "\n## Prefill traffic per prompt token (one host, sent; several requests: the round's bytes over all "
-        "its prompt tokens)\n",
-        traffic,
+        out.append(
+            Section(
+                "Runs", ["", *(str(r.label) for r in runs)], [[k, *(dict(metadata(r))[k] for r in runs)] for k in keys]
+            )
+        )
+    out.append(table("TTFT (median, p10-p90 spread, mean; several requests: until the last first token)", ttft))
+    out.append(table("Decode speed (tokens/s after the first token, per request)", decode))
+    out.append(
+        table(
+            "Prefill traffic per prompt token (one host, sent; several requests: the round's bytes over all "
+            "its prompt tokens)",
+            traffic_rows,
+        )
     )
-    return "\n".join(out) + "\n"
+    if latency:
+        out.append(
+            Section(
+                "Latency per request in vllm bench serve's terms (ms; measured rounds; server: its /metrics)",
+                list(latency[0]),
+                [list(r.values()) for r in latency],
+            )
+        )
+    return out
+
+
+def markdown(
+    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[Run] | None = None,
+    assumption: str = "",
+) -> str:  # fmt: skip
+    """The tables as Markdown."""
+    out: list[str] = [f"Estimate: {assumption}", ""] if assumption and not runs else []
+    for i, sec in enumerate(sections(t, la, lb, runs)):
+        out += [f"## {sec.title}", ""]
+        if not sec.rows:
+            out.append("(no tests)")
+        else:
+            out += ["| " + " | ".join(sec.columns) + " |", "|" + "---|" * len(sec.columns)]
+            out += ["| " + " | ".join(row) + " |" for row in sec.rows]
+        out.append("")
+        if i == 0 and runs and assumption:
+            out += [f"Estimate: {assumption}", ""]
+    return "\n".join(out)
+
+
+#: what each picture shows, by the file's stem (a traffic picture per test: `traffic_<test>`)
+CAPTIONS = {
+    "ttft": "Time to first token of each round, per test and run",
+    "extra_prefill": "Extra prefill time at the lower link speed: the estimate's upper bound and the measurement",
+}
+
+
+def _caption(path: Path) -> str:
+    if path.stem.startswith("traffic_"):
+        return f"Traffic of one host during round 0 of {path.stem.removeprefix('traffic_')}: 1 ms and 20 ms averages"
+    return CAPTIONS.get(path.stem, path.stem)
 
 
 def _series_for(run: Run, test: str) -> tuple[list[float], list[float], list[float], list[float], float] | None:
@@ -342,46 +339,21 @@ def plots(a: Run, b: Run | None, t: dict[str, list[dict[str, Any]]], out: Path) 
 
 
 def write(a: Run, b: Run | None, setup: Setup | None, out: Path, assumption: str = "") -> dict[str, Any]:
+    from sparkfab.render.text import fill_html
+
     t = tables(a, b, setup)
-    md = markdown(t, a.label, b.label if b else None, [x for x in (a, b) if x], assumption)
+    runs = [x for x in (a, b) if x]
+    md = markdown(t, a.label, b.label if b else None, runs, assumption)
     pngs = plots(a, b, t, out)
     (out / "report.md").write_text(md)
     (out / "tables.json").write_text(json.dumps(t, indent=2))
-    imgs = "".join(
-        f'<figure><img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
-        f"<figcaption>{html.escape(p.stem)}</figcaption></figure>"
-        for p in pngs
-    )
-    page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>sparkfab report</title><style>"
-        "body{font-family:sans-serif;max-width:1000px;margin:auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:3px 8px}img{max-width:100%}p.note{color:#444}</style></head><body>"
-        f"<h1>{html.escape(a.label + (' vs ' + b.label if b else ''))}</h1>"
-        f"{_md_tables_to_html(md)}{imgs}</body></html>"
+    figures = [(f"data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}", _caption(p)) for p in pngs]
+    page = fill_html(
+        "report.html.j2",
+        title=a.label + (" vs " + b.label if b else ""),
+        sections=sections(t, a.label, b.label if b else None, runs),
+        assumption=assumption,
+        figures=figures,
     )
     (out / "report.html").write_text(page)
     return {"tables": t, "files": [str(p) for p in [out / "report.md", out / "report.html", *pngs]]}
-
-
-def _md_tables_to_html(md: str) -> str:
-    parts = []
-    for line in md.splitlines():
-        if line.startswith("## "):
-            parts.append(f"<h2>{html.escape(line[3:])}</h2>")
-        elif line.startswith("Estimate: "):
-            parts.append(f"<p class='note'>{html.escape(line)}</p>")
-        elif line.startswith("|---"):
-            continue
-        elif line.startswith("|"):
-            cells = [html.escape(c.strip()) for c in line.strip("|").split("|")]
-            parts.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    out, in_table = [], False
-    for p in parts:
-        if p.startswith("<tr>") and not in_table:
-            out.append("<table>")
-            in_table = True
-        if not p.startswith("<tr>") and in_table:
-            out.append("</table>")
-            in_table = False
-        out.append(p)
-    return "".join(out) + ("</table>" if in_table else "")

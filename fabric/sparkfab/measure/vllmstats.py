@@ -27,15 +27,13 @@ import math
 import statistics
 from typing import Any
 
+from sparkfab import engines
+
 PERCENTILES = (50, 90, 95, 99)
 METRICS = ("ttft", "tpot", "itl", "e2el")
-#: vLLM's server-side histograms (seconds) and the names sparkfab records their means under
-SERVER_HISTOGRAMS = {
-    "vllm:time_to_first_token_seconds": "server_mean_ttft_ms",
-    "vllm:inter_token_latency_seconds": "server_mean_itl_ms",
-    "vllm:request_prefill_time_seconds": "server_mean_prefill_ms",
-    "vllm:e2e_request_latency_seconds": "server_mean_e2el_ms",
-}
+#: every engine's server-side histograms (seconds) and the names sparkfab records their means
+#: under (each engine's own, from the engine seam; their names carry the engine's prefix)
+SERVER_HISTOGRAMS = {name: key for e in engines.served() if e.metrics for name, key in e.metrics.histograms.items()}
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -97,6 +95,8 @@ def test_result(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "ttfts": [p["ttft"] for p in per],
         "itls": [p["itl"] for p in per],
         "latencies": [p["e2el"] for p in per],
+        # when each request was sent (s, on this machine's monotonic clock), as vLLM's timeline plot reads them
+        "start_times": [r["send_ns"] / 1e9 for r in ok],
         "errors": [r.get("error") or "" for r in measured],
     }
     result.update(describe("ttft", [p["ttft"] for p in per]))
@@ -124,7 +124,7 @@ def parse_prometheus(text: str) -> dict[str, float]:
 
 
 def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """Mean of each vLLM histogram over the requests between two scrapes (ms)."""
+    """Mean of each engine histogram over the requests between two scrapes (ms)."""
     out = {}
     for name, key in SERVER_HISTOGRAMS.items():
         n = after.get(f"{name}_count", 0.0) - before.get(f"{name}_count", 0.0)
@@ -133,3 +133,42 @@ def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, 
             out[key] = s / n * 1000
             out[key.replace("_mean_", "_count_").removesuffix("_ms")] = n
     return out
+
+
+#: the sections of `vllm bench serve`'s console block, in its order and words
+_SECTIONS = (
+    ("ttft", "TTFT", "Time to First Token"),
+    ("tpot", "TPOT", "Time per Output Token (excl. 1st token)"),
+    ("itl", "ITL", "Inter-token Latency"),
+    ("e2el", "E2EL", "End-to-end Latency"),
+)
+
+
+def console_block(test: str, result: dict[str, Any], server: dict[str, float] | None = None) -> str:
+    """One test's result as `vllm bench serve` prints its "Serving Benchmark Result" (its layout:
+    50 columns, labels in 40, ms with two decimals, mean/median/P99), with the test's name and,
+    where the server's /metrics were read, its mean TTFT and the client's minus it."""
+    lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
+
+    def row(label: str, value: Any) -> None:
+        lines.append(("{:<40} {:<10.2f}" if isinstance(value, float) else "{:<40} {:<10}").format(label, value))
+
+    row("Test:", test)
+    row("Successful requests:", result["completed"])
+    row("Failed requests:", result["failed"])
+    row("Benchmark duration (s):", float(result["duration"]))
+    row("Total input tokens:", result["total_input_tokens"])
+    row("Total generated tokens:", result["total_output_tokens"])
+    row("Request throughput (req/s):", float(result["request_throughput"]))
+    row("Output token throughput (tok/s):", float(result["output_throughput"]))
+    row("Total token throughput (tok/s):", float(result["total_token_throughput"]))
+    for key, name, header in _SECTIONS:
+        lines.append("{s:{c}^{n}}".format(s=header, n=50, c="-"))
+        row(f"Mean {name} (ms):", float(result[f"mean_{key}_ms"]))
+        row(f"Median {name} (ms):", float(result[f"median_{key}_ms"]))
+        row(f"P99 {name} (ms):", float(result[f"p99_{key}_ms"]))
+        if key == "ttft" and server and "server_mean_ttft_ms" in server:
+            row("Mean TTFT at the server (ms):", float(server["server_mean_ttft_ms"]))
+            row("Client - server TTFT (ms):", float(result["mean_ttft_ms"] - server["server_mean_ttft_ms"]))
+    lines.append("=" * 50)
+    return "\n".join(lines) + "\n"

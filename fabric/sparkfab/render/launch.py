@@ -11,10 +11,10 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass
-from typing import Any
 
+from sparkfab.engines import Rank
 from sparkfab.errors import RenderError
-from sparkfab.launchers import SECRETS, SECRETS_FILE, Recipe
+from sparkfab.launchers import SECRETS_FILE, Recipe
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render import File
 from sparkfab.render.text import fill
@@ -23,12 +23,7 @@ LAUNCH_DIR = "/etc/sparkfab/launch"
 #: where a process-runtime engine's pid is kept: /run is a tmpfs, so a pid never outlives the boot
 #: it belongs to (on disk, after a reboot, it would name whatever process got that number)
 PID_DIR = "/run/sparkfab"
-COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
 HF_CACHE = "/root/.cache/huggingface"
-#: Flags that differ per rank by design, with a value and without one; everything else must
-#: match across ranks.
-PER_RANK = ("--node-rank", "--rank")
-PER_RANK_SWITCHES = ("--headless",)
 
 
 @dataclass(frozen=True)
@@ -94,45 +89,41 @@ def export_env(paths: str) -> str:
     )
 
 
-def flag_argv(flags: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key, value in flags.items():
-        if value is None:
-            continue
-        if value is True:
-            out.append(f"--{key}")
-        elif value is False:
-            out.append(f"--no-{key}")
-        else:
-            out += [f"--{key}", str(value)]
-    return out
-
-
 def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
     rank = next(r for r in inst.ranks if r.host == host.name)
     n = len(inst.ranks)
+    spec = recipe.engine_spec
     runtime = inst.runtime or recipe.default_runtime
     backend = inst.backend or recipe.backend
     master = inst.master_addr
     if recipe.tp_backend == "gloo":
         master = gloo_endpoints(plan, inst)[inst.ranks[0].host].ip
-    if recipe.engine == "collective":
-        argv = _collective_argv(plan, inst, rank.rank)
-    else:
-        argv = _vllm_argv(plan, inst, recipe, rank.rank, backend, master)
-    engine = engine_flags(argv)
+    argv = spec.argv(
+        Rank(
+            model=inst.model or recipe.model,
+            flags={**recipe.flags, **inst.flags},
+            tp=inst.tp,
+            nnodes=n,
+            rank=rank.rank,
+            backend=backend,
+            dist_addr=master,
+            dist_port=plan.master_port,
+            http_addr=inst.master_addr,
+            port=inst.port,
+        )
+    )
     env = _env(plan, inst, host, recipe, backend)
-    health = f"http://{inst.master_addr}:{inst.port}/health" if rank.rank == 0 else None
-    secrets = tuple(dict.fromkeys((*(SECRETS if recipe.engine == "vllm" else ()), *inst.secrets)))
+    health = f"http://{inst.master_addr}:{inst.port}{spec.health_path}" if rank.rank == 0 else None
+    secrets = tuple(dict.fromkeys((*spec.secrets, *inst.secrets)))
     return Launch(
         inst.name,
         rank.rank,
         n,
-        _start_order(rank.rank, n, backend, recipe),
+        spec.start_order(rank.rank, n, backend),
         runtime,
         tuple(argv),
         tuple(env),
-        engine,
+        spec.engine_flags(argv),
         health,
         secrets,
         recipe.health_wait,
@@ -148,84 +139,14 @@ def secret_names(plan: Plan) -> list[str]:
     return list(names)
 
 
-def engine_flags(argv: list[str]) -> tuple[str, ...]:
-    """The argv without what differs per rank by design (`--node-rank N`, `--headless`)."""
-    out: list[str] = []
-    skip = False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a in PER_RANK:
-            skip = True  # and its value
-        elif a not in PER_RANK_SWITCHES:
-            out.append(a)
-    return tuple(out)
-
-
-def _start_order(rank: int, n: int, backend: str, recipe: Recipe) -> int:
-    """The wave a rank starts in. With Ray the head (rank 0) starts first and the workers join it,
-    as vLLM's and NVIDIA's recipes do; with vLLM's own multi-node mode the workers wait for rank
-    0, which starts last (a single rank starts at once)."""
-    if n == 1:
-        return 0
-    if recipe.engine == "vllm" and backend == "ray":
-        return 0 if rank == 0 else 1
-    return 1 if rank == 0 else 0
-
-
-def _vllm_argv(plan: Plan, inst: Instance, recipe: Recipe, rank: int, backend: str, master: str) -> list[str]:
-    flags = {**recipe.flags, **inst.flags}
-    argv = [
-        "vllm",
-        "serve",
-        inst.model or recipe.model,
-        *flag_argv(flags),
-        "--tensor-parallel-size",
-        str(inst.tp),
-        "--distributed-executor-backend",
-        backend,
-    ]
-    if backend == "mp" and inst.tp > 1:
-        argv += [
-            "--nnodes",
-            str(len(inst.ranks)),
-            "--node-rank",
-            str(rank),
-            "--master-addr",
-            master,
-            "--master-port",
-            str(plan.master_port),
-        ]
-        if rank > 0:
-            argv.append("--headless")
-    argv += ["--host", "0.0.0.0", "--port", str(inst.port)]
-    return argv
-
-
-def _collective_argv(plan: Plan, inst: Instance, rank: int) -> list[str]:
-    return [
-        "python3",
-        COLLECTIVE_PATH,
-        "serve",
-        "--rank",
-        str(rank),
-        "--world-size",
-        str(len(inst.ranks)),
-        "--master-addr",
-        inst.master_addr,
-        "--master-port",
-        str(plan.master_port),
-        "--http-port",
-        str(inst.port),
-    ]
-
-
 def _env(plan: Plan, inst: Instance, host: Host, recipe: Recipe, backend: str) -> list[tuple[str, str]]:
+    host_ip = recipe.engine_spec.host_ip_env
     env = {
-        "VLLM_HOST_IP": host.control_address,
         "MASTER_ADDR": inst.master_addr,
         "MASTER_PORT": str(plan.master_port),
         "TP_SOCKET_IFNAME": host.control_if,
+        **({host_ip: host.control_address} if host_ip else {}),
+        **({"GLOO_SOCKET_IFNAME": host.control_if} if recipe.engine_spec.gloo_coordination else {}),
     }
     if recipe.tp_backend == "gloo":
         ends = gloo_endpoints(plan, inst)
@@ -234,8 +155,8 @@ def _env(plan: Plan, inst: Instance, host: Host, recipe: Recipe, backend: str) -
             {
                 "GLOO_SOCKET_IFNAME": here.netdev,
                 "TP_SOCKET_IFNAME": here.netdev,
-                "VLLM_HOST_IP": here.ip,
                 "MASTER_ADDR": ends[inst.ranks[0].host].ip,
+                **({host_ip: here.ip} if host_ip else {}),
             }
         )
     if backend == "ray":
@@ -293,7 +214,7 @@ def files(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> list[File]:
     env_text += "".join(f"{k}={v}\n" for k, v in lx.env)
     backend = inst.backend or recipe.backend
     command = list(lx.argv)
-    if recipe.engine == "vllm" and backend == "ray":
+    if recipe.engine_spec.ray and backend == "ray":
         command = ray_commands(plan, inst, host, command, lx.health_wait_s)
     meta = {
         "instance": inst.name,

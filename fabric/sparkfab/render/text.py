@@ -1,7 +1,8 @@
 """Long texts of a fixed shape come from template files (`sparkfab/templates/*.j2`): the shape
 lives in the template, every decision in the code that fills it. Templates see only the slots
 they are given (an unknown slot is an error, never an empty string), and nothing is escaped:
-the code quotes what a shell or a config file needs quoted before it fills a slot."""
+the code quotes what a shell or a config file needs quoted before it fills a slot. HTML pages
+(`fill_html`) are the exception: there every slot is escaped."""
 
 from __future__ import annotations
 
@@ -21,6 +22,22 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
+
+
+@cache
+def _html_environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("sparkfab", "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=True,
+    )
+
+
+def fill_html(template: str, **slots: Any) -> str:
+    """An HTML page from `templates/<template>`: every slot is escaped as HTML text."""
+    return _html_environment().get_template(template).render(**slots)
 
 
 def fill(template: str, **slots: Any) -> str:

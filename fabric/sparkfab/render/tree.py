@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from sparkfab import yamlload
+from sparkfab.engines.collective import COLLECTIVE_PATH
 from sparkfab.plan import Host, Plan
 from sparkfab.render import File, control, launch, nccl, netplan
 
@@ -46,7 +47,7 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
     if inst is not None and inst.recipe is not None:
         files += launch.files(plan, inst, host, inst.recipe)
         # verify --collective runs it on every rank (and the lab serves it)
-        files.append(File(launch.COLLECTIVE_PATH, assets.get("collective.py", ""), 0o644))
+        files.append(File(COLLECTIVE_PATH, assets.get("collective.py", ""), 0o644))
     return sorted(files, key=lambda f: f.path)
 
 

@@ -1,10 +1,11 @@
 """The deploy seam's reading of ansible-runner events: counts, failure messages, diffs."""
 
-import pytest
-
 from pathlib import Path
 
-from sparkfab.deploy import Collector, strategy_env
+import pytest
+
+from sparkfab.deploy import Collector
+from sparkfab.runenv import strategy_env
 
 
 def _ev(kind, host, task="T", **res):

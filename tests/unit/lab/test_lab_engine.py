@@ -170,13 +170,13 @@ def _run(tmp: Path, label: str, inventory: dict | None, engine: dict | None = No
         meta["link"] = link
     (d / "run.json").write_text(json.dumps(meta))
     (d / "requests.jsonl").write_text("")
-    from sparkfab.measure.report import load_run
+    from sparkfab.measure.runs import load_run
 
     return load_run(d)
 
 
 def test_report_reads_the_lab_rate_tp_and_model_from_the_run(tmp_path):
-    from sparkfab.measure.report import link_gbps, served_config, served_tp
+    from sparkfab.measure.runs import link_gbps, served_config, served_tp
 
     model = tmp_path / "model"
     model.mkdir()

@@ -88,7 +88,7 @@ def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
         "-o",
         str(tmp_path / "run"),
     )
-    assert res.code == 5 and "1 error(s)" in res.out
+    assert res.code == 5 and "{:<40} {:<10}".format("Failed requests:", 1) in res.out.splitlines()
     assert measured_rows(tmp_path / "run")[0]["error"] == "rejected: output 47 tokens, planned 50"
 
 

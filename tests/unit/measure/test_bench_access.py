@@ -145,6 +145,71 @@ def test_results_in_vllm_bench_serve_terms_with_the_servers_view(double, cli, tm
     assert meta["engine"] == {"name": "vllm", "version": "0.32.0"} and meta["sparkfab_version"]
     summary = json.loads((tmp_path / "run/summary.json").read_text())
     assert summary["tests"]["x"]["vllm"]["mean_tpot_ms"] == doc["mean_tpot_ms"]
+    # the console block in vllm bench serve's layout (vllm/benchmarks/serve.py: 50 columns, labels
+    # in 40, two decimals), with the figures of result_x.json
+    lines = res.out.splitlines()
+    at = lines.index("{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="))
+    block = lines[at : lines.index("=" * 50, at) + 1]
+    assert "{:<40} {:<10}".format("Successful requests:", 6) in block
+    for key, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2el", "E2EL")):
+        for stat, word in (("mean", "Mean"), ("median", "Median"), ("p99", "P99")):
+            assert "{:<40} {:<10.2f}".format(f"{word} {name} (ms):", doc[f"{stat}_{key}_ms"]) in block, (key, stat)
+    server = doc["mean_ttft_ms"] - doc["server_mean_ttft_ms"]
+    assert "{:<40} {:<10.2f}".format("Client - server TTFT (ms):", server) in block
+
+
+def test_an_sglang_server_is_named_and_its_histograms_read(double, cli, tmp_path):
+    """SGLang answers its version at /server_info and names its histograms sglang:...: bench
+    finds the engine through the engine seam and reads the server's own view from them."""
+    url = double("--dialect", "sglang", "--version", "0.5.23", "--token-interval-s", "0.004")
+    p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 100, "output_tokens": 20}])
+    res = bench(cli, url, p, "--rounds", "2", "--warmup", "0", "--idle-seconds", "0", "-o", str(tmp_path / "run"))
+    assert res.code == 0, res.err
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert meta["engine"] == {"name": "sglang", "version": "0.5.23"}
+    doc = json.loads((tmp_path / "run/result_x.json").read_text())
+    assert doc["server_count_ttft"] == 4 and doc["server_mean_itl_ms"] == pytest.approx(4.0, rel=0.05)
+    assert "server_mean_prefill_ms" not in doc  # SGLang has no prefill histogram
+
+
+def test_the_report_shows_vllms_percentiles_and_the_time_outside_the_server(double, cli, tmp_path):
+    """report: p50/p99 of TTFT, TPOT, ITL and E2EL per test and run, the server's mean TTFT and the
+    client's minus the server's; an HTML page with header cells, captions, and a label that is text."""
+    url = double("--token-interval-s", "0.004", "--prefill-s-per-token", "0.0001")
+    p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 200, "output_tokens": 30}])
+    label = "<b>run</b>"
+    res = bench(
+        cli,
+        url,
+        p,
+        "--rounds",
+        "2",
+        "--warmup",
+        "0",
+        "--idle-seconds",
+        "0",
+        "--label",
+        label,
+        "-o",
+        str(tmp_path / "run"),
+    )
+    assert res.code == 0, res.err
+    rep = cli("report", str(tmp_path / "run"), "-o", str(tmp_path / "rep"))
+    assert rep.code == 0, rep.err
+    doc = json.loads((tmp_path / "run/result_x.json").read_text())
+    [row] = json.loads((tmp_path / "rep/tables.json").read_text())["latency"]
+    assert row["p99_itl_ms"] == pytest.approx(doc["p99_itl_ms"]) and row["p50_e2el_ms"] == pytest.approx(
+        doc["p50_e2el_ms"]
+    )
+    # the double's server histogram starts at arrival: client minus server is the time outside it
+    assert row["client_minus_server_ttft_ms"] == pytest.approx(doc["mean_ttft_ms"] - doc["server_mean_ttft_ms"])
+    assert -5 < row["client_minus_server_ttft_ms"] < 50
+    md = (tmp_path / "rep/report.md").read_text()
+    assert "| test | run | TTFT p50 / p99 | TPOT p50 / p99 | ITL p50 / p99 | E2EL p50 / p99 |" in md
+    page = (tmp_path / "rep/report.html").read_text()
+    assert '<th scope="col">TTFT p50 / p99</th>' in page and '<th scope="row">x</th>' in page
+    assert "<figcaption>Time to first token of each round, per test and run</figcaption>" in page
+    assert "<b>run</b>" not in page and "&lt;b&gt;run&lt;/b&gt;" in page
 
 
 def test_percentiles_match_numpy():

@@ -1,0 +1,27 @@
+"""The engine seam: every serving engine sparkfab can launch, by the name recipes use.
+
+Adding one is a module here (a subclass of `Engine` with its argv, flags and probes), its entry
+in `ENGINES`, and recipes in `launchers/`; docs/architecture.md walks it.
+"""
+
+from __future__ import annotations
+
+from sparkfab.engines import collective, sglang, vllm
+from sparkfab.engines.base import Engine, Metrics, Oracle, Rank, flag_argv
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, collective.ENGINE)}
+
+
+def engine(name: str) -> Engine:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise ValueError(f"engine {name!r} is not one sparkfab launches ({', '.join(ENGINES)})") from None
+
+
+def served() -> list[Engine]:
+    """The engines that serve an OpenAI-compatible API (the ones bench can read)."""
+    return [e for e in ENGINES.values() if e.metrics is not None]
+
+
+__all__ = ["ENGINES", "Engine", "Metrics", "Oracle", "Rank", "engine", "flag_argv", "served"]

@@ -1,0 +1,31 @@
+"""The collective: sparkfab's own torch.distributed all-reduce server (`assets/collective.py`),
+the lab's stand-in for an engine and the fabric's load. It runs from the host's Python."""
+
+from __future__ import annotations
+
+from sparkfab.engines.base import Engine, Rank
+
+#: where apply installs it on every host
+COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
+
+
+class Collective(Engine):
+    name = "collective"
+    title = "the collective"
+    command = ("python3", COLLECTIVE_PATH, "serve")
+    server = "the collective"
+    default_runtime = "process"
+    needs_image = False
+    per_rank = ("--rank",)
+    host_ip_env = "VLLM_HOST_IP"
+
+    def argv(self, r: Rank) -> list[str]:
+        return [
+            *self.command,
+            *("--rank", str(r.rank), "--world-size", str(r.nnodes)),
+            *("--master-addr", r.http_addr, "--master-port", str(r.dist_port)),
+            *("--http-port", str(r.port)),
+        ]
+
+
+ENGINE = Collective()

@@ -1,0 +1,174 @@
+"""A bench run read back from its directory (run.json, requests.jsonl, server.json), and what the
+report reads from it: the link speed and TP it measured, the served checkpoint's config, and the
+per-sample values behind its means."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparkfab import userfile
+from sparkfab.errors import SparkfabError, Unavailable, UsageError
+from sparkfab.measure import bench, records
+from sparkfab.measure.vllmstats import percentile
+
+
+@dataclass(frozen=True)
+class Run:
+    """A bench run read back from its directory."""
+
+    dir: Path
+    meta: dict[str, Any]  # run.json as bench wrote it (a document: its keys are checked where they are read)
+    rows: list[dict[str, Any]]  # requests.jsonl's records, each with its traffic folded in
+    summary: records.Summary
+    label: str
+    skipped: int  # lines of requests.jsonl that could not be read (a killed bench leaves a torn one)
+
+
+def link_gbps(run: Run, default: float) -> float:
+    """The link speed a run measured, as bench recorded it: from the inventory (a lab's shaped
+    rate) or from `--link-speed`; else `default`. A run's label is a name, never a speed."""
+    for key in ("inventory", "link"):
+        rec = run.meta.get(key)
+        value = rec.get("link_gbps") if isinstance(rec, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e4:
+            return float(value)
+    return default
+
+
+def served_tp(run: Run) -> int | None:
+    inv = run.meta.get("inventory")
+    tp = inv.get("tp") if isinstance(inv, dict) else None
+    return tp if isinstance(tp, int) and not isinstance(tp, bool) and 0 < tp <= 1024 else None
+
+
+def served_config(run: Run) -> Path | None:
+    """The served checkpoint's config.json: bench's copy in the run, else the local directory
+    the server loaded it from."""
+    kept = run.dir / bench.MODEL_CONFIG
+    if kept.is_file():
+        return Path(kept)
+    engine = run.meta.get("engine")
+    roots = [engine.get("model_root") if isinstance(engine, dict) else None, run.meta.get("model")]
+    for root in roots:
+        if isinstance(root, str) and root.startswith("/") and (Path(root) / "config.json").is_file():
+            return Path(root) / "config.json"
+    return None
+
+
+def load_run(path: Path) -> Run:
+    """A bench run directory (its run.json and the well-formed records of requests.jsonl), or the
+    result file of `vllm bench serve --save-result --save-detailed`."""
+    if not path.exists():
+        raise Unavailable(f"{path}: no such run directory")
+    if path.is_file():
+        return from_vllm_result(path)
+    if not (path / "run.json").is_file():
+        raise UsageError(f"{path}: not a bench run directory (no run.json)")
+    try:
+        meta = userfile.loads(userfile.read_bytes(path / "run.json", "run.json").decode("utf-8"), path / "run.json")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}/run.json: not UTF-8 text") from None
+    if not isinstance(meta, dict):
+        raise UsageError(f"{path}/run.json: not a JSON object")
+    records.check_meta(meta, path / "run.json")
+    lines, skipped = records.read_lines(path / "requests.jsonl")
+    rows = records.merge(lines)
+    label = meta.get("label")
+    return Run(path, meta, rows, records.summarize(rows), str(label)[:40] if label else path.name, skipped)
+
+
+def samples(run: Run, test: str) -> dict[str, list[float]]:
+    """Per-sample values behind the means: TTFT (seconds; for several requests the last first
+    token of each round) and decode speed (tokens/s per request), measured rounds only."""
+    ok = [r for r in run.rows if r["test"] == test and not r.get("warmup") and not r.get("error")]
+    rounds = sorted({r["round"] for r in ok})
+    several = any(r["index"] > 0 for r in ok)
+    if several:
+        ttft = [max(r["ttft_s"] for r in ok if r["round"] == k) for k in rounds]
+    else:
+        ttft = [r["ttft_s"] for r in ok]
+    return {"ttft": ttft, "decode": [r["decode_tps"] for r in ok if r.get("decode_tps")]}
+
+
+def dist(values: list[float]) -> dict[str, float] | None:
+    """mean, the median and the p10..p90 spread, min, max and n of the samples."""
+    if not values:
+        return None
+    return {
+        "mean": sum(values) / len(values),
+        "p10": percentile(values, 10),
+        "median": percentile(values, 50),
+        "p90": percentile(values, 90),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
+def server_side(run: Run) -> dict[str, Any]:
+    """server.json as bench wrote it (absent when the server had no /metrics)."""
+    path = run.dir / "server.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = userfile.loads(userfile.read_bytes(path, "server.json").decode("utf-8"), path)
+    except (UnicodeDecodeError, SparkfabError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def from_vllm_result(path: Path) -> Run:
+    """A `vllm bench serve --save-result --save-detailed` file as a run of one test (named after
+    the file): each request a round of its own, its TTFT, inter-token gaps and end-to-end latency
+    as vLLM measured them (seconds, from the request's send), no traffic."""
+    try:
+        doc = userfile.loads(userfile.read_bytes(path, "result file", records.MAX_REQUESTS_BYTES).decode("utf-8"), path)
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text") from None
+    if not isinstance(doc, dict) or "model_id" not in doc:
+        raise UsageError(f"{path}: neither a bench run directory nor a `vllm bench serve --save-result` file")
+    lists = {k: doc.get(k) for k in ("ttfts", "itls", "latencies", "input_lens", "output_lens")}
+    if not all(isinstance(v, list) for v in lists.values()):
+        raise UsageError(f"{path}: the file has no per-request lists: run `vllm bench serve` with --save-detailed")
+    found = doc.get("errors")
+    errors: list[Any] = found if isinstance(found, list) else []
+    test = path.stem
+    rows = []
+    for i, (ttft, itl, e2el, n_in, n_out) in enumerate(zip(*lists.values(), strict=False)):
+        error = errors[i] if i < len(errors) and errors[i] else None
+        row: dict[str, Any] = {
+            "test": test, "round": i, "index": 0, "warmup": False, "prompt_tokens_planned": n_in,
+            "prompt_tokens": n_in, "completion_tokens": n_out, "send_ns": 0, "error": error,
+        }  # fmt: skip
+        if not error and isinstance(ttft, (int, float)) and isinstance(e2el, (int, float)):
+            first, times = int(ttft * 1e9), [float(ttft)]
+            for gap in itl if isinstance(itl, list) else []:
+                times.append(times[-1] + float(gap))
+            row.update(
+                first_ns=first,
+                last_ns=int(e2el * 1e9),
+                chunks=[[int(t * 1e9), 1] for t in times],
+                ttft_s=float(ttft),
+                decode_tps=(n_out - 1) / (e2el - ttft)
+                if isinstance(n_out, int) and n_out > 1 and e2el > ttft
+                else None,
+            )
+        else:
+            row.update(first_ns=None, ttft_s=None, decode_tps=None, error=error or "no first token")
+        rows.append(row)
+    label = doc.get("label") or path.stem
+    meta = {
+        "label": label,
+        "model": doc.get("model_id"),
+        "engine": {"name": f"vllm bench serve ({doc.get('backend', '?')})", "version": None},
+        "url": doc.get("base_url", "not recorded"),
+        "date": doc.get("date", "not recorded"),
+        "plan": [
+            {"name": test, "requests": 1, "prompt_tokens": max((r["prompt_tokens"] or 0 for r in rows), default=0)}
+        ],
+        "rounds": len(rows),
+        "sparkfab_version": "-",
+    }
+    return Run(path.parent, meta, rows, records.summarize(rows), str(label)[:40], 0)
