@@ -4,7 +4,7 @@
   on and the sampler uses its Python loop).
 - The content sparkfab runs besides its Python (launch recipes, Ansible roles and playbooks,
   ansible.cfg) lives at the top of the repository, where Ansible users expect it; a built wheel
-  carries a copy inside the package (`sparkfab/_shipped/`), which `sparkfab.launchers.repo_dir`
+  carries a copy inside the package (`sparkfab/_shipped/`), which `sparkfab.paths.repo_dir`
   finds when sparkfab runs outside a checkout. An editable install reads the checkout itself.
 """
 

@@ -62,9 +62,58 @@ def _short(text: str, width: int = 300) -> str:
 _CONTROLS = {c: repr(chr(c))[1:-1] for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"}
 
 
+class _Version(argparse.Action):
+    """--version: sparkfab's and what it runs (worked out only when asked)."""
+
+    def __call__(self, p: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(version_text())
+        p.exit()
+
+
+def version_text() -> str:
+    """sparkfab's version and what it runs with: ansible-core, ansible-runner and the strategy the
+    playbooks run with, where the playbooks, roles and recipes come from, whether the sampler's C
+    read loop is built, and the engine releases whose parsers wrote the flag tables."""
+    import importlib.metadata as md
+    import importlib.util
+    import os
+
+    from sparkfab import engines
+    from sparkfab.engines import flags
+    from sparkfab.paths import repo_dir
+    from sparkfab.runenv import strategy_env
+
+    def version(dist: str) -> str:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return "not installed"
+
+    strategy = strategy_env(dict(os.environ)).get("ANSIBLE_STRATEGY") or os.environ.get("ANSIBLE_STRATEGY", "linear")
+    mitogen = f" (mitogen {version('mitogen')})" if strategy.startswith("mitogen") else ""
+    content = repo_dir("playbooks").parent
+    where = (
+        "SPARKFAB_HOME"
+        if os.environ.get("SPARKFAB_HOME")
+        else "the package"
+        if content.name == "_shipped"
+        else "a checkout"
+    )
+    built = importlib.util.find_spec("sparkfab.measure._sampleloop") is not None
+    tables = ", ".join(f"{e.name} {flags.version(e)}" if e.flags_file else e.name for e in engines.ENGINES.values())
+    return (
+        f"sparkfab {__version__}\n"
+        f"ansible-core {version('ansible-core')}, ansible-runner {version('ansible-runner')}, "
+        f"strategy {strategy}{mitogen}\n"
+        f"content (playbooks, roles, launchers, ansible.cfg): {content} ({where})\n"
+        f"sampler: {'C read loop built' if built else 'Python read loop (the C loop is not built)'}\n"
+        f"engines (flag tables): {tables}\n"
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sparkfab", description=__doc__.splitlines()[0] if __doc__ else "")
-    p.add_argument("--version", action="version", version=f"sparkfab {__version__}")
+    p.add_argument("--version", action=_Version, nargs=0, help="what runs: sparkfab, Ansible, the content, the sampler")
     sub = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     for verb in VERBS:
         sp = sub.add_parser(verb.name, help=verb.help, description=verb.help)

@@ -33,6 +33,7 @@ class Timing:
     tokens_per_chunk: int = 1
     cached_prefix_factor: float = 1.0  # prefill time of a prompt whose prefix was seen before (0.2 = 5x faster)
     drop_tokens: int = 0  # answer this many tokens short of max_tokens (a server that ignores ignore_eos)
+    error_after: int = 0  # after this many tokens, an error chunk as vLLM streams one, and the end (0: never)
 
 
 def _words(text: str) -> list[str]:
@@ -233,6 +234,13 @@ class _Handler(BaseHTTPRequestHandler):
             _sleep_until(first + (k // t.tokens_per_chunk) * t.token_interval_s * t.tokens_per_chunk)
             sent += len(group)
             self._event(_chunk(st.model, chat, "".join(group), len(prompt), sent if continuous else None, k == 0))
+            if t.error_after and sent >= t.error_after:
+                # vLLM's create_streaming_error_response: an ErrorResponse (vllm/entrypoints/serve/engine/protocol.py)
+                error = {"message": "the engine died mid-stream", "type": "InternalServerError", "param": None}
+                self._raw(b"data: " + json.dumps({"error": {**error, "code": 500}}).encode() + b"\n\n")
+                self._raw(b"data: [DONE]\n\n")
+                self._raw(b"")
+                return
         if answer.get("tool_calls"):
             self._event(
                 {
@@ -317,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--drop-tokens", type=int, default=0)
     p.add_argument("--dialect", choices=("vllm", "sglang", "hf"), default="vllm", help="whose API quirks to play")
     p.add_argument("--version", default="0.32.0", help="the engine release it reports")
+    p.add_argument("--error-after", type=int, default=0, help="stream an error chunk after this many tokens")
     p.add_argument("--api-key", help="require this key on /v1/* (like vLLM's --api-key)")
     p.add_argument("--tls-cert", help="serve https with this certificate (PEM) ...")
     p.add_argument("--tls-key", help="... and this key")
@@ -337,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             args.tokens_per_chunk,
             args.cached_prefix_factor,
             args.drop_tokens,
+            args.error_after,
         ),
         responder=model_responder(args.behaviour == "good"),
         dialect=args.dialect,

@@ -78,6 +78,9 @@ def test_the_wheel_carries_recipes_roles_playbooks_and_config(installed):
         "sparkfab/lab/files/sparkfab-lab-hw",
         "sparkfab/lab/files/sparkfab-lab-hw.service",
         "sparkfab/assets/vllm_oracle.py",
+        "sparkfab/assets/sglang_oracle.py",
+        "sparkfab/_shipped/launchers/sglang-serve-flags.txt",
+        "sparkfab/templates/report.html.j2",
     ):
         assert want in names, want
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]

@@ -105,6 +105,15 @@ def _take(result: RequestResult, now: int, data: Any, seen: int) -> int:
     """Fold one streamed chunk into the result; return the tokens seen so far."""
     if not isinstance(data, dict):
         raise ValueError(f"a chunk that is not a JSON object: {str(data)[:60]}")
+    if "error" in data:  # vLLM streams {"error": {"message", "type", "code"}} when a request fails mid-way
+        err = data["error"]
+        what = (
+            f"{err.get('type', 'error')} {err.get('code', '')}: {err.get('message', '')}"
+            if isinstance(err, dict)
+            else err
+        )
+        result.error = f"server error in the stream: {' '.join(str(what).split())}"[:300]
+        return seen
     usage = data.get("usage") or {}
     choices = data.get("choices") or []
     if choices:

@@ -27,3 +27,26 @@ def test_every_argument_has_help():
 def test_format_says_which_is_for_people():
     helps = {a.help for verb, a in _arguments(parser()) if "--format" in a.option_strings}
     assert helps == {"table for people (default), json for programs", "yaml for people (default), json for programs"}
+
+
+def test_version_says_what_runs(monkeypatch):
+    """--version: sparkfab's, Ansible's and the strategy the playbooks run with, where the content
+    comes from, whether the sampler's C loop is built, and the engine parsers' releases."""
+    import importlib.metadata as md
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    res = subprocess.run([sys.executable, "-m", "sparkfab", "--version"], capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("sparkfab ")
+    assert f"ansible-core {md.version('ansible-core')}" in lines[1] and "strategy mitogen_linear" in lines[1]
+    assert f"{REPO} (a checkout)" in lines[2]
+    assert lines[4] == "engines (flag tables): vllm 0.32.0, sglang 0.5.23, collective"
+    off = subprocess.run(
+        [sys.executable, "-m", "sparkfab", "--version"], capture_output=True, text=True, cwd=REPO,
+        env={**__import__("os").environ, "SPARKFAB_MITOGEN": "0"},
+    )  # fmt: skip
+    assert "strategy linear" in off.stdout.splitlines()[1]

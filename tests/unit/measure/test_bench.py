@@ -92,6 +92,17 @@ def test_short_answers_are_rejected_loudly(double, cli, tmp_path):
     assert measured_rows(tmp_path / "run")[0]["error"] == "rejected: output 47 tokens, planned 50"
 
 
+def test_an_error_the_server_streams_is_recorded_with_its_reason(double, cli, tmp_path):
+    """vLLM ends a request that fails mid-way with an error chunk (its ErrorResponse): the
+    request is a failure with the server's reason, not a short answer."""
+    url = double("--error-after", "5", "--token-interval-s", "0.001")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 100, "output_tokens": 50}])
+    res = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "-o", str(tmp_path / "run"))
+    assert res.code == 5 and "the engine died mid-stream" in res.err, res.err
+    row = measured_rows(tmp_path / "run")[0]
+    assert row["error"] == "server error in the stream: InternalServerError 500: the engine died mid-stream"
+
+
 def test_server_down_at_the_start_is_named(cli, tmp_path):
     p = plan(tmp_path, [{"name": "x", "requests": 2, "prompt_tokens": 10, "output_tokens": 5}])
     res = bench(cli, "http://127.0.0.1:9", p, "--rounds", "2", "--warmup", "0", "-o", str(tmp_path / "run"), model="m")
