@@ -174,7 +174,9 @@ async def run(
     out = []
     timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
     verify: Any = access.ssl_context() if url.startswith("https") else True
-    async with httpx.AsyncClient(base_url=url, timeout=timeout, headers=access.headers(), verify=verify) as c:
+    async with httpx.AsyncClient(
+        base_url=url, timeout=timeout, headers=access.headers(), verify=verify, trust_env=False
+    ) as c:
         for name in names or list(CHECKS):
             try:
                 out.append(await CHECKS[name](c, model, **sized.get(name, {})))

@@ -179,7 +179,11 @@ class Run:
     def client(self, timeout: httpx.Timeout) -> httpx.AsyncClient:
         a = self.opt.access
         verify: Any = a.ssl_context() if self.opt.url.startswith("https") else True
-        return httpx.AsyncClient(base_url=self.opt.url, timeout=timeout, headers=a.headers(), verify=verify)
+        # the server directly, as the timed client reaches it: a proxy from the environment would add
+        # its own time to every figure (and a dead one would fail the probe only)
+        return httpx.AsyncClient(
+            base_url=self.opt.url, timeout=timeout, headers=a.headers(), verify=verify, trust_env=False
+        )
 
     async def scrape(self) -> dict[str, float] | None:
         """vLLM's histogram sums and counts now, or None when the server has no /metrics. A

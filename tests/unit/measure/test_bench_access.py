@@ -212,6 +212,23 @@ def test_the_report_shows_vllms_percentiles_and_the_time_outside_the_server(doub
     assert "<b>run</b>" not in page and "&lt;b&gt;run&lt;/b&gt;" in page
 
 
+def test_a_proxy_in_the_environment_is_not_used(double, cli, tmp_path, monkeypatch):
+    """bench and battery reach the server directly, the probe as the timed requests: a dead proxy
+    in the environment changes nothing (one policy for both clients)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    url = double("--token-interval-s", "0.001")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 50, "output_tokens": 10}])
+    res = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "--idle-seconds", "0", "-o", str(tmp_path / "run"))
+    assert res.code == 0, res.err
+    meta = json.loads((tmp_path / "run/run.json").read_text())
+    assert meta["engine"]["name"] == "vllm"  # the probe reached the server, not the proxy
+    res = cli("battery", "--url", url, "--model", "fake-model", "--checks", "count")
+    assert res.code == 0, res.out + res.err
+
+
 def test_percentiles_match_numpy():
     np = pytest.importorskip("numpy")
     from sparkfab.measure.vllmstats import describe, percentile
