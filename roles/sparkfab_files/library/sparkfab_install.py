@@ -20,7 +20,11 @@ options:
   bundle:
     description: Path on the host of the bundle, JSON C({"files": {path: {content, mode, kind}}}).
     type: path
-    required: true
+  bundle_text:
+    description:
+      - The bundle itself, as JSON text (from the controller, e.g. a C(file) lookup), instead of C(bundle).
+      - Kept out of the logs and the run's events (its files are in the rendered tree).
+    type: str
   kinds:
     description: Install only files of these kinds (all when empty).
     type: list
@@ -89,17 +93,23 @@ def changes(bundle, kinds, with_diff):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "bundle": {"type": "path", "required": True},
+            "bundle": {"type": "path"},
+            "bundle_text": {"type": "str", "no_log": True},
             "kinds": {"type": "list", "elements": "str", "default": []},
         },
+        required_one_of=[["bundle", "bundle_text"]],
+        mutually_exclusive=[["bundle", "bundle_text"]],
         supports_check_mode=True,
     )
     bundle_path = module.params["bundle"]
     try:
-        with open(bundle_path, encoding="utf-8") as f:
-            bundle = json.load(f)
+        if bundle_path is None:
+            bundle = json.loads(module.params["bundle_text"])
+        else:
+            with open(bundle_path, encoding="utf-8") as f:
+                bundle = json.load(f)
     except (OSError, ValueError) as e:
-        module.fail_json(msg=f"cannot read bundle {bundle_path}: {e}")
+        module.fail_json(msg=f"cannot read bundle {bundle_path or '(text)'}: {e}")
     todo = changes(bundle, set(module.params["kinds"]), module._diff)
     written, kinds = [], []
     for path, spec, _ in todo:

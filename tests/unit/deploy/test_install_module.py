@@ -11,8 +11,8 @@ MODULE = REPO / "roles/sparkfab_files/library/sparkfab_install.py"
 
 
 def _run(tmp_path, bundle, **args):
-    (tmp_path / "bundle.json").write_text(json.dumps(bundle))
-    args = {"bundle": str(tmp_path / "bundle.json"), **args}
+    """The module as the role runs it: the bundle's JSON text in its arguments."""
+    args = {"bundle_text": json.dumps(bundle), **args}
     (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     res = subprocess.run([sys.executable, str(MODULE), str(tmp_path / "args.json")], capture_output=True, text=True)
     return json.loads(res.stdout)
@@ -42,6 +42,17 @@ def test_check_diff_then_install_then_nothing_to_do(tmp_path):
     assert sorted(p.name for p in (tmp_path / "etc").iterdir()) == ["nccl.env", "run.sh"]  # no temporaries left
     again = _run(tmp_path, b)
     assert again["changed"] is False and again["files"] == []
+    # the bundle's text stays out of what the module returns (Ansible's events, -v output)
+    assert "A=1" not in json.dumps(again)
+
+
+def test_a_bundle_file_on_the_host_installs_the_same(tmp_path):
+    b = _bundle(tmp_path, **{"nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"}})
+    (tmp_path / "bundle.json").write_text(json.dumps(b))
+    (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"bundle": str(tmp_path / "bundle.json")}}))
+    res = subprocess.run([sys.executable, str(MODULE), str(tmp_path / "args.json")], capture_output=True, text=True)
+    assert json.loads(res.stdout)["files"] == [str(tmp_path / "etc/nccl.env")]
+    assert (tmp_path / "etc/nccl.env").read_text() == "A=1\n"
 
 
 def test_a_mode_change_alone_is_a_change_with_its_own_diff(tmp_path):

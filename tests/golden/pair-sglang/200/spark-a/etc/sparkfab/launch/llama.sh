@@ -10,5 +10,5 @@ exec docker run -d --name sparkfab-llama --restart no \
   --env-file /etc/sparkfab/nccl.env --env-file /etc/sparkfab/launch/llama.env -e HF_TOKEN \
   -v /etc/sparkfab:/etc/sparkfab:ro \
   -v /root/.cache/huggingface:/root/.cache/huggingface \
-  lmsysorg/sglang:v0.5.23 \
+  lmsysorg/sglang:v0.5.23-cu130 \
   python3 -m sglang.launch_server --model-path meta-llama/Llama-3.3-70B-Instruct --served-model-name llama-3.3-70b --context-length 32768 --mem-fraction-static 0.8 --enable-metrics --tp-size 2 --nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.21:29501 --host 0.0.0.0 --port 8000
