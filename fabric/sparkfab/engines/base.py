@@ -3,8 +3,9 @@
 An engine says how its command line is made from a recipe and one rank of an instance, which of
 its flags differ per rank, which sparkfab writes itself, which would carry a secret, the order its
 ranks start in, where it runs by default, how it answers "ready", what its Prometheus histograms
-are called, and which of its own parsers judges a launch. render, resolve, serve, verify, bench,
-the oracle and the lab ask this description; no other module compares engine names.
+are called, and which of its own parsers judges a launch. render, resolve, serve (through the
+launch files' health URL), bench and the oracle ask this description; no module outside
+`engines/` compares engine names but the lab, which picks one of its own two recipes by name.
 """
 
 from __future__ import annotations

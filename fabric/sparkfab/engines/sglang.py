@@ -26,11 +26,13 @@ class SGLang(Engine):
             "nnodes": "the instance's hosts",
             "node-rank": "the cable order",
             "dist-init-addr": "the head's control address and master_port",
+            "nccl-init-addr": "the head's control address and master_port",
             "host": "0.0.0.0 on every rank",
             "port": "the instance's port",
         }
     )
     per_rank = ("--node-rank",)
+    gloo_coordination = True
     flags_file = "sglang-serve-flags.txt"
     oracle = Oracle("sglang_oracle.py", "SPARKFAB_SGLANG_PYTHON", ".venv-sglang", "sglang")
     #: sglang/srt/observability/metrics_collector.py; /server_info answers its version
@@ -44,8 +46,6 @@ class SGLang(Engine):
             }
         ),
     )
-
-    gloo_coordination = True
 
     def argv(self, r: Rank) -> list[str]:
         argv = [*self.command, "--model-path", r.model, *flag_argv(r.flags), "--tp-size", str(r.tp)]
