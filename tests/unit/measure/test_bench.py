@@ -265,6 +265,7 @@ def test_report_two_runs(double, cli, tmp_path):
     assert "| P2 |" in res.out
 
 
+@pytest.mark.slow  # two bench processes against a deliberately slow server (about 3.5 s)
 def test_two_benches_into_one_new_run_directory_one_is_refused(double, tmp_path):
     """Both check that -o is new before their probe; only one writes it: the other is refused
     (the run directory's lock, or the files the first one wrote), and the run holds one label."""

@@ -103,6 +103,7 @@ def _until_sigterm_is_caught(pid: int) -> None:
     raise AssertionError(f"process {pid} did not install a SIGTERM handler within 30 s")
 
 
+@pytest.mark.slow  # starts sparkfab in a subprocess and waits for its handler (about 5 s)
 def test_sigterm_during_a_render_leaves_one_whole_tree(tmp_path):
     """A render of a big ring is ended by SIGTERM at several moments: the earlier tree is
     intact or the new one is whole, the exit is 143, and no .new-/.old- directory stays."""
