@@ -79,6 +79,7 @@ def test_the_wheel_carries_recipes_roles_playbooks_and_config(installed):
         "sparkfab/lab/files/sparkfab-lab-hw.service",
         "sparkfab/assets/vllm_oracle.py",
         "sparkfab/assets/sglang_oracle.py",
+        "sparkfab/assets/oracle_cli.py",
         "sparkfab/_shipped/launchers/sglang-serve-flags.txt",
         "sparkfab/templates/report.html.j2",
     ):

@@ -1,6 +1,7 @@
 """SGLang's own judgement of a launch, run with the Python of an SGLang install
 (`.venv-sglang/bin/python`, made by scripts/setup.sh; sparkfab finds it through `sparkfab.oracle`).
-Self-contained: it imports SGLang, never sparkfab. The same two verbs as vllm_oracle.py:
+It imports SGLang and, of sparkfab, only `assets/oracle_cli.py` (standard library), found beside
+it. The same two verbs as vllm_oracle.py:
 
     sglang_oracle.py flags --out FILE [--check]
         write the flag table of `python -m sglang.launch_server` (every option string, what it
@@ -18,10 +19,13 @@ import argparse
 import contextlib
 import importlib.metadata as md
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+if not __package__:  # run as a script in SGLang's Python, which has no sparkfab: the package beside it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from sparkfab.assets import oracle_cli
 
 MODULE = "sglang.launch_server"
 HEADER = (
@@ -52,7 +56,7 @@ def _takes(action: Any) -> str:
     kind = type(action).__name__
     if kind == "BooleanOptionalAction":
         return "bool"
-    if kind in ("_StoreTrueAction", "_StoreFalseAction", "_StoreConstAction", "_CountAction") or action.nargs == 0:
+    if kind in oracle_cli.SWITCH_ACTIONS or action.nargs == 0:
         return "switch"
     if action.nargs in ("+", "*") or isinstance(action.nargs, int):
         return "list"
@@ -60,35 +64,7 @@ def _takes(action: Any) -> str:
 
 
 def flags_text() -> str:
-    rows = []
-    for a in serve_parser()._actions:
-        takes = _takes(a)
-        choices = ",".join(sorted(str(c) for c in a.choices)) if a.choices else ""  # some are sets
-        for s in a.option_strings:
-            if s.startswith("--") and s != "--help":
-                no_form = takes == "bool" and s.startswith("--no-")
-                rows.append("\t".join(x for x in (s, "switch" if no_form else takes, choices) if x))
-    return HEADER + f"# sglang {version()}\n" + "".join(r + "\n" for r in sorted(rows))
-
-
-def flags(out: Path, check: bool) -> int:
-    new = flags_text()
-    if check:
-        old = out.read_text() if out.exists() else ""
-        if old != new:
-            gone = sorted(set(old.splitlines()) - set(new.splitlines()))
-            added = sorted(set(new.splitlines()) - set(old.splitlines()))
-            sys.stderr.write(f"stale: {len(added)} line(s) to add {added[:5]}, {len(gone)} to drop {gone[:5]}\n")
-            return 1
-        return 0
-    out.write_text(new)
-    sys.stderr.write(f"wrote {out} ({new.count(chr(10)) - HEADER.count(chr(10)) - 1} option strings)\n")
-    return 0
-
-
-def _last_line(text: str) -> str:
-    lines = [x for x in text.strip().splitlines() if x.strip()]
-    return lines[-1] if lines else ""
+    return oracle_cli.table_text(serve_parser(), _takes, HEADER, f"sglang {version()}")
 
 
 def check_one(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any]:
@@ -100,7 +76,7 @@ def check_one(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any
         with contextlib.redirect_stderr(err):
             ns = parser.parse_args(argv[3:])
     except SystemExit:
-        return {"ok": False, "error": _last_line(err.getvalue()) or "exit"}
+        return {"ok": False, "error": oracle_cli.last_line(err.getvalue()) or "exit"}
     from sglang.srt.server_args import ServerArgs
 
     try:
@@ -111,24 +87,10 @@ def check_one(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any
     return {"ok": True, "error": ""}
 
 
-def check() -> int:
-    request = json.load(sys.stdin)
+def check(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     parser = serve_parser()
-    results = [check_one(parser, list(x["argv"])) for x in request["launches"]]
-    sys.stdout.write(json.dumps({"version": version(), "results": results}) + "\n")
-    return 0
-
-
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    sub = p.add_subparsers(dest="what", required=True)
-    f = sub.add_parser("flags")
-    f.add_argument("--out", type=Path, required=True)
-    f.add_argument("--check", action="store_true")
-    sub.add_parser("check")
-    args = p.parse_args()
-    return flags(args.out, args.check) if args.what == "flags" else check()
+    return [check_one(parser, list(x["argv"])) for x in launches]
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(oracle_cli.main(__doc__, flags_text, HEADER, check, version))

@@ -1,6 +1,6 @@
 """vLLM's own judgement of a launch, run with the Python of a vLLM install (`.venv-vllm/bin/python`,
-made by scripts/setup.sh; sparkfab finds it through `sparkfab.oracle`). Self-contained: it
-imports vLLM, never sparkfab.
+made by scripts/setup.sh; sparkfab finds it through `sparkfab.oracle`). It imports vLLM and,
+of sparkfab, only `assets/oracle_cli.py` (standard library), found beside it.
 
     vllm_oracle.py flags --out FILE [--check]
         write the flag table of `vllm serve` (every option string, what it takes, its choices)
@@ -17,15 +17,17 @@ Set VLLM_TARGET_DEVICE=cpu where no GPU is present.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import importlib.metadata as md
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+if not __package__:  # run as a script in vLLM's Python, which has no sparkfab: the package beside it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from sparkfab.assets import oracle_cli
 
 #: where make_arg_parser lives, newest first
 MODULES = ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args")
@@ -82,7 +84,7 @@ def _takes(action: Any) -> str:
     kind = type(action).__name__
     if kind == "BooleanOptionalAction":
         return "bool"
-    if kind in ("_StoreTrueAction", "_StoreFalseAction", "_StoreConstAction", "_CountAction") or action.nargs == 0:
+    if kind in oracle_cli.SWITCH_ACTIONS or action.nargs == 0:
         return "switch"
     name = getattr(action.type, "__name__", "")
     inner = getattr(action.type, "__closure__", None)
@@ -95,35 +97,7 @@ def _takes(action: Any) -> str:
 
 
 def flags_text() -> str:
-    rows = []
-    for a in serve_parser()._actions:
-        takes = _takes(a)
-        choices = ",".join(str(c) for c in a.choices) if a.choices else ""
-        for s in a.option_strings:
-            if s.startswith("--") and s != "--help":
-                no_form = takes == "bool" and s.startswith("--no-")
-                rows.append("\t".join(x for x in (s, "switch" if no_form else takes, choices) if x))
-    return HEADER + f"# vllm {version()}\n" + "".join(r + "\n" for r in sorted(rows))
-
-
-def flags(out: Path, check: bool) -> int:
-    new = flags_text()
-    if check:
-        old = out.read_text() if out.exists() else ""
-        if old != new:
-            gone = sorted(set(old.splitlines()) - set(new.splitlines()))
-            added = sorted(set(new.splitlines()) - set(old.splitlines()))
-            sys.stderr.write(f"stale: {len(added)} line(s) to add {added[:5]}, {len(gone)} to drop {gone[:5]}\n")
-            return 1
-        return 0
-    out.write_text(new)
-    sys.stderr.write(f"wrote {out} ({new.count(chr(10)) - HEADER.count(chr(10)) - 1} option strings)\n")
-    return 0
-
-
-def _last_line(text: str) -> str:
-    lines = [x for x in text.strip().splitlines() if x.strip()]
-    return lines[-1] if lines else ""
+    return oracle_cli.table_text(serve_parser(), _takes, HEADER, f"vllm {version()}")
 
 
 def _words(exc: Exception) -> str:
@@ -139,7 +113,7 @@ def _words(exc: Exception) -> str:
             return "; ".join(m for m in msgs if m)
     if len(exc.args) == 1 and isinstance(exc.args[0], str):
         return " ".join(exc.args[0].split())
-    return _last_line(str(exc)) or repr(exc)
+    return oracle_cli.last_line(str(exc)) or repr(exc)
 
 
 def check_one(parser: Any, argv: list[str], model_dir: str | None) -> dict[str, Any]:
@@ -151,7 +125,7 @@ def check_one(parser: Any, argv: list[str], model_dir: str | None) -> dict[str, 
         with contextlib.redirect_stderr(err):
             ns = parser.parse_args(argv[2:])
     except SystemExit:
-        return {"ok": False, "error": _last_line(err.getvalue()) or "exit"}
+        return {"ok": False, "error": oracle_cli.last_line(err.getvalue()) or "exit"}
     from vllm.config import ParallelConfig
     from vllm.engine.arg_utils import AsyncEngineArgs
 
@@ -170,24 +144,10 @@ def check_one(parser: Any, argv: list[str], model_dir: str | None) -> dict[str, 
     return {"ok": True, "error": ""}
 
 
-def check() -> int:
-    request = json.load(sys.stdin)
+def check(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     parser = serve_parser()
-    results = [check_one(parser, list(x["argv"]), x.get("model_dir")) for x in request["launches"]]
-    sys.stdout.write(json.dumps({"version": version(), "results": results}) + "\n")
-    return 0
-
-
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    sub = p.add_subparsers(dest="what", required=True)
-    f = sub.add_parser("flags")
-    f.add_argument("--out", type=Path, required=True)
-    f.add_argument("--check", action="store_true")
-    sub.add_parser("check")
-    args = p.parse_args()
-    return flags(args.out, args.check) if args.what == "flags" else check()
+    return [check_one(parser, list(x["argv"]), x.get("model_dir")) for x in launches]
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(oracle_cli.main(__doc__, flags_text, HEADER, check, version))

@@ -93,15 +93,6 @@ def _access_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--insecure", action="store_true", help="https without checking the certificate (not recommended)")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON object bench wrote into its run directory, or {} where there is none."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _access(args: argparse.Namespace) -> Access:
     return Access.from_args(args.api_key_env, args.insecure, args.ca_file)
 
@@ -225,14 +216,12 @@ def bench_cmd(args: argparse.Namespace) -> int:
         summary = asyncio.run(
             run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True, markup=False))
         )
-    # each test as `vllm bench serve` prints its result (from the result_<test>.json bench wrote)
-    server = _read_json(out / "server.json")
-    for name in summary.tests:
-        result = _read_json(out / f"result_{name}.json")
-        if result:
-            sys.stdout.write(vllmstats.console_block(name, result, server.get(name)))
-        else:
-            sys.stdout.write(f"{name}: no result\n")
+    # each test as `vllm bench serve` prints its result (the figures of its result_<test>.json)
+    from sparkfab.measure.runs import server_side
+
+    server = server_side(out)
+    for name, t in summary.tests.items():
+        sys.stdout.write(vllmstats.console_block(name, t.vllm, server.get(name)))
     sys.stderr.write(f"results in {out}/requests.jsonl and summary.json\n")
     if summary.errors:
         first = next(e for t in summary.tests.values() for e in t.errors)

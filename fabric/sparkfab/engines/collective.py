@@ -17,7 +17,6 @@ class Collective(Engine):
     default_runtime = "process"
     needs_image = False
     per_rank = ("--rank",)
-    host_ip_env = "VLLM_HOST_IP"
 
     def argv(self, r: Rank) -> list[str]:
         return [

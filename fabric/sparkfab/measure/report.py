@@ -73,7 +73,7 @@ def latency_row(run: Run, test: str) -> dict[str, Any] | None:
     for m in vllmstats.METRICS:
         row[f"p50_{m}_ms"] = res[f"p50_{m}_ms"]
         row[f"p99_{m}_ms"] = res[f"p99_{m}_ms"]
-    server = server_side(run).get(test) or {}
+    server = server_side(run.dir).get(test) or {}
     if isinstance(server.get("server_mean_ttft_ms"), (int, float)):
         row["server_mean_ttft_ms"] = float(server["server_mean_ttft_ms"])
         row["client_minus_server_ttft_ms"] = res["mean_ttft_ms"] - row["server_mean_ttft_ms"]
@@ -199,10 +199,11 @@ def sections(
     ]
     out: list[Section] = []
     if runs:
-        keys = [k for k, _ in metadata(runs[0])]
+        metas = [dict(metadata(r)) for r in runs]
+        keys = list(metas[0])
         out.append(
             Section(
-                "Runs", ["", *(str(r.label) for r in runs)], [[k, *(dict(metadata(r))[k] for r in runs)] for k in keys]
+                "Runs", ["", *(str(r.label) for r in runs)], [[k, *(m[k] for m in metas)] for k in keys]
             )
         )
     out.append(table("TTFT (median, p10-p90 spread, mean; several requests: until the last first token)", ttft))

@@ -107,9 +107,9 @@ def dist(values: list[float]) -> dict[str, float] | None:
     }
 
 
-def server_side(run: Run) -> dict[str, Any]:
-    """server.json as bench wrote it (absent when the server had no /metrics)."""
-    path = run.dir / "server.json"
+def server_side(run_dir: Path) -> dict[str, Any]:
+    """A run's server.json as bench wrote it, per test ({} when the server had no /metrics)."""
+    path = run_dir / "server.json"
     if not path.is_file():
         return {}
     try:

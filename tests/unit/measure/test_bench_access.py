@@ -229,6 +229,20 @@ def test_a_proxy_in_the_environment_is_not_used(double, cli, tmp_path, monkeypat
     assert res.code == 0, res.out + res.err
 
 
+def test_an_increase_far_above_the_estimates_bound_is_flagged():
+    from sparkfab.measure.report import sections
+
+    def row(test: str, increase: float) -> dict:
+        d = {"mean": 1.0, "p10": 1.0, "median": 1.0, "p90": 1.0, "min": 1.0, "max": 1.0, "n": 3}
+        return {"test": test, "a": d, "b": d, "increase_s": increase, "increase": increase, "bound_s": 0.5}
+
+    t = {"ttft": [row("near", 0.9), row("far", 1.6)], "decode": [], "bytes_per_token": []}
+    [ttft] = [s for s in sections(t, "200", "100e") if s.title.startswith("TTFT")]
+    cells = {r[0]: r[-1] for r in ttft.rows}
+    assert cells["near"] == "<= +0.5 s"
+    assert cells["far"] == "<= +0.5 s (measured 3.2x the bound: more than the network explains)"
+
+
 def test_percentiles_match_numpy():
     np = pytest.importorskip("numpy")
     from sparkfab.measure.vllmstats import describe, percentile
