@@ -201,11 +201,7 @@ def sections(
     if runs:
         metas = [dict(metadata(r)) for r in runs]
         keys = list(metas[0])
-        out.append(
-            Section(
-                "Runs", ["", *(str(r.label) for r in runs)], [[k, *(m[k] for m in metas)] for k in keys]
-            )
-        )
+        out.append(Section("Runs", ["", *(str(r.label) for r in runs)], [[k, *(m[k] for m in metas)] for k in keys]))
     out.append(table("TTFT (median, p10-p90 spread, mean; several requests: until the last first token)", ttft))
     out.append(table("Decode speed (tokens/s after the first token, per request)", decode))
     out.append(
