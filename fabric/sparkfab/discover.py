@@ -37,6 +37,7 @@ class HostView:
     chassis: set[str] = field(default_factory=set)  # chassis ids (MACs) and its system name
     ports: dict[str, tuple[str, str]] = field(default_factory=dict)  # netdev -> (system name, port id)
     fabric: list[str] = field(default_factory=list)
+    carrier: set[str] = field(default_factory=set)  # fabric netdevs with carrier when last read
     error: str = ""
 
 
@@ -71,23 +72,23 @@ def bring_up(th: Remote, view: HostView) -> None:
         view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
 
 
-def probe(th: Remote, label: str, address: str, settle_s: float = 2.5, view: HostView | None = None) -> HostView:
-    """Ask lldpd to announce now, wait for the neighbours' announcements, read what it learned.
-    Without `view`, the netdevs are brought up first (discover() does that on every host
-    before any announces: a port that comes up after its neighbour announced hears nothing
-    until the next interval, 30 s later)."""
-    if view is None:
-        view = HostView(label, address)
-        bring_up(th, view)
+def probe(th: Remote, view: HostView, settle_s: float) -> None:
+    """Ask lldpd to announce now, wait `settle_s` for the neighbours' announcements, read what
+    it learned into `view` (the ports with carrier and their neighbours). discover() brings
+    every host's netdevs up before any announces: a port that comes up after its neighbour
+    announced hears nothing until the next interval, 30 s later."""
     if view.error:
-        return view
+        return
     try:
         th.run("lldpcli update")
         time.sleep(settle_s)
         out = th.check_output(PROBE).split("@@")
     except Exception as exc:
         view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        return view
+        return
+    view.carrier = {
+        x["ifname"] for x in json.loads(out[0] or "[]") if port_of(x["ifname"]) and "LOWER_UP" in x.get("flags", [])
+    }
     view.hostname = out[1].strip()
     chassis = (json.loads(out[2] or "{}").get("local-chassis") or {}).get("chassis") or {}
     for name, info in chassis.items():
@@ -96,7 +97,11 @@ def probe(th: Remote, label: str, address: str, settle_s: float = 2.5, view: Hos
         if cid:
             view.chassis.add(str(cid))
     view.ports = {k: v for k, v in lldp.neighbours(out[3]).items() if port_of(k)}
-    return view
+
+
+def unheard(view: HostView) -> set[str]:
+    """The ports with carrier that have not heard a neighbour yet."""
+    return set() if view.error else view.carrier - set(view.ports)
 
 
 def _switch_port(port_id: str) -> str | None:
@@ -242,14 +247,28 @@ def _new_inventory(result: Discovery, cluster: str) -> str:
     return "# yaml-language-server: $schema=./schema.json\n# written by `sparkfab discover`\n" + body
 
 
-def discover(targets: list[tuple[str, str, Any]], settle_s: float = 2.5, by_hostname: bool = False) -> Discovery:
+def discover(
+    targets: list[tuple[str, str, Any]],
+    settle_s: float = 2.5,
+    by_hostname: bool = False,
+    patience_s: float = 10.0,
+    round_s: float = 1.0,
+) -> Discovery:
     """targets: (label, address, testinfra host) for each Spark, in the order given. With
-    by_hostname (only addresses were given), Sparks are named by their hostnames."""
+    by_hostname (only addresses were given), Sparks are named by their hostnames.
+
+    Every host announces and listens in rounds: after the first (`settle_s`), while a port
+    with carrier has heard nobody, all hosts announce again and listen `round_s` more, for up
+    to `patience_s` (a netdev made anew, by a recabling or a driver reload, is picked up by
+    lldpd a little later; a port that stays silent is reported, not waited on forever)."""
     views = [HostView(label, address) for label, address, _ in targets]
     pairs = [(t[2], v) for t, v in zip(targets, views, strict=True)]
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(lambda p: bring_up(*p), pairs))  # every port up before any host announces
-        views = list(pool.map(lambda p: probe(p[0], p[1].label, p[1].address, settle_s, p[1]), pairs))
+        list(pool.map(lambda p: probe(p[0], p[1], settle_s), pairs))
+        deadline = time.monotonic() + patience_s
+        while any(unheard(v) for v in views) and time.monotonic() < deadline:
+            list(pool.map(lambda p: probe(p[0], p[1], round_s), pairs))
     if by_hostname:
         for v in views:
             v.label = v.hostname or v.address

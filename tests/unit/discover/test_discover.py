@@ -59,3 +59,56 @@ def test_switch_ports_and_merge_keeps_comments():
     )
     out = merge(text, r, "x")
     assert "# keep me" in out and "# and me" in out and "- [s1:p1, sw1:2/1]" in out
+
+
+class _Spark:
+    """A protocol double of a Spark's shell for discover: lldpd on both PCIe twins of p1, whose
+    announcements reach the peer only from the `late`-th `lldpcli update` on (a netdev made
+    anew is picked up by lldpd a little later)."""
+
+    NETDEVS = ("enp1s0f1np1", "enP2p1s0f1np1")
+
+    def __init__(self, name: str, late: int = 1) -> None:
+        self.name, self.late, self.updates, self.peer = name, late, 0, None
+
+    def run(self, cmd: str):
+        from types import SimpleNamespace
+
+        if cmd == "lldpcli update":
+            self.updates += 1
+        return SimpleNamespace(rc=0, stdout="root\n0\n" if cmd.startswith("id ") else "", stderr="")
+
+    def check_output(self, cmd: str) -> str:
+        import json
+
+        links = [{"ifname": n, "flags": ["BROADCAST", "UP", "LOWER_UP"]} for n in self.NETDEVS]
+        if cmd.startswith("ip -j link show;"):
+            heard = self.peer.updates >= self.peer.late
+            ifaces = [
+                {n: {"chassis": {self.peer.name: {}}, "port": {"id": {"value": n}}}} for n in self.NETDEVS if heard
+            ]
+            neigh = {"lldp": {"interface": ifaces}}
+            chassis = {"local-chassis": {"chassis": {self.name: {"id": {"value": "00:11"}}}}}
+            return f"{json.dumps(links)}@@{self.name}@@{json.dumps(chassis)}@@{json.dumps(neigh)}"
+        return json.dumps(links)
+
+
+def _pair(late_b: int) -> list:
+    a, b = _Spark("a"), _Spark("b", late=late_b)
+    a.peer, b.peer = b, a
+    return [("a", "addr-a", a), ("b", "addr-b", b)]
+
+
+def test_discover_listens_again_while_a_port_with_carrier_has_heard_nobody():
+    from sparkfab.discover import discover
+
+    r = discover(_pair(late_b=3), settle_s=0, patience_s=30, round_s=0.01)
+    assert r.cables == [["a:p1", "b:p1"]] and r.odd == []
+
+
+def test_discover_reports_a_port_that_stays_silent_after_its_patience():
+    from sparkfab.discover import discover
+
+    r = discover(_pair(late_b=10**6), settle_s=0, patience_s=0.2, round_s=0.01)
+    assert "a:enp1s0f1np1 has no LLDP neighbour" in r.odd
+    assert any("seen from one end only" in o for o in r.odd)
