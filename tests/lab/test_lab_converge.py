@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -163,6 +164,17 @@ def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
         assert sparkfab("serve", "status", inv, "--lab").code == 0
         code, fails = _verify(inv)
         assert code == 0, fails
+        # an engine that exits while loading ends serve start at once, with the reason from its log
+        assert sparkfab("serve", "stop", inv, "--lab", "-q").code == 0
+        broken = "#!/bin/sh\necho loading weights\nexec python3 -c 'raise RuntimeError(\"no checkpoint at /models/x\")'\n"
+        plant = f"printf '%s' {shlex.quote(broken)} > /etc/sparkfab/launch/llama.sh"
+        assert ssh("pair1", "spark-a", plant).returncode == 0
+        began = time.monotonic()
+        res = sparkfab("serve", "start", inv, "--lab", "-q")
+        took = time.monotonic() - began
+        assert res.code != 0 and "exited before it was healthy" in res.err, res.err
+        assert "RuntimeError: no checkpoint at /models/x" in res.err, res.err
+        assert took < 120, f"serve start waited {took:.0f} s for an engine that had exited"
 
 
 def test_a_changed_host_key_is_refused_by_apply_as_by_verify():
