@@ -30,8 +30,8 @@ NETPLAN_DIRS = ("/etc/netplan", "/run/netplan", "/lib/netplan")
 
 def _foreign_module() -> ModuleType:
     """The netplan role's own reader of other netplan files (one definition of "touches")."""
-    path = repo_dir("roles") / "sparkfab_netplan" / "library" / "sparkfab_netplan_foreign.py"
-    spec = importlib.util.spec_from_file_location("sparkfab_netplan_foreign", path)
+    path = repo_dir("roles") / "sparkfab_netplan" / "library" / "sparkfab_netplan.py"
+    spec = importlib.util.spec_from_file_location("sparkfab_netplan", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

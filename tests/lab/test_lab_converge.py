@@ -166,7 +166,8 @@ def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
         assert code == 0, fails
         # an engine that exits while loading ends serve start at once, with the reason from its log
         assert sparkfab("serve", "stop", inv, "--lab", "-q").code == 0
-        broken = "#!/bin/sh\necho loading weights\nexec python3 -c 'raise RuntimeError(\"no checkpoint at /models/x\")'\n"
+        fail = 'raise RuntimeError("no checkpoint at /models/x")'
+        broken = f"#!/bin/sh\necho loading weights\nexec python3 -c '{fail}'\n"
         plant = f"printf '%s' {shlex.quote(broken)} > /etc/sparkfab/launch/llama.sh"
         assert ssh("pair1", "spark-a", plant).returncode == 0
         began = time.monotonic()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -80,7 +81,40 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
             f"{va.a_ns}:{va.a_if} now meets {na.b_ns}:{na.b_if}; {vb.a_ns}:{vb.a_if} now meets {nb.b_ns}:{nb.b_if}"
         )
     _save(spec, veths)
+    silent = heard(spec, [veths[i] for i in (*ia, *ib)])
+    if silent:
+        done.append(f"LLDP has not heard the new far end yet on {', '.join(silent)}")
     return done
+
+
+def heard(spec: LabSpec, veths: list[Veth], timeout_s: float = 20.0) -> list[str]:
+    """Wait until every Spark end of `veths` hears its far end over LLDP, as a recabled port
+    does once the neighbour's next announcement arrived (a veth made anew is picked up by the
+    Spark's lldpd a moment later: until then it may still show what the old netdev heard).
+    Returns the ends still silent after `timeout_s`."""
+    from sparkfab.lab import machine
+    from sparkfab.verify import lldp
+
+    by_ns = {n.ns: n for n in spec.nodes}
+    sparks = {m.node.ns: m for m in machine.machines(spec)}
+    want: dict[tuple[str, str], tuple[str, str]] = {}  # (namespace, netdev) -> (far system, far port id)
+    for v in veths:
+        if v.a_ns in sparks:
+            want[(v.a_ns, v.a_if)] = (by_ns[v.b_ns].name, v.b_if)
+        if v.b_ns in sparks:
+            want[(v.b_ns, v.b_if)] = (by_ns[v.a_ns].name, v.a_if)
+    for ns in {ns for ns, _ in want}:
+        machine.run(sparks[ns], "lldpcli", "update")
+    deadline = time.monotonic() + timeout_s
+    while want and time.monotonic() < deadline:
+        for ns in sorted({ns for ns, _ in want}):
+            res = machine.run(sparks[ns], "lldpcli", "-f", "json", "show", "neighbors")
+            seen = lldp.neighbours(res.stdout) if res.returncode == 0 else {}
+            for key in [k for k in want if k[0] == ns and seen.get(k[1]) == want[k]]:
+                del want[key]
+        if want:
+            time.sleep(0.5)
+    return [f"{by_ns[ns].name}:{netdev}" for ns, netdev in sorted(want)]
 
 
 def cut(spec: LabSpec, ref: str) -> list[str]:

@@ -95,14 +95,11 @@ def _kind(path: str) -> str:
 
 
 def bundle(files: tuple[File, ...]) -> str:
-    """Everything but netplan, as one JSON document the host-side installer reads."""
+    """A host's files as one JSON document the host-side modules read: each with its kind
+    (sparkfab_netplan installs the netplan files, sparkfab_install the others)."""
     import json
 
-    data = {
-        f.path: {"content": f.content, "mode": f"{f.mode:04o}", "kind": _kind(f.path)}
-        for f in files
-        if _kind(f.path) != "netplan"
-    }
+    data = {f.path: {"content": f.content, "mode": f"{f.mode:04o}", "kind": _kind(f.path)} for f in files}
     return json.dumps({"files": data}, indent=1, sort_keys=True) + "\n"
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.control import forward_pairs
 from sparkfab.render.launch import container_options, export_env
-from sparkfab.verify import firewall, hardware, lldp
+from sparkfab.verify import facts, firewall, hardware, lldp
 from sparkfab.verify.expect import Expect
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, CollectiveResult, Result
@@ -51,11 +51,49 @@ def as_root(th: Any) -> Any:  # a testinfra Host: its backend is switched to sud
     return th
 
 
-def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:
-    links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
-    addrs = {x["ifname"]: x for x in json.loads(th.check_output("ip -j -4 addr show"))}
+LINKS, ADDRS = "ip -j link show", "ip -j -4 addr show"
+TABLE, RULESET = "nft list table inet sparkfab", "nft -j list ruleset"
+#: the netdevs' carrier, then what lldpd heard (its exit status is the command's)
+NEIGHBOURS = "ip -j link show; echo @@; lldpcli -f json show neighbors"
+
+
+def _speeds_command(host: Host) -> str:
     names = " ".join(i.netdev for i in host.ifaces)
-    raw = th.run(f'for i in {names}; do echo "$i $(cat /sys/class/net/$i/speed 2>/dev/null || echo -)"; done').stdout
+    return f'for i in {names}; do echo "$i $(cat /sys/class/net/$i/speed 2>/dev/null || echo -)"; done'
+
+
+def _ping_command(plan: Plan, netdev: str, peer: str) -> str:
+    return f"ping -M do -s {plan.mtu - 28} -c 3 -i 0.2 -W 1 -I {netdev} {peer}"
+
+
+def _sysctl_names(plan: Plan, host: Host) -> list[str]:
+    if plan.control_plane != "fabric" or not host.ifaces:
+        return []
+    forwarding = ["net.ipv4.ip_forward"] if host.forwarding else []
+    return forwarding + [f"net.ipv4.conf.{name}.rp_filter" for name in host.fabric_ifs]
+
+
+def _config_paths(files: dict[str, str]) -> list[str]:
+    return sorted(p for p in files if p.endswith(("nccl.env", ".json")) and "/etc/sparkfab/" in p)
+
+
+def wanted(plan: Plan, host: Host, files: dict[str, str], exp: Expect) -> tuple[list[str], list[str]]:
+    """The commands and the files the checks of `host` will ask for (what `facts.prefetch`
+    gathers in one round trip): a name missing here only costs a round trip of its own."""
+    commands = [LINKS, ADDRS, _speeds_command(host), NEIGHBOURS]
+    commands += [facts.sysctl_command(name) for name in _sysctl_names(plan, host)]
+    if plan.control_plane == "fabric" and host.ifaces:
+        commands += [TABLE] + ([RULESET] if host.forwarding else [])
+    commands += [_ping_command(plan, iface.netdev, peer) for iface, peer in _rail_peers(plan, host)]
+    paths = _config_paths(files)
+    paths += [p for iface in host.ifaces if iface.rdma in host.hca[exp.mode] for p in hardware.rdma_paths(iface.rdma)]
+    return commands, paths
+
+
+def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:
+    links = {x["ifname"]: x for x in json.loads(th.check_output(LINKS))}
+    addrs = {x["ifname"]: x for x in json.loads(th.check_output(ADDRS))}
+    raw = th.run(_speeds_command(host)).stdout
     speeds = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (x.split() for x in raw.splitlines() if x)}
     out = []
     for iface in host.ifaces:
@@ -87,19 +125,17 @@ def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]
 
 def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> list[Result]:
     out = []
+    for key in _sysctl_names(plan, host):
+        want = 1 if key == "net.ipv4.ip_forward" else 2
+        out.append(Result.compare("sysctl", host.name, key, want, th.sysctl(key)))
     if plan.control_plane == "fabric" and host.ifaces:
-        if host.forwarding:
-            out.append(Result.compare("sysctl", host.name, "net.ipv4.ip_forward", 1, th.sysctl("net.ipv4.ip_forward")))
-        for name in host.fabric_ifs:
-            key = f"net.ipv4.conf.{name}.rp_filter"
-            out.append(Result.compare("sysctl", host.name, key, 2, th.sysctl(key)))
-        fw = th.run("nft list table inet sparkfab")
+        fw = th.run(TABLE)
         out.append(
             Result.compare("firewall", host.name, "table inet sparkfab", "loaded", "loaded" if fw.rc == 0 else "absent")
         )
         if host.forwarding:
             out.append(forward_policy(host, th))
-    for path in sorted(p for p in files if p.endswith(("nccl.env", ".json")) and "/etc/sparkfab/" in p):
+    for path in _config_paths(files):
         f = th.file(path)
         actual = f.content_string if f.exists else None
         status = PASS if actual == files[path] else FAIL
@@ -122,7 +158,7 @@ def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> 
 
 def forward_policy(host: Host, th: Remote) -> Result:
     """A relay's forward hook: a drop in any other base chain (Docker's) kills relayed control traffic."""
-    res = th.run("nft -j list ruleset")
+    res = th.run(RULESET)
     try:
         ruleset = json.loads(res.stdout) if res.rc == 0 else {}
     except ValueError:
@@ -147,9 +183,8 @@ def forward_policy(host: Host, th: Remote) -> Result:
 
 def jumbo_pings(plan: Plan, host: Host, th: Remote) -> list[Result]:
     out = []
-    size = plan.mtu - 28
     for iface, peer in _rail_peers(plan, host):
-        res = th.run(f"ping -M do -s {size} -c 3 -i 0.2 -W 1 -I {iface.netdev} {peer}")
+        res = th.run(_ping_command(plan, iface.netdev, peer))
         out.append(
             Result(
                 "jumbo-ping",
@@ -182,7 +217,7 @@ def _rail_peers(plan: Plan, host: Host) -> list[tuple[Any, str]]:
 
 
 def cabling(host: Host, th: Remote) -> list[Result]:
-    res = th.run("lldpcli -f json show neighbors")
+    res = th.run(NEIGHBOURS)
     if res.rc != 0:
         return [
             Result(
@@ -195,7 +230,14 @@ def cabling(host: Host, th: Remote) -> list[Result]:
                 "lldpd must run on the fabric ports (sparkfab apply configures it)",
             )
         ]
-    return lldp.check_host(host, lldp.neighbours(res.stdout))
+    links, _, heard = res.stdout.partition("@@")
+    try:
+        carrier = {x["ifname"] for x in json.loads(links) if "LOWER_UP" in x.get("flags", [])}
+    except (ValueError, TypeError, KeyError):
+        carrier = {i.netdev for i in host.ifaces}
+    # a neighbour lldpd still lists on a port without carrier is what it heard before the cable went
+    seen = {k: v for k, v in lldp.neighbours(heard).items() if k in carrier}
+    return lldp.check_host(host, seen)
 
 
 def rdma(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:

@@ -13,9 +13,17 @@ from sparkfab.spark import SPEEDS, LinkSpeed
 from sparkfab.verify.result import FAIL, PASS, Result
 
 Reader = Callable[[str], str | None]  # path under /sys -> content, None when absent
+GID_SLOTS = 16  # the GID table entries looked at for a netdev's RoCE v2 GID
 
 
-def roce_v2_gid_index(read: Reader, device: str, address: str, limit: int = 16) -> int | None:
+def rdma_paths(device: str) -> list[str]:
+    """Every file the RDMA checks read of `device`."""
+    base = f"/sys/class/infiniband/{device}/ports/1"
+    slots = [f"{base}/{kind}/{i}" for i in range(GID_SLOTS) for kind in ("gid_attrs/types", "gids")]
+    return [f"{base}/state", f"{base}/rate", f"{base}/counters/port_xmit_data", *slots]
+
+
+def roce_v2_gid_index(read: Reader, device: str, address: str, limit: int = GID_SLOTS) -> int | None:
     """The index of the IPv4-mapped RoCE v2 GID of `address` (derived, never assumed)."""
     want = ipaddress.IPv4Address(address).packed.hex()
     tail = f"ffff:{want[:4]}:{want[4:]}"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from sparkfab.connection import Connection
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
-from sparkfab.verify import checks, images, mesh, serving
+from sparkfab.verify import checks, facts, images, mesh, serving
 from sparkfab.verify.expect import expect
 from sparkfab.verify.perf import perf as run_perf
 from sparkfab.verify.remote import Remote
@@ -18,16 +18,19 @@ from sparkfab.verify.result import FAIL, PASS, Report, Result
 LLDP_WAIT_S = 8.0
 
 
-def _per_host(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> list[Result]:
+def _per_host(plan: Plan, host: Host, hosts: dict[str, Remote], files: dict[str, str]) -> list[Result]:
+    """The checks of one host, answered from one gathering of its facts (`facts.prefetch`);
+    `hosts[host.name]` becomes that gathering, for the cabling's first look and the rest."""
     if not host.ifaces:
         return []
     try:
-        checks.as_root(th)
+        checks.as_root(hosts[host.name])
     except checks.NoRoot as exc:
         return [Result("ssh", host.name, "connection", "root (sudo -n)", "no root", FAIL, str(exc))]
     except Exception as exc:
         return [Result("ssh", host.name, "connection", "reachable", "unreachable", FAIL, str(exc)[:200])]
     exp = expect(plan.mode_of(host.name))
+    th = hosts[host.name] = facts.prefetch(hosts[host.name], *checks.wanted(plan, host, files, exp))
     out = checks.link_checks(plan, host, th, exp)
     out += checks.config_checks(plan, host, th, files)
     out += checks.jumbo_pings(plan, host, th)
@@ -64,7 +67,7 @@ def verify(
     report = Report(plan.cluster, plan.link_speed)
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        parts = pool.map(lambda h: _per_host(plan, h, hosts[h.name], files[h.name]), plan.hosts)
+        parts = pool.map(lambda h: _per_host(plan, h, hosts, files[h.name]), plan.hosts)
         for part in parts:
             report.results += part
     unreachable = {r.host for r in report.results if r.check == "ssh"}

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""Ansible module: install the files of a sparkfab bundle on this host in one run."""
+"""Ansible module: install the files of a sparkfab bundle on this host in one run, and make the
+kernel hold what they say (sysctls, the firewall table, LLDP settings)."""
 
 import json
 import os
 import stat
+import subprocess
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -15,6 +17,11 @@ description:
   - One module run per host instead of one C(copy) per file.
   - Writes are atomic (temporary file in the same directory, then rename) and owned by root.
   - Files whose content and mode already match are left alone, so a second run changes nothing.
+  - Files of kind C(netplan) are left to C(sparkfab_netplan) unless C(kinds) names them.
+  - With C(converge), the live sysctls and the firewall table are compared with the installed
+    files, and loaded when a file of kind C(control) changed or the kernel holds something
+    else (a run that died before loading them, a change by hand); LLDP settings are reloaded
+    when theirs changed.
   - Supports check mode and diff mode.
 options:
   bundle:
@@ -26,10 +33,18 @@ options:
       - Kept out of the logs and the run's events (its files are in the rendered tree).
     type: str
   kinds:
-    description: Install only files of these kinds (all when empty).
+    description: Install only files of these kinds (all but C(netplan) when empty).
     type: list
     elements: str
     default: []
+  converge:
+    description: Also compare the kernel's sysctls and firewall table with the files and load them where they differ.
+    type: bool
+    default: false
+  root:
+    description: Prefix of the paths C(converge) reads (tests).
+    type: path
+    default: /
 """
 
 RETURN = r"""
@@ -41,7 +56,20 @@ kinds:
   description: Kinds of the files in C(files), in first-seen order.
   type: list
   returned: always
+drift:
+  description: With C(converge), what the kernel held that the files do not say, a line each.
+  type: list
+  returned: always
+loaded:
+  description: With C(converge), whether the sysctls and the firewall were (or would be) loaded.
+  type: bool
+  returned: always
 """
+
+SYSCTL = "etc/sysctl.d/60-sparkfab.conf"
+FIREWALL = "etc/sparkfab/firewall.nft"
+LISTING = "etc/sparkfab/firewall.listing"
+LLDP = "etc/lldpd.d/sparkfab.conf"
 
 
 def current(path):
@@ -74,7 +102,7 @@ def changes(bundle, kinds, with_diff):
     """[(path, spec, diff or None)] for the files whose content or mode differ from the bundle."""
     out = []
     for path, spec in sorted(bundle["files"].items()):
-        if kinds and spec["kind"] not in kinds:
+        if spec["kind"] not in kinds if kinds else spec["kind"] == "netplan":
             continue
         mode = int(spec["mode"], 8)
         old, old_mode = current(path)
@@ -90,27 +118,86 @@ def changes(bundle, kinds, with_diff):
     return out
 
 
+def _run(args):
+    """(rc, stdout, stderr) of a command; rc 127 when it is not installed."""
+    try:
+        res = subprocess.run(args, capture_output=True, text=True, check=False)
+    except OSError as e:
+        return 127, "", str(e)
+    return res.returncode, res.stdout, res.stderr
+
+
+def _words(text):
+    return " ".join(text.split())
+
+
+def drift(root):
+    """What the kernel holds against the installed sysctl file and the firewall table as last
+    loaded (its listing then); nothing for a file that is not there."""
+    sysctl, firewall, listing = (os.path.join(root, x) for x in (SYSCTL, FIREWALL, LISTING))
+    out = []
+    if os.path.exists(sysctl):
+        with open(sysctl, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if not line or line[0] in "#;" or "=" not in line:
+                    continue
+                key, want = (_words(x) for x in line.split("=", 1))
+                rc, live, _ = _run(["sysctl", "-n", key])
+                if rc != 0 or _words(live) != want:
+                    out.append(f"sysctl {key} is not {want}")
+    if os.path.exists(firewall):
+        rc, live, _ = _run(["nft", "-s", "list", "table", "inet", "sparkfab"])
+        loaded = current(listing)[0] or ""
+        if rc != 0 or not live.strip() or live.rstrip("\n") != loaded.rstrip("\n"):
+            out.append("table inet sparkfab is not the one last loaded")
+    return out
+
+
+def load(module, root):
+    """Load the sysctl file and the firewall table, and keep the table's listing as loaded."""
+    sysctl, firewall, listing = (os.path.join(root, x) for x in (SYSCTL, FIREWALL, LISTING))
+    steps = []
+    if os.path.exists(sysctl):
+        steps.append(["sysctl", "-q", "-p", sysctl])
+    if os.path.exists(firewall):
+        steps.append(["nft", "-f", firewall])
+    for args in steps:
+        rc, out, err = _run(args)
+        if rc != 0:
+            module.fail_json(msg=f"{' '.join(args)} failed ({rc}): {(err or out).strip()[-1000:]}")
+    if os.path.exists(firewall):
+        rc, text, err = _run(["nft", "-s", "list", "table", "inet", "sparkfab"])
+        if rc != 0:
+            module.fail_json(msg=f"nft -s list table inet sparkfab failed ({rc}): {err.strip()[-1000:]}")
+        install(listing, text, 0o644)
+
+
+def read_bundle(module):
+    path = module.params["bundle"]
+    try:
+        if path is None:
+            return json.loads(module.params["bundle_text"])
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        module.fail_json(msg=f"cannot read bundle {path or '(text)'}: {e}")
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
             "bundle": {"type": "path"},
             "bundle_text": {"type": "str", "no_log": True},
             "kinds": {"type": "list", "elements": "str", "default": []},
+            "converge": {"type": "bool", "default": False},
+            "root": {"type": "path", "default": "/"},
         },
         required_one_of=[["bundle", "bundle_text"]],
         mutually_exclusive=[["bundle", "bundle_text"]],
         supports_check_mode=True,
     )
-    bundle_path = module.params["bundle"]
-    try:
-        if bundle_path is None:
-            bundle = json.loads(module.params["bundle_text"])
-        else:
-            with open(bundle_path, encoding="utf-8") as f:
-                bundle = json.load(f)
-    except (OSError, ValueError) as e:
-        module.fail_json(msg=f"cannot read bundle {bundle_path or '(text)'}: {e}")
-    todo = changes(bundle, set(module.params["kinds"]), module._diff)
+    todo = changes(read_bundle(module), set(module.params["kinds"]), module._diff)
     written, kinds = [], []
     for path, spec, _ in todo:
         if not module.check_mode:
@@ -121,7 +208,19 @@ def main():
         written.append(path)
         if spec["kind"] not in kinds:
             kinds.append(spec["kind"])
-    result = {"changed": bool(written), "files": written, "kinds": kinds}
+    result = {"changed": bool(written), "files": written, "kinds": kinds, "drift": [], "loaded": False}
+    if module.params["converge"]:
+        # in check mode the files are not written: what the kernel holds is compared with the
+        # installed ones, and a changed control file would be loaded
+        root = module.params["root"]
+        result["drift"] = drift(root)
+        result["loaded"] = bool(result["drift"]) or "control" in kinds
+        if result["loaded"] and not module.check_mode:
+            load(module, root)
+        if "lldp" in kinds and not module.check_mode:
+            # lldpd may not run (yet): it reads its settings when it starts
+            _run(["lldpcli", "-c", os.path.join(root, LLDP)])
+        result["changed"] = result["changed"] or result["loaded"]
     if module._diff:
         result["diff"] = [d for _, _, d in todo]
     module.exit_json(**result)

@@ -87,3 +87,30 @@ def test_a_file_that_cannot_be_written_fails_with_its_path(tmp_path):
     (tmp_path / "etc").write_text("a file where a directory should be")
     res = _run(tmp_path, _bundle(tmp_path, **{"x.conf": {"content": "1\n", "mode": "0644", "kind": "nccl"}}))
     assert res["failed"] and res["msg"].startswith(f"cannot write {tmp_path}/etc/x.conf: ")
+
+
+def test_netplan_files_are_left_to_the_netplan_module_unless_named(tmp_path):
+    b = _bundle(
+        tmp_path,
+        **{
+            "nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"},
+            "60-sparkfab.yaml": {"content": "network: {}\n", "mode": "0600", "kind": "netplan"},
+        },
+    )
+    assert _run(tmp_path, b)["files"] == [str(tmp_path / "etc/nccl.env")]
+    assert _run(tmp_path, b, kinds=["netplan"])["files"] == [str(tmp_path / "etc/60-sparkfab.yaml")]
+
+
+def test_converge_compares_the_kernels_sysctls_with_the_installed_file(tmp_path):
+    """Check mode only: the kernel of this machine is read, never written. A key the kernel
+    holds as the file says is no drift; one it holds otherwise is, and would be loaded."""
+    conf = tmp_path / "etc/sysctl.d/60-sparkfab.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("# sparkfab\nkernel.ostype = Linux\n")
+    b = _bundle(tmp_path, **{"nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"}})
+    _run(tmp_path, b)
+    same = _run(tmp_path, b, converge=True, root=str(tmp_path), _ansible_check_mode=True)
+    assert same["changed"] is False and same["drift"] == [] and same["loaded"] is False
+    conf.write_text("kernel.ostype=Plan9\n;comment\n")
+    other = _run(tmp_path, b, converge=True, root=str(tmp_path), _ansible_check_mode=True)
+    assert other["drift"] == ["sysctl kernel.ostype is not Plan9"] and other["loaded"] and other["changed"]

@@ -1,4 +1,5 @@
-"""Other netplan files that configure a fabric netdev (the netplan role's module, run as Ansible runs it)."""
+"""The netplan role's module, run as Ansible runs it: other netplan files that configure a
+fabric netdev, the planned file validated by netplan and installed, the live fabric compared."""
 
 import json
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 from tests.conftest import REPO
 from tests.helpers.inventories import CX7
 
-MODULE = REPO / "roles/sparkfab_netplan/library/sparkfab_netplan_foreign.py"
+MODULE = REPO / "roles/sparkfab_netplan/library/sparkfab_netplan.py"
 FABRIC = ["enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"]
 
 MGMT = "network:\n  version: 2\n  ethernets:\n    enP7s7:\n      dhcp4: true\n"
@@ -144,3 +145,73 @@ def test_networkd_takes_the_foreign_match_file_first(tmp_path):
     assert units == ["10-netplan-cx7.network", "10-netplan-enp1s0f0np0.network"]
     assert "Driver=mlx5_core" in (root / "run/systemd/network/10-netplan-cx7.network").read_text()
     assert _run(root)["failed"]  # and apply refuses it before networkd can pick it
+
+
+PLAN = "network:\n  version: 2\n  ethernets:\n    enp1s0f0np0:\n      addresses: [192.168.100.1/24]\n      mtu: 9000\n"
+
+
+def _bundle(text: str) -> str:
+    spec = {"content": text, "mode": "0600", "kind": "netplan"}
+    return json.dumps({"files": {"/etc/netplan/60-sparkfab.yaml": spec}})
+
+
+def test_check_previews_then_converge_installs_once(tmp_path):
+    import shutil
+
+    import pytest
+
+    if not shutil.which("netplan"):
+        pytest.skip("netplan is not installed (scripts/setup.sh)")
+    root = _tree(tmp_path, **{"etc/netplan/50-cloud-init.yaml": MGMT})
+    check = _run(root, bundle_text=_bundle(PLAN), instance="glm")
+    assert check["netplan_differs"] and check["engine_running"] is False and check["changed"] is False
+    dry = _run(root, stage="converge", bundle_text=_bundle(PLAN), _ansible_check_mode=True, _ansible_diff=True)
+    assert dry["apply"] and dry["installed"] == ["/etc/netplan/60-sparkfab.yaml"] and dry["diff"][0]["after"] == PLAN
+    assert not (root / "etc/netplan/60-sparkfab.yaml").exists()
+    done = _run(root, stage="converge", bundle_text=_bundle(PLAN))
+    assert done["apply"] and (root / "etc/netplan/60-sparkfab.yaml").read_text() == PLAN
+    assert (root / "etc/netplan/60-sparkfab.yaml").stat().st_mode & 0o777 == 0o600
+    again = _run(root, stage="converge", bundle_text=_bundle(PLAN))
+    assert again["changed"] is False and again["apply"] is False and again["installed"] == []
+    assert _run(root, bundle_text=_bundle(PLAN))["netplan_differs"] is False
+
+
+def test_a_file_netplan_refuses_is_not_installed(tmp_path):
+    import shutil
+
+    import pytest
+
+    if not shutil.which("netplan"):
+        pytest.skip("netplan is not installed (scripts/setup.sh)")
+    bad = PLAN.replace("mtu: 9000", "mtu: lots")
+    res = _run(tmp_path, stage="converge", bundle_text=_bundle(bad))
+    assert res["failed"] and res["msg"].startswith("netplan generate refuses /etc/netplan/60-sparkfab.yaml: ")
+    assert not (tmp_path / "etc/netplan/60-sparkfab.yaml").exists()
+
+
+def test_the_live_fabric_is_compared_with_the_plan(tmp_path):
+    """A netdev this machine does not have lacks its address, its MTU and its route: each named."""
+    res = _run(
+        tmp_path,
+        stage="converge",
+        netdevs=["sf-nonexistent0"],
+        addresses=[{"dev": "sf-nonexistent0", "address": "192.168.100.1/24"}],
+        mtu=9000,
+        routes=[{"to": "192.168.104.1", "via": "192.168.100.2", "dev": "sf-nonexistent0"}],
+        _ansible_check_mode=True,
+    )
+    assert res["drift"] == [
+        "sf-nonexistent0: no 192.168.100.1/24",
+        "sf-nonexistent0: MTU not 9000",
+        "no route to 192.168.104.1 via 192.168.100.2",
+    ]
+    assert res["apply"] and res["installed"] == []
+
+
+def test_the_record_for_reset_is_written_once(tmp_path):
+    first = _run(tmp_path, record_before=True, netdevs=["lo"])
+    text = (tmp_path / "etc/sparkfab/before").read_text()
+    assert first["changed"] and text.startswith("# sparkfab: values before its first apply")
+    assert "mtu lo 65536\n" in text and "sysctl net.ipv4.ip_forward " in text
+    again = _run(tmp_path, record_before=True, netdevs=["lo"])
+    assert again["changed"] is False and (tmp_path / "etc/sparkfab/before").read_text() == text

@@ -111,12 +111,14 @@ def test_100e_differs_only_in_nccl(tmp_path, path):
         assert "roceP2" not in hca and "rocep1" in hca
 
 
-def test_bundle_carries_exactly_the_non_netplan_files(tmp_path):
+def test_bundle_carries_every_file_with_its_kind(tmp_path):
     files = rendered(REPO / "inventory/ring4.yml", "200", tmp_path)
     for host in ("spark-329f", "spark-3d38"):
         bundle = json.loads(files[f"bundles/{host}.json"])["files"]
         mine = {"/" + k.split("/", 1)[1]: v for k, v in files.items() if k.startswith(host + "/")}
-        assert set(bundle) == {p for p in mine if not p.startswith("/etc/netplan/")}
+        assert set(bundle) == set(mine)
+        netplan = {p for p in mine if p.startswith("/etc/netplan/")}
+        assert {p for p in bundle if bundle[p]["kind"] == "netplan"} == netplan
         assert all(bundle[p]["content"] == mine[p] for p in bundle)
         assert (
             bundle["/etc/sparkfab/collective.py"]["content"]

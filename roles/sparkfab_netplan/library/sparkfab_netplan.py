@@ -1,0 +1,485 @@
+#!/usr/bin/python3
+"""Ansible module: this host's fabric netplan in two runs (check, then converge) instead of a
+task per step: other netplan files that configure a fabric netdev (refused or taken over), the
+values sparkfab changes recorded before its first apply, whether the engine runs, whether the
+planned file differs; then the file validated by netplan and installed, and the live fabric
+compared with the plan (what tells the role to run `netplan apply`)."""
+
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+DOCUMENTATION = r"""
+module: sparkfab_netplan
+short_description: Converge the fabric netplan of this host (check, then converge)
+description:
+  - C(stage=check) changes nothing but the foreign files it moves and the record below; it
+    runs on every host before any host installs anything, so that a refusal stops all of them.
+  - C(stage=converge) installs the planned netplan files that differ (each validated by
+    C(netplan generate) first), drops the addresses of netdevs whose files were moved aside,
+    and compares the live addresses, MTUs and control routes with the plan. C(apply) in its
+    result says that C(netplan apply) is due.
+  - netplan concatenates address lists across files, so an older file (such as NVIDIA's
+    C(/etc/netplan/40-cx7.yaml)) that addresses a fabric netdev leaves it with two IPv4
+    addresses and two RoCE GIDs.
+  - Reads the files netplan reads (C(/run), C(/etc), C(/lib) under C(netplan/); for one
+    name the first of those wins) except sparkfab's own, and names every definition that
+    matches a fabric netdev by id, C(match.name) (globs), C(set-name), a member list
+    (C(interfaces)) or a VLAN C(link).
+  - A C(match) without C(name) (C(driver), C(macaddress), anything else) counts as touching a
+    fabric netdev unless the netdev's own driver and MAC address (read from sysfs) prove it
+    does not - networkd takes only the first matching .network file, and netplan's name for
+    such a definition (C(10-netplan-<id>.network)) can sort before sparkfab's, replacing its
+    whole configuration of the netdev.
+  - With C(take_over), files under C(/etc/netplan) are moved into C(backup_dir) (never
+    overwriting an earlier backup); files elsewhere cannot be moved and are refused.
+  - Supports check mode and diff mode.
+options:
+  netdevs:
+    description: The fabric netdevs of this host.
+    type: list
+    elements: str
+    required: true
+  own:
+    description: sparkfab's own netplan file (ignored).
+    type: path
+    default: /etc/netplan/60-sparkfab.yaml
+  take_over:
+    description: Move the files aside instead of refusing.
+    type: bool
+    default: false
+  backup_dir:
+    description: Where moved files go.
+    type: path
+    default: /etc/sparkfab/backup/netplan
+  root:
+    description: Prefix for every path (tests).
+    type: path
+    default: /
+  stage:
+    description: C(check) (foreign files, the record, the engine, the preview) or C(converge).
+    type: str
+    choices: [check, converge]
+    default: check
+  bundle_text:
+    description:
+      - The host's bundle (JSON, C({"files": {path: {content, mode, kind}}})).
+      - Its files of kind C(netplan) are the plan.
+    type: str
+  record_before:
+    description:
+      - In C(check), write C(/etc/sparkfab/before) if it is not there.
+      - It holds the MTUs, rp_filter, forwarding and whether the ip filter table exists.
+    type: bool
+    default: false
+  instance:
+    description: In C(check), the serving instance whose engine is probed (pid file, else a running container).
+    type: str
+  addresses:
+    description: In C(converge), the planned C({dev, address}) of each fabric netdev.
+    type: list
+    elements: dict
+    default: []
+  mtu:
+    description: In C(converge), the planned MTU of every fabric netdev.
+    type: int
+  routes:
+    description: In C(converge), the planned control routes C({to, via, dev}).
+    type: list
+    elements: dict
+    default: []
+  moved:
+    description: In C(converge), whether C(check) moved foreign files aside (an apply is due).
+    type: bool
+    default: false
+  flush:
+    description: In C(converge), netdevs whose IPv4 addresses are flushed (those the moved files configured).
+    type: list
+    elements: str
+    default: []
+"""
+
+RETURN = r"""
+foreign:
+  description: One entry per file, C({path, netdevs}).
+  type: list
+  returned: always
+moved:
+  description: C({from, to}) per file moved (or, in check mode, to be moved).
+  type: list
+  returned: stage check
+engine_running:
+  description: Whether the engine of C(instance) runs.
+  type: bool
+  returned: stage check
+netplan_differs:
+  description: Whether a planned netplan file differs from the installed one.
+  type: bool
+  returned: stage check
+installed:
+  description: The netplan files written (or, in check mode, to be written).
+  type: list
+  returned: stage converge
+drift:
+  description: What the live fabric lacks (an address, the MTU, a route), a line each.
+  type: list
+  returned: stage converge
+apply:
+  description: Whether C(netplan apply) is due (a file installed, addresses flushed, drift, files moved).
+  type: bool
+  returned: stage converge
+"""
+
+DIRS = ("run/netplan", "etc/netplan", "lib/netplan")  # netplan's precedence for one file name
+SECTIONS = (
+    "ethernets",
+    "bonds",
+    "bridges",
+    "vlans",
+    "vrfs",
+    "wifis",
+    "tunnels",
+    "modems",
+    "dummy-devices",
+    "virtual-ethernets",
+    "nm-devices",
+)
+
+
+def netplan_files(root):
+    chosen = {}
+    for d in DIRS:
+        base = os.path.join(root, d)
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".yaml") and name not in chosen:
+                chosen[name] = os.path.join(base, name)
+    return [chosen[n] for n in sorted(chosen)]
+
+
+def _globs(value):
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _matches(ident, conf, dev, facts):
+    """Whether the definition `ident: conf` configures netdev `dev` (facts: what sysfs says of
+    it, {"macaddress", "driver"}; a fact not known is taken to match). With `match:` every key
+    given must hold, as networkd requires; the id itself is then only a label."""
+    if not isinstance(conf, dict):
+        return fnmatch.fnmatchcase(dev, str(ident))
+    if conf.get("set-name") == dev:
+        return True
+    match = conf.get("match")
+    if not isinstance(match, dict):
+        return fnmatch.fnmatchcase(dev, str(ident))
+    for key, value in match.items():
+        if key == "name":
+            ok = any(fnmatch.fnmatchcase(dev, g) for g in _globs(value))
+        elif key == "macaddress" and facts.get("macaddress"):
+            ok = str(value).lower() == facts["macaddress"].lower()
+        elif key == "driver" and facts.get("driver"):
+            ok = any(fnmatch.fnmatchcase(facts["driver"], g) for g in _globs(value))
+        else:
+            ok = True  # not provable here: it may match
+        if not ok:
+            return False
+    return True
+
+
+def touched(doc, netdevs, facts=None):
+    """The fabric netdevs a parsed netplan document configures, sorted (`facts`: per netdev
+    what sysfs says of it; without them a match by driver or MAC address counts as a hit)."""
+    facts = facts or {}
+    hits = set()
+    network = doc.get("network") if isinstance(doc, dict) else None
+    if not isinstance(network, dict):
+        return []
+    for section in SECTIONS:
+        defs = network.get(section)
+        if not isinstance(defs, dict):
+            continue
+        for ident, conf in defs.items():
+            hits.update(dev for dev in netdevs if _matches(ident, conf, dev, facts.get(dev, {})))
+            if isinstance(conf, dict):
+                members = conf.get("interfaces") if isinstance(conf.get("interfaces"), list) else []
+                hits.update(dev for dev in netdevs if dev in members or conf.get("link") == dev)
+    return sorted(hits)
+
+
+def sysfs_facts(root, netdevs):
+    """What matches read of each netdev: its MAC address and its driver's name."""
+    out = {}
+    for dev in netdevs:
+        base = os.path.join(root, "sys/class/net", dev)
+        facts = {}
+        try:
+            with open(os.path.join(base, "address"), encoding="ascii") as f:
+                facts["macaddress"] = f.read().strip()
+            facts["driver"] = os.path.basename(os.readlink(os.path.join(base, "device/driver")))
+        except OSError:
+            pass
+        out[dev] = facts
+    return out
+
+
+def _free(path):
+    if not os.path.exists(path):
+        return path
+    n = 1
+    while os.path.exists(f"{path}.{n}"):
+        n += 1
+    return f"{path}.{n}"
+
+
+def foreign_files(module):
+    """Find other netplan files that configure a fabric netdev; refuse them, or move them aside."""
+    import yaml
+
+    p = module.params
+    root = p["root"]
+    own = os.path.join(root, p["own"].lstrip("/"))
+    foreign = []
+    facts = sysfs_facts(root, p["netdevs"])
+    for path in netplan_files(root):
+        if os.path.abspath(path) == os.path.abspath(own):
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            doc = yaml.safe_load(text)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            module.warn(f"cannot read {path}: {exc}")
+            continue
+        devs = touched(doc, p["netdevs"], facts)
+        if devs:
+            foreign.append({"path": path, "netdevs": devs, "text": text})
+    report = [{"path": f["path"], "netdevs": f["netdevs"]} for f in foreign]
+    if not foreign:
+        return {"changed": False, "foreign": [], "moved": []}
+    etc = os.path.join(root, "etc/netplan") + os.sep
+    listing = "; ".join(f"{f['path']} configures {', '.join(f['netdevs'])}" for f in foreign)
+    if not p["take_over"]:
+        module.fail_json(
+            msg=f"foreign netplan file: {listing}. netplan would merge it with sparkfab's and give these "
+            "netdevs two addresses; rerun with --take-over-netplan to move it to "
+            f"{p['backup_dir']} (restore by moving it back)",
+            foreign=report,
+        )
+    stuck = [f["path"] for f in foreign if not f["path"].startswith(etc)]
+    if stuck:
+        module.fail_json(
+            msg=f"foreign netplan file: {', '.join(stuck)} is not under /etc/netplan and cannot be moved; "
+            "shadow it with an /etc/netplan file of the same name that leaves the fabric netdevs out",
+            foreign=report,
+        )
+    backup = os.path.join(root, p["backup_dir"].lstrip("/"))
+    moved, diffs = [], []
+    for f in foreign:
+        dest = _free(os.path.join(backup, os.path.basename(f["path"])))
+        moved.append({"from": f["path"], "to": dest})
+        diffs.append({"before": f["text"], "after": "", "before_header": f["path"], "after_header": f"{f['path']}"})
+        if not module.check_mode:
+            os.makedirs(backup, mode=0o700, exist_ok=True)
+            shutil.move(f["path"], dest)
+    return {"changed": True, "foreign": report, "moved": moved, "diff": diffs}
+
+
+def _read(path, default="-"):
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip() or default
+    except OSError:
+        return default
+
+
+def _cmd(args):
+    """(rc, stdout) of a command; rc 127 when it is not installed."""
+    try:
+        res = subprocess.run(args, capture_output=True, text=True, check=False)
+    except OSError:
+        return 127, ""
+    return res.returncode, res.stdout
+
+
+def record_before(module):
+    """Write /etc/sparkfab/before once: the values sparkfab changes, as they are before its first
+    apply (`sparkfab reset` puts them back; later applies keep the first record)."""
+    path = os.path.join(module.params["root"], "etc/sparkfab/before")
+    if os.path.exists(path) or module.check_mode:
+        return False
+    lines = ["# sparkfab: values before its first apply (sparkfab reset restores them)"]
+    lines.append(f"sysctl net.ipv4.ip_forward {_read('/proc/sys/net/ipv4/ip_forward')}")
+    present = _cmd(["nft", "list", "table", "ip", "filter"])[0] == 0
+    lines.append(f"table ip-filter {'present' if present else 'absent'}")
+    for dev in module.params["netdevs"]:
+        lines.append(f"mtu {dev} {_read(f'/sys/class/net/{dev}/mtu')}")
+        lines.append(f"sysctl net.ipv4.conf.{dev}.rp_filter {_read(f'/proc/sys/net/ipv4/conf/{dev}/rp_filter')}")
+    _write(path, "\n".join(lines) + "\n", 0o644)
+    return True
+
+
+def engine_running(instance):
+    """The engine of `instance` runs: its pid file names a live process, or its container runs."""
+    try:
+        with open(f"/run/sparkfab/{instance}.pid", encoding="ascii") as f:
+            os.kill(int(f.read().strip()), 0)
+        return True
+    except (OSError, ValueError):
+        pass
+    if shutil.which("docker") is None:
+        return False
+    name = f"name=^sparkfab-{instance}$"
+    rc, out = _cmd(["docker", "ps", "-q", "--filter", name, "--filter", "status=running"])
+    return rc == 0 and bool(out.strip())
+
+
+def planned(module):
+    """[(dest, content, mode)] of the bundle's netplan files."""
+    text = module.params["bundle_text"]
+    if not text:
+        return []
+    try:
+        files = json.loads(text)["files"]
+    except (ValueError, KeyError, TypeError) as e:
+        module.fail_json(msg=f"cannot read the bundle: {e}")
+    return [(path, f["content"], int(f["mode"], 8)) for path, f in sorted(files.items()) if f["kind"] == "netplan"]
+
+
+def _current(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(), os.stat(path).st_mode & 0o7777
+    except OSError:
+        return None, None
+
+
+def _differs(module):
+    root = module.params["root"]
+    out = []
+    for dest, content, mode in planned(module):
+        old, old_mode = _current(os.path.join(root, dest.lstrip("/")))
+        if (old, old_mode) != (content, mode):
+            out.append((dest, content, mode, old, old_mode))
+    return out
+
+
+def _write(path, content, mode):
+    d = os.path.dirname(path)
+    os.makedirs(d, mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".sparkfab-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(content)
+        os.chmod(tmp, mode)
+        if os.geteuid() == 0:
+            os.chown(tmp, 0, 0)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def validate(module, dest, content):
+    """netplan generate on the file alone, in a scratch root (as the copy module's validate did)."""
+    if shutil.which("netplan") is None:
+        module.fail_json(msg="netplan is not installed: it is what applies the fabric's configuration")
+    with tempfile.TemporaryDirectory(prefix="sparkfab-netplan-") as d:
+        os.makedirs(os.path.join(d, "etc/netplan"))
+        _write(os.path.join(d, "etc/netplan/60-sparkfab.yaml"), content, 0o600)
+        res = subprocess.run(["netplan", "generate", "--root-dir", d], capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        module.fail_json(msg=f"netplan generate refuses {dest}: {(res.stderr or res.stdout).strip()[-1500:]}")
+
+
+def drift(module):
+    """What the live fabric lacks against the plan: addresses, the MTU, the control routes."""
+    p = module.params
+    out = []
+    for a in p["addresses"]:
+        text = _cmd(["ip", "-4", "-o", "addr", "show", "dev", a["dev"]])[1]
+        if f" {a['address']} " not in text:
+            out.append(f"{a['dev']}: no {a['address']}")
+    if p["mtu"]:
+        for dev in p["netdevs"]:
+            if _read(f"/sys/class/net/{dev}/mtu", "") != str(p["mtu"]):
+                out.append(f"{dev}: MTU not {p['mtu']}")
+    for r in p["routes"]:
+        text = _cmd(["ip", "-4", "route", "show", str(r["to"]), "dev", r["dev"]])[1]
+        if f"via {r['via']} " not in text:
+            out.append(f"no route to {r['to']} via {r['via']}")
+    return out
+
+
+def check(module):
+    result = foreign_files(module)
+    result["changed"] = record_before(module) if module.params["record_before"] else False
+    result["changed"] = result["changed"] or bool(result["moved"])
+    result["engine_running"] = engine_running(module.params["instance"]) if module.params["instance"] else False
+    result["netplan_differs"] = bool(_differs(module))
+    return result
+
+
+def converge(module):
+    root = module.params["root"]
+    installed, diffs = [], []
+    for dest, content, mode, old, old_mode in _differs(module):
+        if not module.check_mode:
+            validate(module, dest, content)
+            _write(os.path.join(root, dest.lstrip("/")), content, mode)
+        installed.append(dest)
+        if module._diff:
+            before, after = old or "", content
+            if old == content:
+                before, after = f"mode {old_mode:04o}\n", f"mode {mode:04o}\n"
+            diffs.append({"before_header": dest, "after_header": dest, "before": before, "after": after})
+    flushed = []
+    for dev in module.params["flush"]:
+        if not module.check_mode:
+            rc, _ = _cmd(["ip", "-4", "addr", "flush", "dev", dev])
+            if rc != 0:
+                module.fail_json(msg=f"ip -4 addr flush dev {dev} failed ({rc})")
+        flushed.append(dev)
+    lacking = drift(module)
+    due = bool(installed or flushed or lacking or module.params["moved"])
+    result = {"changed": due, "installed": installed, "flushed": flushed, "drift": lacking, "apply": due}
+    if module._diff:
+        result["diff"] = diffs
+    return result
+
+
+def main():
+    # imported here: sparkfab's preflight loads this file for `touched` and must not import
+    # Ansible (it patches sys.intern for the whole process, which torch then refuses)
+    from ansible.module_utils.basic import AnsibleModule
+
+    module = AnsibleModule(
+        argument_spec={
+            "netdevs": {"type": "list", "elements": "str", "required": True},
+            "own": {"type": "path", "default": "/etc/netplan/60-sparkfab.yaml"},
+            "take_over": {"type": "bool", "default": False},
+            "backup_dir": {"type": "path", "default": "/etc/sparkfab/backup/netplan"},
+            "root": {"type": "path", "default": "/"},
+            "stage": {"type": "str", "choices": ["check", "converge"], "default": "check"},
+            "bundle_text": {"type": "str", "no_log": True},
+            "record_before": {"type": "bool", "default": False},
+            "instance": {"type": "str"},
+            "addresses": {"type": "list", "elements": "dict", "default": []},
+            "mtu": {"type": "int"},
+            "routes": {"type": "list", "elements": "dict", "default": []},
+            "moved": {"type": "bool", "default": False},
+            "flush": {"type": "list", "elements": "str", "default": []},
+        },
+        supports_check_mode=True,
+    )
+    module.exit_json(**(check(module) if module.params["stage"] == "check" else converge(module)))
+
+
+if __name__ == "__main__":
+    main()
