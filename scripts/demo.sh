@@ -4,7 +4,7 @@
 # systemd and Docker, the cables veths shaped to the lab's rate), push it with Ansible, verify
 # (the hardware checks included), serve vLLM's CPU build at TP4 in each Spark's Docker through the
 # same launch scripts a Spark runs, estimate, bench at 200, flip to emulated 100, verify, bench
-# again, report side by side, tear down. Needs root (namespaces, machines). About 17 minutes on 2
+# again, report side by side, tear down. Needs root (namespaces, machines). About 14 minutes on 2
 # cores once setup is done (the first lab up also builds the lab's image, about a minute).
 # Usage: scripts/demo.sh [INVENTORY] [REPORT_DIR]
 set -euo pipefail

@@ -15,6 +15,7 @@ from sparkfab import yamlload
 from sparkfab.engines.collective import COLLECTIVE_PATH
 from sparkfab.plan import Host, Plan
 from sparkfab.render import File, control, launch, nccl, netplan
+from sparkfab.resolve.cables import SERVE_GROUPS
 
 LLDP_PATH = "/etc/lldpd.d/sparkfab.conf"
 LLDP_CONF = (
@@ -70,7 +71,10 @@ def _inventory(plan: Plan) -> File:
         "sparkfab_cluster": plan.cluster,
         "sparkfab_control_plane": plan.control_plane,
     }
-    doc = {"all": {"hosts": hosts, "vars": dict(sorted(group.items()))}}
+    # serve.yml's groups, empty (a play of an empty group is skipped without a warning only
+    # when its group is declared)
+    children: dict[str, Any] = {g: {"hosts": {}} for g in SERVE_GROUPS}
+    doc = {"all": {"hosts": hosts, "vars": dict(sorted(group.items())), "children": children}}
     head = f"# sparkfab: Ansible inventory for the rendered tree of {plan.cluster} (generated)\n"
     return File("inventory.yml", head + yamlload.dump(doc))
 

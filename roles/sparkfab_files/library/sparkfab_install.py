@@ -45,6 +45,21 @@ options:
     description: Prefix of the paths C(converge) reads (tests).
     type: path
     default: /
+  secrets:
+    description:
+      - Values for the host's secrets file (name -> value), kept out of the logs and the run's events.
+      - Only the names in C(secret_names) are written; each replaces its C(NAME=) line or is added.
+    type: dict
+    default: {}
+  secret_names:
+    description: The names the engine reads from the secrets file.
+    type: list
+    elements: str
+    default: []
+  secrets_file:
+    description: The host's secrets file (root-only, mode 0600).
+    type: path
+    default: /etc/sparkfab/secrets.env
 """
 
 RETURN = r"""
@@ -63,6 +78,10 @@ drift:
 loaded:
   description: With C(converge), whether the sysctls and the firewall were (or would be) loaded.
   type: bool
+  returned: always
+secrets:
+  description: The names whose line in the secrets file was (or would be) written.
+  type: list
   returned: always
 """
 
@@ -173,6 +192,43 @@ def load(module, root):
         install(listing, text, 0o644)
 
 
+def secrets_text(old, values):
+    """The secrets file with a C(NAME=value) line per value: the last line of that name is
+    replaced, or the line added (as lineinfile does); returns (text, names written)."""
+    lines = old.splitlines() if old else []
+    written = []
+    for name, value in values.items():
+        line = f"{name}={value}"
+        at = [i for i, x in enumerate(lines) if x.startswith(f"{name}=")]
+        if at and lines[at[-1]] == line:
+            continue
+        if at:
+            lines[at[-1]] = line
+        else:
+            lines.append(line)
+        written.append(name)
+    return "".join(x + "\n" for x in lines), written
+
+
+def put_secrets(module):
+    p = module.params
+    values = {n: str(p["secrets"][n]) for n in dict.fromkeys(p["secret_names"]) if n in p["secrets"]}
+    if not values:
+        return []
+    path = p["secrets_file"]
+    old, mode = current(path)
+    text, names = secrets_text(old, values)
+    owner = os.stat(path).st_uid if old is not None else None
+    if names or mode != 0o600 or owner != 0:
+        if not module.check_mode:
+            try:
+                install(path, text, 0o600)
+            except OSError as e:
+                module.fail_json(msg=f"cannot write {path}: {e}")
+        return names or ["(mode)"]
+    return []
+
+
 def read_bundle(module):
     path = module.params["bundle"]
     try:
@@ -192,6 +248,9 @@ def main():
             "kinds": {"type": "list", "elements": "str", "default": []},
             "converge": {"type": "bool", "default": False},
             "root": {"type": "path", "default": "/"},
+            "secrets": {"type": "dict", "default": {}, "no_log": True},
+            "secret_names": {"type": "list", "elements": "str", "default": []},
+            "secrets_file": {"type": "path", "default": "/etc/sparkfab/secrets.env"},
         },
         required_one_of=[["bundle", "bundle_text"]],
         mutually_exclusive=[["bundle", "bundle_text"]],
@@ -208,7 +267,9 @@ def main():
         written.append(path)
         if spec["kind"] not in kinds:
             kinds.append(spec["kind"])
-    result = {"changed": bool(written), "files": written, "kinds": kinds, "drift": [], "loaded": False}
+    secrets = put_secrets(module)
+    result = {"changed": bool(written or secrets), "files": written, "kinds": kinds, "drift": [], "loaded": False}
+    result["secrets"] = secrets
     if module.params["converge"]:
         # in check mode the files are not written: what the kernel holds is compared with the
         # installed ones, and a changed control file would be loaded

@@ -114,3 +114,20 @@ def test_converge_compares_the_kernels_sysctls_with_the_installed_file(tmp_path)
     conf.write_text("kernel.ostype=Plan9\n;comment\n")
     other = _run(tmp_path, b, converge=True, root=str(tmp_path), _ansible_check_mode=True)
     assert other["drift"] == ["sysctl kernel.ostype is not Plan9"] and other["loaded"] and other["changed"]
+
+
+def test_secrets_replace_their_line_and_stay_out_of_the_result(tmp_path):
+    env = tmp_path / "secrets.env"
+    env.write_text("OTHER=keep\nHF_TOKEN=old\n")
+    env.chmod(0o644)
+    args = {"secrets_file": str(env), "secret_names": ["HF_TOKEN", "VLLM_API_KEY", "UNSET"]}
+    values = {"HF_TOKEN": "hf_s3cret", "VLLM_API_KEY": "sk-s3cret", "NOT_ASKED": "x"}
+    dry = _run(tmp_path, {"files": {}}, secrets=values, _ansible_check_mode=True, **args)
+    assert dry["changed"] and dry["secrets"] == ["HF_TOKEN", "VLLM_API_KEY"]
+    assert env.read_text() == "OTHER=keep\nHF_TOKEN=old\n"
+    done = _run(tmp_path, {"files": {}}, secrets=values, **args)
+    assert env.read_text() == "OTHER=keep\nHF_TOKEN=hf_s3cret\nVLLM_API_KEY=sk-s3cret\n"
+    assert env.stat().st_mode & 0o777 == 0o600
+    assert "s3cret" not in json.dumps(done)
+    again = _run(tmp_path, {"files": {}}, secrets=values, **args)
+    assert again["changed"] is False and again["secrets"] == []
