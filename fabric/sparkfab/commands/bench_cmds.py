@@ -11,7 +11,7 @@ import sys
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import Progress
 
@@ -19,8 +19,10 @@ from sparkfab import spark
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, ServerError, Unavailable, UsageError
-from sparkfab.measure import bench, plans, sampler, vllmstats
-from sparkfab.measure.access import Access
+from sparkfab.measure import plans, sampler
+
+if TYPE_CHECKING:  # the client side (httpx, asyncio) is imported by the verbs that talk to a server
+    from sparkfab.measure.access import Access
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
@@ -94,6 +96,8 @@ def _access_args(p: argparse.ArgumentParser) -> None:
 
 
 def _access(args: argparse.Namespace) -> Access:
+    from sparkfab.measure.access import Access
+
     return Access.from_args(args.api_key_env, args.insecure, args.ca_file)
 
 
@@ -163,6 +167,8 @@ SECONDS = at.number(0, 7 * 86400, lo_open=True)
 
 
 def _run_dir(path: Path, resume: bool) -> Path:
+    from sparkfab.measure import bench
+
     """A new or empty directory (made once the server answered); with --resume, one that holds a run."""
     from sparkfab.outputs import plain_target
 
@@ -180,6 +186,8 @@ def _run_dir(path: Path, resume: bool) -> Path:
 
 
 def bench_cmd(args: argparse.Namespace) -> int:
+    from sparkfab.measure import bench, vllmstats
+
     tests = plans.select(args.plan, args.output_tokens)
     devices = args.counters
     if args.counters_host:
