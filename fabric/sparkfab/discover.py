@@ -20,13 +20,11 @@ from typing import Any, Literal
 from ruamel.yaml import YAML
 
 from sparkfab.spark import port_of
-from sparkfab.verify import lldp
+from sparkfab.verify import facts, lldp
 from sparkfab.verify.checks import as_root
 from sparkfab.verify.remote import Remote
 
-PROBE = (
-    "ip -j link show; echo @@; hostname; echo @@; lldpcli -f json show chassis; echo @@; lldpcli -f json show neighbors"
-)
+PROBE = "; echo @@; ".join((facts.LINKS, "hostname", "lldpcli -f json show chassis", "lldpcli -f json show neighbors"))
 
 
 @dataclass
@@ -64,8 +62,7 @@ def bring_up(th: Remote, view: HostView) -> None:
     """Root, and the fabric netdevs up (no addresses needed); a failure is kept on the view."""
     try:
         as_root(th)
-        links = json.loads(th.check_output("ip -j link show"))
-        view.fabric = sorted(x["ifname"] for x in links if port_of(x["ifname"]))
+        view.fabric = sorted(name for name in facts.links(th.check_output(facts.LINKS)) if port_of(name))
         for name in view.fabric:
             th.run(f"ip link set {name} up")
     except Exception as exc:
@@ -86,9 +83,7 @@ def probe(th: Remote, view: HostView, settle_s: float) -> None:
     except Exception as exc:
         view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         return
-    view.carrier = {
-        x["ifname"] for x in json.loads(out[0] or "[]") if port_of(x["ifname"]) and "LOWER_UP" in x.get("flags", [])
-    }
+    view.carrier = {name for name, link in facts.links(out[0]).items() if port_of(name) and link.carrier}
     view.hostname = out[1].strip()
     chassis = (json.loads(out[2] or "{}").get("local-chassis") or {}).get("chassis") or {}
     for name, info in chassis.items():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import importlib.util
-import json
 import shlex
 from types import ModuleType
 from typing import Any
@@ -21,7 +20,7 @@ from sparkfab.connection import Connection
 from sparkfab.paths import repo_dir
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.launch import HF_CACHE, PID_DIR, Launch, launch, volumes
-from sparkfab.verify import checks, images, perf
+from sparkfab.verify import checks, facts, images, perf
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result
 
@@ -78,7 +77,7 @@ def _sudo(host: Host, th: Remote) -> Result:
 
 
 def _netdevs(host: Host, th: Remote) -> list[Result]:
-    links = {x["ifname"]: x for x in json.loads(th.check_output("ip -j link show"))}
+    links = facts.links(th.check_output(facts.LINKS))
     out = []
     for name in host.fabric_ifs:
         link = links.get(name)
@@ -86,10 +85,10 @@ def _netdevs(host: Host, th: Remote) -> list[Result]:
             hint = "no such netdev: check the cable's port (p0/p1) in the inventory, and `ip link` on the host"
             out.append(Result("netdev", host.name, name, "present", "absent", FAIL, hint))
             continue
-        state, flags = str(link.get("operstate", "?")).lower(), link.get("flags", [])
-        if "NO-CARRIER" in flags:
+        state = link.operstate.lower()
+        if "NO-CARRIER" in link.flags:
             out.append(Result("netdev", host.name, name, "present", "no carrier", WARN, "is the cable in?"))
-        elif "UP" not in flags:
+        elif not link.up:
             out.append(Result("netdev", host.name, name, "present", "down", WARN, "apply brings it up"))
         else:
             out.append(Result("netdev", host.name, name, "present", f"present, {state}", PASS))

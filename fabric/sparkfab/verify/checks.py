@@ -51,10 +51,10 @@ def as_root(th: Any) -> Any:  # a testinfra Host: its backend is switched to sud
     return th
 
 
-LINKS, ADDRS = "ip -j link show", "ip -j -4 addr show"
+LINKS, ADDRS = facts.LINKS, "ip -j -4 addr show"
 TABLE, RULESET = "nft list table inet sparkfab", "nft -j list ruleset"
 #: the netdevs' carrier, then what lldpd heard (its exit status is the command's)
-NEIGHBOURS = "ip -j link show; echo @@; lldpcli -f json show neighbors"
+NEIGHBOURS = f"{LINKS}; echo @@; lldpcli -f json show neighbors"
 
 
 def _speeds_command(host: Host) -> str:
@@ -91,7 +91,7 @@ def wanted(plan: Plan, host: Host, files: dict[str, str], exp: Expect) -> tuple[
 
 
 def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:
-    links = {x["ifname"]: x for x in json.loads(th.check_output(LINKS))}
+    links = facts.links(th.check_output(LINKS))
     addrs = {x["ifname"]: x for x in json.loads(th.check_output(ADDRS))}
     raw = th.run(_speeds_command(host)).stdout
     speeds = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (x.split() for x in raw.splitlines() if x)}
@@ -102,19 +102,18 @@ def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]
         if link is None:
             out.append(Result("netdev", host.name, name, "present", "absent", FAIL, "no such interface"))
             continue
-        flags = link.get("flags", [])
-        out.append(Result.compare("up", host.name, name, "UP", "UP" if "UP" in flags else "DOWN"))
+        out.append(Result.compare("up", host.name, name, "UP", "UP" if link.up else "DOWN"))
         out.append(
             Result.compare(
                 "carrier",
                 host.name,
                 name,
                 1,
-                int("LOWER_UP" in flags),
-                "" if "LOWER_UP" in flags else "no carrier: cable unplugged or far end down",
+                int(link.carrier),
+                "" if link.carrier else "no carrier: cable unplugged or far end down",
             )
         )
-        out.append(Result.compare("mtu", host.name, name, plan.mtu, link.get("mtu")))
+        out.append(Result.compare("mtu", host.name, name, plan.mtu, link.mtu))
         have = sorted(f"{a['local']}/{a['prefixlen']}" for a in addrs.get(name, {}).get("addr_info", []))
         out.append(Result.compare("ipv4", host.name, name, [iface.address], have))
         speed = speeds.get(name)
@@ -230,10 +229,10 @@ def cabling(host: Host, th: Remote) -> list[Result]:
                 "lldpd must run on the fabric ports (sparkfab apply configures it)",
             )
         ]
-    links, _, heard = res.stdout.partition("@@")
+    listing, _, heard = res.stdout.partition("@@")
     try:
-        carrier = {x["ifname"] for x in json.loads(links) if "LOWER_UP" in x.get("flags", [])}
-    except (ValueError, TypeError, KeyError):
+        carrier = {name for name, link in facts.links(listing).items() if link.carrier}
+    except ValueError:
         carrier = {i.netdev for i in host.ifaces}
     # a neighbour lldpd still lists on a port without carrier is what it heard before the cable went
     seen = {k: v for k, v in lldp.neighbours(heard).items() if k in carrier}

@@ -1,4 +1,6 @@
-"""A host's facts for the checks in one round trip (pyinfra's facts are the model).
+"""A host's facts: what a command says of the host, parsed in one place (the netdevs of
+`ip -j link show`, for verify, preflight and discover alike), and the checks' facts gathered in
+one round trip (pyinfra's facts are the model).
 
 The checks ask a `Remote` for command outputs, sysctls and files one at a time; over SSH each
 ask is a round trip (an RDMA device alone is some seventy reads: state, rate, counters and the
@@ -38,6 +40,45 @@ for c, p in procs.items():
     done[c] = [p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")]
 sys.stdout.write(json.dumps({"commands": done, "files": files}))
 """
+
+
+LINKS = "ip -j link show"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A netdev as `ip -j link show` describes it."""
+
+    name: str
+    flags: tuple[str, ...]
+    mtu: int | None
+    operstate: str
+
+    @property
+    def up(self) -> bool:
+        return "UP" in self.flags
+
+    @property
+    def carrier(self) -> bool:
+        """The far end is there: the link is up at both ends (a pulled cable clears it)."""
+        return "LOWER_UP" in self.flags
+
+
+def links(text: str) -> dict[str, Link]:
+    """`ip -j link show` -> {netdev: Link}; raises ValueError on anything else."""
+    rows = json.loads(text or "[]")
+    if not isinstance(rows, list):
+        raise ValueError("ip -j link show did not print a list")
+    return {
+        str(x["ifname"]): Link(
+            str(x["ifname"]),
+            tuple(str(f) for f in x.get("flags", [])),
+            x.get("mtu") if isinstance(x.get("mtu"), int) else None,
+            str(x.get("operstate", "?")),
+        )
+        for x in rows
+        if isinstance(x, dict) and "ifname" in x
+    }
 
 
 @dataclass(frozen=True)

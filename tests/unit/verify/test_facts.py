@@ -75,3 +75,21 @@ def test_a_neighbour_heard_before_the_carrier_went_is_missing():
     fake = FakeHost(answers={checks.NEIGHBOURS: Answer(0, f"{ip_link(**links)}\n@@\n{heard}")})
     failed = [(r.subject, r.actual) for r in checks.cabling(host, fake) if r.status == "fail"]
     assert failed == [("enP2p1s0f1np1 (p1)", "-")]
+
+
+def test_links_are_read_from_what_ip_prints():
+    """The netdev fact from this machine's own `ip -j link show` and from a table of cases."""
+    import subprocess
+
+    mine = facts.links(subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout)
+    assert mine["lo"].up and mine["lo"].mtu == 65536
+    cases = '[{"ifname": "p0", "flags": ["BROADCAST", "NO-CARRIER", "UP"], "mtu": 9000, "operstate": "DOWN"},'
+    cases += ' {"ifname": "p1", "flags": ["UP", "LOWER_UP"], "operstate": "UP"}, {"no": "name"}]'
+    got = facts.links(cases)
+    assert (got["p0"].up, got["p0"].carrier, got["p0"].mtu) == (True, False, 9000)
+    assert (got["p1"].carrier, got["p1"].mtu) == (True, None) and set(got) == {"p0", "p1"}
+    assert facts.links("") == {}
+    import pytest
+
+    with pytest.raises(ValueError):
+        facts.links('{"not": "a list"}')
