@@ -198,14 +198,17 @@ def run_playbook(
     hosts: list[str] | None = None,
     workdir: Path | None = None,
     secrets: list[str] | None = None,
+    verbosity: int = 0,
 ) -> RunResult:
     """Run `playbook`; `secrets` names the variables of this environment the hosts' secrets file
     gets (read by the secrets task from `secrets_source`, never through the run's environment).
+    With `verbosity` (sparkfab's -v count), Ansible's own output is shown, at its -v level of
+    the same count (-v: the tasks and their results; -vvv: the connections).
     A run past `timeout` seconds is ended (everything it started) and raises DeployError naming
     the step each host was at."""
     with secrets_source(secrets or []) as source:
         xv = {**(extravars or {}), **({"sparkfab_secrets_source": source} if source else {})}
-        return _run(playbook, inventory, cluster, check, diff, limit, xv, timeout, on_update, hosts, workdir)
+        return _run(playbook, inventory, cluster, check, diff, limit, xv, timeout, on_update, hosts, workdir, verbosity)
 
 
 def _run(
@@ -220,6 +223,7 @@ def _run(
     on_update: Callable[[dict[str, HostResult]], None] | None,
     hosts: list[str] | None,
     workdir: Path | None,
+    verbosity: int = 0,
 ) -> RunResult:
     bindir = str(Path(sys.executable).parent)
     work = workdir or state_dir(cluster)
@@ -260,7 +264,7 @@ def _run(
                 _end_playbooks()
             return bool(stopped or late)
 
-        r = _start(pdd, playbook, inventory, cmdline, limit, extravars, envvars, collector, cancelled)
+        r = _start(pdd, playbook, inventory, cmdline, limit, extravars, envvars, collector, cancelled, verbosity)
     result = RunResult(r.rc, r.status, dict(collector.hosts), tuple(collector.diffs), str(Path(r.config.artifact_dir)))
     if stopped:
         ended: KeyboardInterrupt = Terminated() if stopped[0] == signal.SIGTERM else KeyboardInterrupt()
@@ -333,6 +337,7 @@ def _start(
     envvars: dict[str, str],
     collector: Collector,
     cancelled: Callable[[], bool],
+    verbosity: int = 0,
 ) -> Any:
     import ansible_runner.interface
 
@@ -349,7 +354,8 @@ def _start(
         extravars=extravars,
         envvars=envvars,
         ident=f"{Path(playbook).stem}-{uuid.uuid4().hex[:8]}",
-        quiet=True,
+        quiet=verbosity == 0,  # else Ansible's own output, on this process's stdout
+        verbosity=min(verbosity, 4) or None,
         suppress_env_files=True,
         rotate_artifacts=10,
         event_handler=collector,

@@ -65,7 +65,11 @@ def run_with_progress(
     plan = plan or target.plan
     names = [h.name for h in plan.hosts]
     title = f"{playbook} on {plan.cluster}"
-    live = Live(_table({}, title), console=_err, refresh_per_second=4, transient=True) if _err.is_terminal else None
+    verbose = getattr(args, "verbose", 0)
+    # with -v, Ansible's own output scrolls by instead of the live table
+    live = None
+    if _err.is_terminal and not verbose:
+        live = Live(_table({}, title), console=_err, refresh_per_second=4, transient=True)
 
     def update(hosts: dict[str, HostResult]) -> None:
         if live is not None:
@@ -87,6 +91,7 @@ def run_with_progress(
             hosts=names,
             workdir=target.state,
             secrets=secrets,
+            verbosity=verbose,
         )
     except Interrupted as exc:  # the table so far, whatever -q says: the run ends part-way
         if live is not None:
