@@ -162,3 +162,15 @@ def host_name(text: str) -> str:
         return hostname(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """KEY=VALUE (as `vllm bench serve --metadata` takes it): a short key of letters, digits,
+    `_`, `.` and `-`, and a value of printable text up to 512 characters."""
+    key, eq, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}", key):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r}: write KEY=VALUE (a key of letters, digits, _ . -)")
+    if len(value) > 512 or not value.isprintable():
+        raise argparse.ArgumentTypeError(f"{key}: the value must be printable text of at most 512 characters")
+    return key, value

@@ -61,6 +61,16 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--label", default="", help="name of this configuration in reports (e.g. 200, 100e)")
     p.add_argument(
+        "--metadata",
+        nargs="+",
+        action="extend",
+        type=at.key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="what else to record of this run (e.g. image=... note=...): in run.json, each result_<test>.json "
+        "(as vllm bench serve --metadata) and the report",
+    )
+    p.add_argument(
         "--link-speed",
         choices=spark.LINK_SPEEDS,
         help="the link-speed mode measured, for the report (the inventory's speed now, with --inventory)",
@@ -216,6 +226,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
         _access(args),
         _context(args),
         _remote_read(args),
+        dict(args.metadata),
     )
     total = sum(t.requests for t in tests) * (args.rounds + args.warmup)
     with Progress(transient=True, disable=args.quiet) as progress:

@@ -64,6 +64,7 @@ class Options:
     #: reads a file on the serving host (the served checkpoint's config.json, at the path vLLM
     #: reports, which is the host's as well: the image mounts the cache at the same path)
     remote_read: Callable[[str], str | None] | None = None
+    metadata: dict[str, str] = field(default_factory=dict)  # --metadata KEY=VALUE
 
 
 class Run:
@@ -103,6 +104,7 @@ class Run:
             "anchor": {"wall_ns": time.time_ns(), "mono_ns": time.monotonic_ns()},
             "counters": [c.__dict__ for c in self.opt.counters or []],
             "server": server.to_json(),
+            "metadata": self.opt.metadata,
         }
         (self.opt.out / "run.json").write_text(json.dumps(meta, indent=2))
         self._keep_model_config(engine.get("model_root"))
@@ -216,6 +218,9 @@ class Run:
         for t in self.tests:
             mine = [r for r in rows if r["test"] == t.name]
             doc = {
+                # as vllm bench serve's --metadata, each pair a key of the document (here a key
+                # the document has keeps its measured value)
+                **self.opt.metadata,
                 "date": time.strftime("%Y%m%d-%H%M%S"),
                 "endpoint_type": "openai",
                 "backend": "openai",

@@ -111,7 +111,8 @@ def metadata(run: Run) -> list[tuple[str, str]]:
         cluster += f": lab, fabric veths shaped to {inv.get('link_rate')}"
     if inv.get("instance"):
         cluster += f"; instance {inv.get('instance')} at TP{inv.get('tp')}"
-    return [
+    extra = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+    rows = [
         ("label", str(run.label)),
         ("model", str(m.get("model", "?"))),
         ("engine", f"{engine.get('name') or 'unknown'} {engine.get('version') or ''}".strip()),
@@ -122,6 +123,7 @@ def metadata(run: Run) -> list[tuple[str, str]]:
         ("date", str(m.get("date", "not recorded"))),
         ("sparkfab", str(m.get("sparkfab_version", "?"))),
     ]
+    return rows + ([("metadata", ", ".join(f"{k}={v}" for k, v in sorted(extra.items())))] if extra else [])
 
 
 @dataclass(frozen=True)

@@ -241,11 +241,20 @@ def test_report_two_runs(double, cli, tmp_path):
                 label,
                 "--link-speed",
                 label,
+                "--metadata",
+                f"image=nvcr.io/x:{label}",
+                "note=lab run",
                 "-o",
                 str(tmp_path / label),
             ).code
             == 0
         )
+    meta = json.loads((tmp_path / "200/run.json").read_text())["metadata"]
+    assert meta == {"image": "nvcr.io/x:200", "note": "lab run"}
+    result = json.loads((tmp_path / "200/result_P2.json").read_text())
+    assert result["image"] == "nvcr.io/x:200" and result["note"] == "lab run" and "mean_ttft_ms" in result
+    refused = bench(cli, fast, p, "--metadata", "no equals sign", "-o", str(tmp_path / "bad"))
+    assert refused.code == 2 and "write KEY=VALUE" in refused.err
     implicit = cli("report", str(tmp_path / "200"), str(tmp_path / "100e"), "--estimate", "-o", str(tmp_path / "x"))
     assert implicit.code == 2 and "--estimate needs the served model" in implicit.err
     res = cli(
@@ -256,6 +265,7 @@ def test_report_two_runs(double, cli, tmp_path):
     assert "estimate: glm-5.3 (preset glm-5.3: hidden 6144, 78 layers) at TP8; " in res.err
     assert "200 = 200 Gb/s -> 100e = 109 Gb/s" in res.err
     assert "Estimate: glm-5.3" in res.out and "| engine | vllm 0.32.0 | vllm 0.32.0 |" in res.out
+    assert "| metadata | image=nvcr.io/x:200, note=lab run | image=nvcr.io/x:100e, note=lab run |" in res.out
     tables = json.loads((tmp_path / "rep/tables.json").read_text())
     p2 = next(r for r in tables["ttft"] if r["test"] == "P2")
     assert 0.15 < p2["increase"] < 0.25  # 10 -> 12 us per token, plus a little fixed time
