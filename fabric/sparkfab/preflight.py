@@ -12,6 +12,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import importlib.util
 import shlex
+import time
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -37,17 +39,26 @@ def _foreign_module() -> ModuleType:
     return module
 
 
-def preflight(plan: Plan, conn: Connection) -> Report:
-    """Every row for every host and instance, reached through `conn` (a lab's Sparks as any)."""
+def preflight(plan: Plan, conn: Connection, log: Callable[[str], None] = lambda line: None) -> Report:
+    """Every row for every host and instance, reached through `conn` (a lab's Sparks as any);
+    a line of progress through `log` as each part ends."""
     report = Report(plan.cluster, plan.link_speed)
     hosts: dict[str, Remote] = {}
+    t0 = time.perf_counter()
+
+    def said(what: str) -> None:
+        failed = sum(r.status == FAIL for r in report.results)
+        log(f"preflight: {what} ({len(report.results)} rows, {failed} blockers, {time.perf_counter() - t0:.1f} s)")
+
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
         parts = pool.map(lambda h: _host(plan, h, conn.remote(h.name), hosts), plan.hosts)
         for part in parts:
             report.results += part
+    said(f"login, sudo, netdevs, RDMA, netplan files, clock on {len(plan.hosts)} hosts")
     for inst in plan.instances:
         if set(inst.hosts) <= set(hosts):
             report.results += _instance(plan, inst, hosts)
+            said(f"Docker, image, NCCL, model, ports of {inst.name}")
     return report
 
 

@@ -171,6 +171,8 @@ def test_verify_names_swapped_and_cut_cables():
         assert res.code == 0 and "now meets sf-sw8-sw.sw1:p2s2r0" in res.out
         swapped = sparkfab("verify", inv, "--lab", "--format", "json")
         assert swapped.code == 4
+        assert "verify: links, addresses, sysctls, firewall, files, jumbo pings, RDMA on 8 hosts (" in swapped.err
+        assert "verify: cabling, engine flags, images, serving (" in swapped.err
         bad = {
             (r["host"], r["subject"], r["expected"], r["actual"])
             for r in json.loads(swapped.out)["results"]

@@ -23,7 +23,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 def preflight_cmd(args: argparse.Namespace) -> int:
     target = Target.load(args.inventory, lab=args.lab)
     t0 = time.perf_counter()
-    report = preflight(target.plan, target.connection("preflight"))
+    say = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    report = preflight(target.plan, target.connection("preflight"), say)
     report.timing["total_s"] = round(time.perf_counter() - t0, 2)
     if args.format == "json":
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")

@@ -37,7 +37,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
         perf=args.perf,
         sizes=args.sizes,
         conn=target.connection("verify"),
-        log=_log,
+        log=(lambda line: None) if args.quiet else _log,
     )
     if args.format == "json":
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")

@@ -73,17 +73,21 @@ def verify(
     unreachable = {r.host for r in report.results if r.check == "ssh"}
     reachable = {h.name for h in plan.hosts} - unreachable
     report.timing["hosts_s"] = round(time.perf_counter() - t0, 2)
+    _said(log, report, f"links, addresses, sysctls, firewall, files, jumbo pings, RDMA on {len(reachable)} hosts", t0)
     report.results += _cabling(plan, hosts, reachable)
     report.results += _consistency(plan, hosts, reachable)
     report.results += images.image_checks(plan, hosts, reachable)
     report.results += serving.results(serving.rank_states(plan, {h: hosts[h] for h in reachable}))
+    _said(log, report, "cabling, engine flags, images, serving", t0)
     blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == FAIL}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:
             report.results += mesh.mesh(plan, inst, hosts, blocked)
+            _said(log, report, f"mesh of {inst.name}'s ranks", t0)
     report.timing["checks_s"] = round(time.perf_counter() - t0, 2)
     if perf:
         report.results += run_perf(plan, hosts)
+        _said(log, report, "perftest and nccl-tests", t0)
     if collective:
         report.collective = {}
         for inst in plan.instances:
@@ -123,6 +127,12 @@ def verify(
             )
     report.timing["total_s"] = round(time.perf_counter() - t0, 2)
     return report
+
+
+def _said(log: Callable[[str], None], report: Report, what: str, t0: float) -> None:
+    """A line of progress: what was checked, how it stands so far, since when."""
+    failed = sum(r.status == FAIL for r in report.results)
+    log(f"verify: {what} ({len(report.results)} checks, {failed} failed, {time.perf_counter() - t0:.1f} s)")
 
 
 def _consistency(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> list[Result]:

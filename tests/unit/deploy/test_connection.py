@@ -103,6 +103,10 @@ def test_preflight_names_a_host_it_cannot_reach(cli, tmp_path, monkeypatch):
         ("ssh", "spark-b", "unreachable", "fail"),
     }
     assert all("Connection refused" in r["detail"] for r in rows), [r["detail"] for r in rows]
+    # long work is not mute: a line as each part ends, none with -q
+    assert "preflight: login, sudo, netdevs, RDMA, netplan files, clock on 2 hosts (2 rows, 2 blockers" in res.err
+    quiet = cli("preflight", str(tmp_path / "inv.yml"), "--format", "json", "-q")
+    assert quiet.code == 4 and "preflight:" not in quiet.err
 
 
 class _Result:
