@@ -93,14 +93,25 @@ def write(user_inventory: str, spec: LabSpec, engine: str, into: Path | None = N
     out = folder / "inventory.yml"
     # a plain file keeps its comments; any other inventory is written out in the plain shape
     doc = load_roundtrip(user_inventory) if is_plain_file(user_inventory) else plain(read(user_inventory)[0])
-    out.write_text(lab_inventory(doc, spec, engine, backends=backends))
+    text = lab_inventory(doc, spec, engine, backends=backends)
+    # written only when it changes: a read-only verb (verify, status) beside a running apply
+    # leaves the files that apply's Ansible reads alone
+    if not out.exists() or out.read_text() != text:
+        out.write_text(text)
     where = Path(user_inventory).resolve()
     mine, copy_dir = (where if where.is_dir() else where.parent) / USER_DIR, folder / USER_DIR
-    if copy_dir.exists():
-        shutil.rmtree(copy_dir)
+    wanted: dict[str, bytes] = {}
     if mine.is_dir():
-        shutil.copytree(mine, copy_dir, ignore=shutil.ignore_patterns("*.tmp", "__pycache__"))
+        for f in sorted(mine.rglob("*")):
+            if f.is_file() and f.suffix != ".tmp" and "__pycache__" not in f.relative_to(mine).parts:
+                wanted[str(f.relative_to(mine))] = f.read_bytes()
     if engine == "vllm":  # the lab's own copy of its recipe, with this machine's volumes
-        copy_dir.mkdir(exist_ok=True)
-        (copy_dir / f"{lab_engine.RECIPES['vllm']}.yml").write_text(lab_engine.recipe_text(spec))
+        wanted[f"{lab_engine.RECIPES['vllm']}.yml"] = lab_engine.recipe_text(spec).encode()
+    have = {str(f.relative_to(copy_dir)): f.read_bytes() for f in copy_dir.rglob("*") if f.is_file()}
+    if have != wanted:
+        if copy_dir.exists():
+            shutil.rmtree(copy_dir)
+        for name, data in wanted.items():
+            (copy_dir / name).parent.mkdir(parents=True, exist_ok=True)
+            (copy_dir / name).write_bytes(data)
     return out

@@ -35,3 +35,29 @@ def test_every_rail_is_one_veth_that_knows_its_cable_and_root(path):
     rails = {(i.cable, i.root) for h in plan.hosts for i in h.ifaces}
     assert sorted((v.cable, v.root) for v in veths) == sorted(rails)
     assert all(v.label == f"cables[{v.cable}] root {v.root}" for v in veths)
+
+
+def test_the_lab_inventory_and_its_recipes_are_written_only_when_they_change(tmp_path):
+    """Every verb with --lab writes the lab's copy of the inventory; a read-only one beside a
+    running apply must not rewrite what apply's Ansible reads."""
+    import os
+
+    from sparkfab.lab import inventory as lab_inv
+
+    user = tmp_path / "site"
+    (user / "launchers").mkdir(parents=True)
+    (user / "pair.yml").write_text((REPO / "inventory/pair-1cable.yml").read_text())
+    (user / "launchers/README.txt").write_text("notes of the site\n")
+    into = tmp_path / "lab"
+    into.mkdir()
+    sp = spec(load_plan(str(user / "pair.yml")))
+    out = lab_inv.write(str(user / "pair.yml"), sp, "collective", into)
+    copy = into / "launchers/README.txt"
+    before = (out.stat().st_mtime_ns, copy.stat().st_mtime_ns)
+    os.utime(out, ns=(1, 1))
+    os.utime(copy, ns=(1, 1))
+    lab_inv.write(str(user / "pair.yml"), sp, "collective", into)
+    assert (out.stat().st_mtime_ns, copy.stat().st_mtime_ns) == (1, 1) and before != (1, 1)
+    (user / "launchers/README.txt").write_text("# changed\n")
+    lab_inv.write(str(user / "pair.yml"), sp, "collective", into)
+    assert copy.read_text() == "# changed\n" and out.stat().st_mtime_ns == 1
