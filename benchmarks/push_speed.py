@@ -4,7 +4,7 @@ each figure also as a multiple of the floor taken in the same run: one `ansible 
 host of the lab. Controller CPU seconds (this process's children: sparkfab, ansible-playbook and
 its forks) are given per verb and per host. Run as root after scripts/setup.sh:
 
-    .venv/bin/python benchmarks/push_speed.py [--only sw8] [--repeat 2]
+    .venv/bin/python benchmarks/push_speed.py [--only sw8] [--repeat 2] [--case INVENTORY:CLUSTER:SPARKS]
 
 Each lab is built fresh; the order per strategy is apply (first), apply (nothing to change),
 linkspeed 100e, linkspeed 200, verify. Results: benchmarks/results/push_speed_2core.txt.
@@ -60,10 +60,18 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per figure (the median is shown)")
     ap.add_argument("--strategy", choices=list(STRATEGIES), help="only this strategy")
     ap.add_argument("--tag", default="", help="a word for this tree in the output (e.g. before, after)")
+    ap.add_argument(
+        "--case",
+        action="append",
+        default=[],
+        metavar="INVENTORY:CLUSTER:SPARKS",
+        help="measure this inventory instead (e.g. a 32-Spark one); repeatable",
+    )
     args = ap.parse_args()
+    cases = [(c.split(":")[0], c.split(":")[1], int(c.split(":")[2])) for c in args.case] or CASES
     from sparkfab.lab import build
 
-    for inv, cluster, sparks in CASES:
+    for inv, cluster, sparks in cases:
         if args.only and cluster != args.only:
             continue
         for label, env in STRATEGIES.items():
@@ -75,7 +83,9 @@ def main() -> None:
             floors = [floor(cluster) for _ in range(3)]
             fl = statistics.median(floors)
             # a cluster of real 100G links has no mode to flip to (linkspeed is 200 <-> 100e)
-            flips = [] if inv.endswith("-100.yml") else ["100e", "200"]
+            from sparkfab.resolve import load_plan
+
+            flips = [] if load_plan(str(REPO / inv)).link_speed == "100" else ["100e", "200"]
             figures: dict[str, list[tuple[float, float]]] = {}
             for _ in range(args.repeat):
                 if figures:  # a first apply again: reset the hosts to before sparkfab
