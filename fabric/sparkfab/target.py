@@ -11,6 +11,7 @@ has no PCIe roots to take away). Plays and checks run on a lab Spark as on a Spa
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -157,6 +158,26 @@ def instance_limit(plan: Plan, instance: str | None, limit: str | None) -> str |
         raise UsageError(f"--instance {instance}: {plan.cluster} has the instance(s) {', '.join(names) or '(none)'}")
     hosts = ",".join(plan.instance(instance).hosts)
     return f"{hosts}:&{limit}" if limit else hosts
+
+
+def files_here(limit: str | None) -> str | None:
+    """A --limit whose `@FILE` parts name files of the working directory (Ansible runs from the
+    playbooks' directory, where a relative one would be looked for)."""
+    if not limit:
+        return limit
+    return "".join(f"@{Path(x[1:]).resolve()}" if x.startswith("@") else x for x in re.split(r"([,:])", limit))
+
+
+def selected(plan: Plan, tree: Path, limit: str | None) -> list[str]:
+    """The hosts a run will touch: all, or what `limit` selects as ansible-playbook selects it
+    (matched against the rendered inventory, before any host is contacted). A limit that
+    selects none is refused."""
+    if not limit:
+        return [h.name for h in plan.hosts]
+    hosts = matching(tree / "inventory.yml", limit)
+    if not hosts:
+        raise UsageError(f"--limit {limit} selects no host of {plan.cluster}")
+    return hosts
 
 
 def flipped_instances(plan: Plan, tree: Path | None, instance: str | None, limit: str | None) -> list[str] | None:

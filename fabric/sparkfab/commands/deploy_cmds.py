@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -20,32 +19,17 @@ from sparkfab.errors import DeployError, Exit, UsageError
 from sparkfab.plan import Plan
 from sparkfab.render.launch import secret_names
 from sparkfab.resolve import load_plan
-from sparkfab.target import Target, flipped_instances, forget_speeds, instance_limit, save_speeds
+from sparkfab.target import (
+    Target,
+    files_here,
+    flipped_instances,
+    forget_speeds,
+    instance_limit,
+    save_speeds,
+    selected,
+)
 
 _err = Console(stderr=True, width=140)
-
-
-def _files_here(limit: str | None) -> str | None:
-    """A --limit whose `@FILE` parts name files of the working directory (Ansible runs from the
-    playbooks' directory, where a relative one would be looked for)."""
-    if not limit:
-        return limit
-    return "".join(f"@{Path(x[1:]).resolve()}" if x.startswith("@") else x for x in re.split(r"([,:])", limit))
-
-
-def _selected(target: Target, tree: Path, args: argparse.Namespace) -> list[str]:
-    """The hosts the run will touch: all, or what `--limit` selects as ansible-playbook selects it
-    (matched against the rendered inventory before any host is contacted; `@FILE` read from the
-    working directory, not from where the playbooks are). A limit that selects none is refused."""
-    if not args.limit:
-        return [h.name for h in target.plan.hosts]
-    from sparkfab.ansible_inventory import matching
-
-    args.limit = _files_here(args.limit)
-    hosts = matching(tree / "inventory.yml", args.limit)
-    if not hosts:
-        raise UsageError(f"--limit {args.limit} selects no host of {target.plan.cluster}")
-    return hosts
 
 
 def _confirm(target: Target, args: argparse.Namespace, what: str, hosts: list[str] | None = None) -> None:
@@ -186,7 +170,8 @@ def _apply(target: Target, args: argparse.Namespace) -> int:
     plan = target.plan
     oracle.check(plan, None if args.quiet else lambda text: _err.print(f"note: {text}", markup=False))
     tree = target.render()
-    _confirm(target, args, "apply", _selected(target, tree, args))
+    args.limit = files_here(args.limit)
+    _confirm(target, args, "apply", selected(plan, tree, args.limit))
     extra: dict[str, object] | None = {"sparkfab_netplan_take_over": True} if args.take_over_netplan else None
     result = run_with_progress("site.yml", target, tree, args, extra, secrets=secret_names(plan))
     if (args.diff or args.check) and result.diffs:
@@ -214,7 +199,7 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
 
 def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     before = target.plan
-    args.limit = _files_here(args.limit)
+    args.limit = files_here(args.limit)
     wanted = load_plan(str(target.inventory), args.mode)  # the cluster validated at the new speed
     # a --limit is matched against the rendered inventory: render only then
     names = flipped_instances(before, target.render() if args.limit else None, args.instance, args.limit)
@@ -308,7 +293,8 @@ def serve_cmd(args: argparse.Namespace) -> int:
 def _serve(target: Target, args: argparse.Namespace) -> int:
     args.limit = instance_limit(target.plan, args.instance, args.limit)
     tree = target.render()  # what serving starts is what the inventory says now
-    _confirm(target, args, f"serve {args.action}", _selected(target, tree, args))
+    args.limit = files_here(args.limit)
+    _confirm(target, args, f"serve {args.action}", selected(target.plan, tree, args.limit))
     result = run_with_progress("serve.yml", target, tree, args, {"sparkfab_serve_action": args.action})
     _fail_if(result, target.plan)
     return Exit.OK
@@ -370,7 +356,8 @@ def reset_cmd(args: argparse.Namespace) -> int:
 def _reset(target: Target, args: argparse.Namespace) -> int:
     plan = target.plan
     tree = target.render()  # the hosts' netdevs and instances, as the plays read them
-    _confirm(target, args, "reset", _selected(target, tree, args))
+    args.limit = files_here(args.limit)
+    _confirm(target, args, "reset", selected(target.plan, tree, args.limit))
     result = run_with_progress("reset.yml", target, tree, args)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))

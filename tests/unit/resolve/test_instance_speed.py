@@ -84,19 +84,15 @@ def test_linkspeed_takes_instance_and_limit():
 def test_a_limit_selects_what_ansible_selects_before_any_host_is_contacted(tmp_path, monkeypatch):
     """apply, serve and reset name the hosts a --limit selects (and refuse one that selects
     none); `@FILE` is a file of the working directory, as for ansible-playbook."""
-    from types import SimpleNamespace
-
-    from sparkfab.commands.deploy_cmds import _selected
+    from sparkfab.target import files_here, selected
 
     plan = load_plan(two_instances(tmp_path))
     write_tree(render(plan), tmp_path / "tree")
-    target = SimpleNamespace(plan=plan)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "retry").write_text("s2\ns3\n")
     for limit, want in (("s0:s3", ["s0", "s3"]), ("all:!s1", ["s0", "s2", "s3"]), ("@retry", ["s2", "s3"])):
-        args = argparse.Namespace(limit=limit)
-        assert sorted(_selected(target, tmp_path / "tree", args)) == want, limit
-    assert args.limit == f"@{tmp_path / 'retry'}"
-    assert _selected(target, tmp_path / "tree", argparse.Namespace(limit=None)) == ["s0", "s1", "s2", "s3"]
+        assert sorted(selected(plan, tmp_path / "tree", files_here(limit))) == want, limit
+    assert files_here("@retry,s0") == f"@{tmp_path / 'retry'},s0"
+    assert selected(plan, tmp_path / "tree", None) == ["s0", "s1", "s2", "s3"]
     with pytest.raises(UsageError, match="--limit nohost selects no host of two"):
-        _selected(target, tmp_path / "tree", argparse.Namespace(limit="nohost"))
+        selected(plan, tmp_path / "tree", "nohost")
