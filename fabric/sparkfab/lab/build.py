@@ -70,7 +70,10 @@ def _build(
     (spec.dir / "switch-lldpd.conf").write_text(SWITCH_LLDP)
     pids |= daemons.start_switches(spec, spec.dir / "switch-lldpd.conf")
     with cf.ThreadPoolExecutor(max_workers=len(ms) or 1) as pool:
-        list(pool.map(machine.wait_booted, ms))
+        again = pool.map(lambda m: machine.boot(m, lambda: machine.start(spec, m, root, extra)), ms)
+        for m, pid in zip(ms, list(again), strict=True):
+            if pid is not None:
+                pids[f"{m.node.name}.machine"] = pid
     t["boot_s"] = time.perf_counter() - t0 - t["links_s"]
     daemons.wait_sshd(spec)
     if engine_name == "vllm":

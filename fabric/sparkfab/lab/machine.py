@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -226,7 +227,9 @@ def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
     while time.monotonic() < deadline:
         ended = ""
         if supervisor_pid(m) is None:
-            raise LabError(f"{m.node.name} stopped while it booted; its console ends:\n{_console_tail(m)}")
+            tail = _console_tail(m)
+            error = StoppedSilently if not tail.strip() else LabError
+            raise error(f"{m.node.name} stopped while it booted; its console ends:\n{tail or '  (nothing)'}")
         try:
             res = run(m, "sh", "-c", "systemctl is-system-running --wait; test ! -e /run/nologin", timeout=10)
             state = res.stdout.strip()
@@ -249,6 +252,23 @@ def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
         f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log}); "
         f"its state: {last}; {_boot_jobs(m)[1]}; its console ends:\n{_console_tail(m)}"
     )
+
+
+class StoppedSilently(LabError):
+    """The machine's supervisor ended before the machine printed a line (its container never
+    started: seen once in a long run on a loaded 2-core machine): worth one more start."""
+
+
+def boot(m: Machine, start_again: Callable[[], int]) -> int | None:
+    """Wait for `m`'s boot; a machine that stopped before printing anything is started once
+    more (`start_again`, which returns the new supervisor's pid). Returns that pid, if any."""
+    try:
+        wait_booted(m)
+        return None
+    except StoppedSilently:
+        pid = start_again()
+        wait_booted(m)
+        return pid
 
 
 def supervisor_pid(m: Machine) -> int | None:

@@ -98,3 +98,28 @@ def test_a_boot_that_ended_degraded_without_logins_is_reported_at_once(tmp_path,
     with pytest.raises(LabError, match=r"(?s)does not let users log in.*systemd-user-sessions.*status=219/CGROUP"):
         machine.wait_booted(m, timeout=60)
     assert time.monotonic() - t0 < 5
+
+
+def test_a_machine_that_stopped_before_printing_anything_is_started_once_more(tmp_path):
+    """Its container never started (nothing on its console): one more start; a machine that
+    stopped with something to say is reported, not started again."""
+    d = tmp_path / "machines" / "s4"
+    d.mkdir(parents=True)
+    m = machine.Machine(Node("s4", "sf-x-s4", "spark"), d)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    m.pidfile.write_text(f"{gone.pid}\n")
+    m.log.write_text("")
+    started: list[str] = []
+
+    def again() -> int:
+        started.append("again")
+        raise LabError("started again")
+
+    with pytest.raises(LabError, match="started again"):
+        machine.boot(m, again)
+    assert started == ["again"]
+    m.log.write_text("sh: mount: Device or resource busy\n")
+    with pytest.raises(LabError, match="stopped while it booted"):
+        machine.boot(m, again)
+    assert started == ["again"]
