@@ -30,7 +30,7 @@ from typing import Any
 from sparkfab import proc
 from sparkfab.errors import DeployError, Terminated, signals_held
 from sparkfab.paths import repo_dir, state_dir
-from sparkfab.runenv import run_env, strategy_env
+from sparkfab.runenv import run_env, strategy_env, strategy_vars
 
 
 @contextlib.contextmanager
@@ -264,7 +264,8 @@ def _run(
                 _end_playbooks()
             return bool(stopped or late)
 
-        r = _start(pdd, playbook, inventory, cmdline, limit, extravars, envvars, collector, cancelled, verbosity)
+        xv = {**extravars, **strategy_vars({**os.environ, **envvars})}
+        r = _start(pdd, playbook, inventory, cmdline, limit, xv, envvars, collector, cancelled, verbosity)
     result = RunResult(r.rc, r.status, dict(collector.hosts), tuple(collector.diffs), str(Path(r.config.artifact_dir)))
     if stopped:
         ended: KeyboardInterrupt = Terminated() if stopped[0] == signal.SIGTERM else KeyboardInterrupt()

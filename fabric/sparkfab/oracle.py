@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkfab import engines, modelcheck
+from sparkfab import modelcheck
 from sparkfab.engines import Engine, flags
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.plan import Instance, Plan
@@ -42,13 +42,6 @@ def engine_python(spec: Engine) -> Path | None:
     if spec.oracle is None:
         return None
     return Path(os.environ.get(spec.oracle.python_env) or _CHECKOUT / spec.oracle.venv / "bin" / "python")
-
-
-def vllm_python() -> Path:
-    """The Python of the environment with vLLM (the CPU build here), which the lab also serves with."""
-    py = engine_python(engines.engine("vllm"))
-    assert py is not None
-    return py
 
 
 def enabled(spec: Engine) -> bool:

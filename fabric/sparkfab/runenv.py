@@ -30,6 +30,10 @@ def run_env(environ: dict[str, str]) -> dict[str, str]:
     }
 
 
+#: how long a host may stay silent before its connection is dropped: ssh's ServerAliveInterval
+#: and ServerAliveCountMax, as ansible.cfg's ssh_args and sparkfab's own ssh_config set them
+KEEPALIVE = (5, 6)
+
 #: set to 0 to run the playbooks with Ansible's own strategy even where Mitogen is installed
 ACCELERATOR_ENV = "SPARKFAB_MITOGEN"
 
@@ -46,3 +50,13 @@ def strategy_env(environ: dict[str, str]) -> dict[str, str]:
         return {}
     plugins = Path(spec.origin).parent / "plugins" / "strategy"
     return {"ANSIBLE_STRATEGY_PLUGINS": str(plugins), "ANSIBLE_STRATEGY": "mitogen_linear"}
+
+
+def strategy_vars(env: dict[str, str]) -> dict[str, int]:
+    """The variables a run under `env`'s strategy needs: Mitogen starts ssh with its own
+    keepalive options ahead of ansible.cfg's (ssh takes the first), 30 s x 10 unless told, so a
+    host gone silent would hold the run for 5 minutes instead of 30 s."""
+    if env.get("ANSIBLE_STRATEGY", "").startswith("mitogen"):
+        interval, count = KEEPALIVE
+        return {"mitogen_ssh_keepalive_interval": interval, "mitogen_ssh_keepalive_count": count}
+    return {}

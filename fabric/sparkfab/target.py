@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,13 +41,15 @@ class Target:
     lab: Path | None  # the lab directory when the hosts are a lab's Sparks
 
     @classmethod
-    def load(cls, inventory: str, *, lab: bool = False) -> Target:
-        """The target of `inventory` (with `lab`: its lab, which must be up)."""
+    def load(cls, inventory: str, *, lab: bool = False, mends: str | None = None) -> Target:
+        """The target of `inventory` (with `lab`: its lab, which must be up). `mends`: the verb
+        (`linkspeed`, `reset`) that writes the recorded speeds anew, so an unreadable record is
+        dropped with a warning instead of refused (see `at_current_speed`)."""
         path = Path(lab_inventory(inventory) if lab else inventory)
         plan = load_plan(str(path))
         d = lab_of(path, plan.cluster)
         state = d / "state" if d else paths.state_dir(plan.cluster)
-        return cls(at_current_speed(plan, state), path, state, d)
+        return cls(at_current_speed(plan, state, mends), path, state, d)
 
     @classmethod
     @contextmanager
@@ -63,7 +66,8 @@ class Target:
         if lab and not paths.lab_state(cluster).exists():
             raise UsageError(f"lab {cluster} is not up: run `sparkfab lab up {inventory}`")
         with lock.held(state, f"cluster {cluster}", verb):
-            yield cls.load(inventory, lab=lab)
+            mends = verb if verb in ("linkspeed", "reset") else None
+            yield cls.load(inventory, lab=lab, mends=mends)
 
     def render(self, plan: Plan | None = None) -> Path:
         """Render the plan (or `plan`, a variant of it) into the state's `tree/`."""
@@ -102,27 +106,42 @@ def lab_inventory(inventory: str) -> Path:
     return lab_inv.write(inventory, spec(plan), state.engine)
 
 
-def current_link_speed(plan: Plan, state: Path) -> LinkSpeed:
+def current_link_speed(plan: Plan, state: Path, mends: str | None = None) -> LinkSpeed:
     """The cluster's link-speed mode now: its last `linkspeed`, else the inventory's."""
     f = state / "link_speed"
-    return _saved(f) if f.exists() else plan.link_speed
+    saved = _saved(f, plan.link_speed, mends) if f.exists() else None
+    return saved or plan.link_speed
 
 
-def _saved(f: Path) -> LinkSpeed:
+def _saved(f: Path, fallback: LinkSpeed, mends: str | None) -> LinkSpeed | None:
+    """A recorded speed. One that cannot be read (emptied, garbage) is refused, except by the
+    verb that writes it anew (`mends`): that verb drops it, says so, and goes on from the
+    inventory's speed, so the fix the message names is one that works."""
     try:
-        return link_speed(f.read_text().strip())
-    except ValueError as exc:
-        raise UsageError(f"{f}: {exc}; the next `sparkfab linkspeed` writes it anew") from None
+        text = f.read_text(encoding="utf-8", errors="replace").strip()
+        return link_speed(text)
+    except (ValueError, OSError) as exc:
+        if mends is None:
+            raise UsageError(
+                f"{f}: {exc}; `sparkfab linkspeed` (which writes it anew) or `sparkfab reset` clears it"
+            ) from None
+        f.unlink(missing_ok=True)
+        sys.stderr.write(
+            f"{f}: {exc}; dropped: {mends} goes on as if the hosts ran the inventory's {fallback} "
+            "(`sparkfab verify` says whether they do)\n"
+        )
+        return None
 
 
-def at_current_speed(plan: Plan, state: Path) -> Plan:
+def at_current_speed(plan: Plan, state: Path, mends: str | None = None) -> Plan:
     """The plan at the speeds the hosts run at now: the cluster's, and that of any instance
-    flipped on its own (`linkspeed --instance`)."""
-    out = plan.with_link_speed(current_link_speed(plan, state))
+    flipped on its own (`linkspeed --instance`). `mends`: see `_saved`."""
+    out = plan.with_link_speed(current_link_speed(plan, state, mends))
     for inst in plan.instances:
         f = state / f"link_speed.{inst.name}"
-        if f.exists():
-            out = out.with_instance_speed(inst.name, _saved(f))
+        saved = _saved(f, out.link_speed, mends) if f.exists() else None
+        if saved:
+            out = out.with_instance_speed(inst.name, saved)
     return out
 
 

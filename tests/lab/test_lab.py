@@ -359,7 +359,8 @@ def test_rate_shapes_a_cable():
 
 def test_a_flip_is_all_or_nothing_with_a_silent_or_a_failing_spark():
     """linkspeed with one Spark silent on the network: every host is checked first, so the other
-    keeps its NCCL environment and its engine, the lab's rate and the recorded speed stay; once
+    keeps its NCCL environment and its engine, the lab's rate and the recorded speed stay (and
+    `serve restart` leaves the instance alone rather than start it without a rank); once
     the Spark answers again the same flip goes through. A Spark that fails in the push itself
     (its NCCL file cannot be replaced) stops the flip before serving is touched, and the Spark
     that did change gets its old file back: both run the recorded speed."""
@@ -384,6 +385,11 @@ def test_a_flip_is_all_or_nothing_with_a_silent_or_a_failing_spark():
         assert ssh(cluster, "spark-a", "tc qdisc show dev enp1s0f0np0").stdout == rate
         recorded = lab_dir(cluster) / "state" / "link_speed"
         assert not recorded.exists() or recorded.read_text().strip() == "200"
+        # nor is serving restarted without all its ranks: the rank that answers keeps its engine
+        restart = sparkfab("serve", "restart", inv, "--lab", "-q")
+        assert restart.code == 3, restart.err
+        assert "llama needs every rank, and spark-b did not answer" in restart.err, restart.err
+        assert ssh(cluster, "spark-a", f"kill -0 {pid}").returncode == 0
         assert in_machine(cluster, "spark-b", "iptables", "-w", "-D", *drop[3:]).returncode == 0
         again = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
         assert again.code == 0, again.err

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sparkfab import oracle
+from sparkfab import engines, oracle
 from tests.conftest import REPO
 
 #: a small Llama checkpoint's config (no weights: vLLM reads only this to build its model config)
@@ -33,7 +33,7 @@ CONFIG = {
 @pytest.fixture
 def on(monkeypatch, tmp_path):
     """The oracle on, its cache and the Hugging Face cache in this test's directory."""
-    if not oracle.vllm_python().exists():
+    if not oracle.engine_python(engines.engine("vllm")).exists():
         pytest.skip("no vLLM environment (.venv-vllm, made by scripts/setup.sh)")
     monkeypatch.setenv("SPARKFAB_ORACLE", "on")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

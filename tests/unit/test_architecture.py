@@ -144,3 +144,27 @@ def test_a_long_module_says_why_at_its_top():
         and REASON not in (ast.get_docstring(ast.parse(f.read_text())) or "")
     }
     assert long == {}, f"split these, or say '{REASON} ...' in their docstring"
+
+
+def test_only_the_engine_seam_compares_engine_names():
+    """What an engine is lives in `engines/`: no other module (the lab included) branches on an
+    engine's name (`== "vllm"`, `in ("vllm", ...)`, a table keyed by names); it asks the
+    engine's description. (The engines' own oracle scripts in assets/ run in the engine's
+    Python and are not sparkfab's modules.)"""
+    from sparkfab import engines
+
+    names = set(engines.ENGINES)
+    found = []
+    for name, path in sorted(_modules().items()):
+        if name.startswith(("sparkfab.engines", "sparkfab.assets")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                consts = [c for s in sides for c in ([s] if isinstance(s, ast.Constant) else getattr(s, "elts", []))]
+                if any(isinstance(c, ast.Constant) and c.value in names for c in consts):
+                    found.append(f"{name}:{node.lineno}")
+            keys = getattr(node, "keys", None) if isinstance(node, ast.Dict) else None
+            if keys and all(isinstance(k, ast.Constant) and k.value in names for k in keys):
+                found.append(f"{name}:{node.lineno}")
+    assert not found, f"engine names compared outside engines/: {found}"

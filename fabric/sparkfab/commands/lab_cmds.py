@@ -8,6 +8,7 @@ import sys
 import time
 from dataclasses import replace
 
+from sparkfab import lock, paths
 from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
 from sparkfab.errors import Exit, LabError, UsageError
 from sparkfab.lab import build, links, wire
@@ -76,9 +77,18 @@ def lab_cmd(args: argparse.Namespace) -> int:
     return _wire(args, sp)
 
 
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
 def _down(cluster: str) -> int:
     t0 = time.perf_counter()
-    removed = build.down(cluster)
+    state = paths.lab_dir(cluster) / "state"
+    if state.is_dir():  # a verb running against the lab ends before the lab goes
+        with lock.taken_over(state, f"lab {cluster}", "lab down", _say):
+            removed = build.down(cluster)
+    else:
+        removed = build.down(cluster)
     left = build.leftovers(cluster)
     if left:
         raise LabError("lab down left: " + ", ".join(left))

@@ -7,7 +7,7 @@ in `ENGINES`, and recipes in `launchers/`; docs/architecture.md walks it.
 from __future__ import annotations
 
 from sparkfab.engines import collective, sglang, vllm
-from sparkfab.engines.base import Engine, Metrics, Oracle, Rank, flag_argv
+from sparkfab.engines.base import Engine, LabServing, Metrics, Oracle, Rank, flag_argv
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, collective.ENGINE)}
 
@@ -24,4 +24,9 @@ def served() -> list[Engine]:
     return [e for e in ENGINES.values() if e.metrics is not None]
 
 
-__all__ = ["ENGINES", "Engine", "Metrics", "Oracle", "Rank", "engine", "flag_argv", "served"]
+def in_lab() -> list[Engine]:
+    """The engines the lab can serve (`lab up --engine`), the default first."""
+    return [e for e in ENGINES.values() if e.lab is not None]
+
+
+__all__ = ["ENGINES", "Engine", "LabServing", "Metrics", "Oracle", "Rank", "engine", "flag_argv", "in_lab", "served"]

@@ -4,8 +4,8 @@ An engine says how its command line is made from a recipe and one rank of an ins
 its flags differ per rank, which sparkfab writes itself, which would carry a secret, the order its
 ranks start in, where it runs by default, how it answers "ready", what its Prometheus histograms
 are called, and which of its own parsers judges a launch. render, resolve, serve (through the
-launch files' health URL), bench and the oracle ask this description; no module outside
-`engines/` compares engine names but the lab, which picks one of its own two recipes by name.
+launch files' health URL), bench, the oracle and the lab ask this description; no module
+outside `engines/` compares engine names.
 """
 
 from __future__ import annotations
@@ -59,6 +59,22 @@ class Metrics:
     #: GET path whose JSON answer has a "version"
     version_path: str
     histograms: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LabServing:
+    """How the lab (one Linux machine without GPUs) serves an engine: the lab's recipe in
+    `launchers/`, the runtime it runs in there (`docker`: the lab image in every Spark's Docker,
+    as on a Spark), and the engine's command inside the lab image: `python -m module` of the
+    engine's own environment (the oracle's), with `env`. Without a module the engine runs from
+    the host's Python and serves no model."""
+
+    recipe: str
+    runtime: Runtime
+    module: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: the recipe flag that names the model the lab's engine answers to
+    served_name_flag: str = "served-model-name"
 
 
 def flag_argv(flags: Mapping[str, Any]) -> list[str]:
@@ -117,6 +133,8 @@ class Engine:
     gloo_coordination: bool = False
     #: Ray backends: the head (rank 0) starts first and the workers join it
     ray: bool = False
+    #: how the lab serves it (None: the lab cannot)
+    lab: LabServing | None = None
 
     def argv(self, r: Rank) -> list[str]:
         raise NotImplementedError(f"engine {self.name} builds no argv")

@@ -3,7 +3,7 @@ the lab's stand-in for an engine and the fabric's load. It runs from the host's 
 
 from __future__ import annotations
 
-from sparkfab.engines.base import Engine, Rank
+from sparkfab.engines.base import Engine, LabServing, Rank
 
 #: where apply installs it on every host
 COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
@@ -17,6 +17,8 @@ class Collective(Engine):
     default_runtime = "process"
     needs_image = False
     per_rank = ("--rank",)
+    #: seconds to start: the lab's engine for tests of the start order and the Ansible path
+    lab = LabServing("lab-collective", "process")
 
     def argv(self, r: Rank) -> list[str]:
         return [

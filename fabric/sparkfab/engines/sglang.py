@@ -14,6 +14,8 @@ class SGLang(Engine):
     title = "SGLang"
     command = ("python3", "-m", "sglang.launch_server")
     server = "sglang.launch_server"
+    #: none: SGLang's CPU backend needs sgl-kernel built from source, which the lab does not do
+    lab = None
     secrets = ("HF_TOKEN",)
     #: SGLang 0.5.23 reads its API key only from this flag (no variable), so it has no safe form
     secret_flags = MappingProxyType({"api-key": None, "admin-api-key": None})

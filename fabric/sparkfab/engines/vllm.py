@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from sparkfab.engines.base import Engine, Metrics, Oracle, Rank, flag_argv
+from sparkfab.engines.base import Engine, LabServing, Metrics, Oracle, Rank, flag_argv
 
 
 class VLLM(Engine):
@@ -47,6 +47,8 @@ class VLLM(Engine):
     ready_timeout_env = "VLLM_ENGINE_READY_TIMEOUT_S"
     host_ip_env = "VLLM_HOST_IP"
     ray = True
+    #: the lab serves vLLM's CPU build (`.venv-vllm`) in Docker, with a Spark's multi-node flags
+    lab = LabServing("lab-vllm", "docker", "vllm.entrypoints.cli.main", MappingProxyType({"VLLM_TARGET_DEVICE": "cpu"}))
 
     def argv(self, r: Rank) -> list[str]:
         argv = [

@@ -76,9 +76,9 @@ def _build(
                 pids[f"{m.node.name}.machine"] = pid
     t["boot_s"] = time.perf_counter() - t0 - t["links_s"]
     daemons.wait_sshd(spec)
-    if engine_name == "vllm":
+    if engine.runtime(engine_name) == "docker":  # the lab image into every Spark's Docker
         t1 = time.perf_counter()
-        engine.load_image(spec, ms)
+        engine.load_image(spec, ms, engine_name)
         t["image_import_s"] = time.perf_counter() - t1
     wire.link_speed(spec, mode)
     return LabState(spec.cluster, inventory, engine_name, mode, spec, pids, t)

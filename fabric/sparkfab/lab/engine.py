@@ -1,17 +1,16 @@
-"""What a lab serves.
+"""What a lab serves: an engine of the seam that says how the lab serves it (`Engine.lab`).
 
-Two engines:
-
-- `vllm` (the default): vLLM's CPU build serving a model made at `lab up`, through the
-  `lab-vllm` recipe, the `docker` runtime (the launch scripts a Spark runs) and the same
-  multi-node flags a Spark gets. The recipe's image is the lab's container image
-  (`lab.image.container_tar`), imported into every Spark's Docker at `lab up`; vLLM's virtual
-  environment (`.venv-vllm`, made by `scripts/setup.sh`; another one with
-  `SPARKFAB_VLLM_PYTHON`), the Python it was made from, a `vllm` command for it and the model
-  are bound into each Spark and, by the lab's copy of the recipe (its `volumes:`), into the
-  container: a 4 GB environment imported into every Spark's Docker would make `lab up` slow.
-- `collective`: the torch.distributed all-reduce workload, as a process (seconds to start; for
-  tests of the start order and of the Ansible path).
+- An engine with a module of its own (vLLM, the default): its CPU build serving a model made at
+  `lab up`, through the engine's lab recipe (`lab-vllm`), in the runtime a Spark uses (`docker`:
+  the launch scripts a Spark runs) with the same multi-node flags. The recipe's image is the
+  lab's container image (`lab.image.container_tar`), imported into every Spark's Docker at
+  `lab up`; the engine's virtual environment (its oracle's: `.venv-vllm`, made by
+  `scripts/setup.sh`, or the one its variable names), the Python it was made from, a command
+  for it and the model are bound into each Spark and, by the lab's copy of the recipe (its
+  `volumes:`), into the container: a 4 GB environment imported into every Spark's Docker would
+  make `lab up` slow.
+- One without (the collective): the torch.distributed all-reduce workload from the host's
+  Python, as a process (seconds to start; for tests of the start order and of the Ansible path).
 
 How fast the lab's cables are is `lab.rates`'s.
 """
@@ -27,16 +26,17 @@ from typing import Any
 
 import yaml
 
-from sparkfab import proc
+from sparkfab import engines, proc
+from sparkfab.engines import Engine, LabServing
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec
 from sparkfab.launchers import recipe
 from sparkfab.modelcheck import VOCAB_PADDING
-from sparkfab.oracle import vllm_python
+from sparkfab.oracle import engine_python
 from sparkfab.paths import repo_dir
 
-ENGINES = ("vllm", "collective")
-RECIPES = {"vllm": "lab-vllm", "collective": "lab-collective"}
+#: what `lab up --engine` takes, the default first
+ENGINES = tuple(e.name for e in engines.in_lab())
 #: The lab's model: big enough that its all-reduces are measurable on a shaped link (10 KB per
 #: prompt token per rank at TP2), small enough for four ranks on a 2-core, 24 GB machine. Heads
 #: of 64 values (vLLM's CPU attention takes no smaller); `model_shape` grows the head count for
@@ -60,22 +60,56 @@ def model_shape(tps: set[int]) -> dict[str, int]:
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def served_name(spec: LabSpec, engine: str | None = "vllm") -> str | None:
-    """The model name the lab's engine answers to (the lab-vllm recipe's --served-model-name, else
-    the model's path); None for the collective, which serves no model."""
-    if engine != "vllm":
+def serving(engine: str) -> LabServing:
+    """How the lab serves `engine` (one of `ENGINES`)."""
+    lab = engines.engine(engine).lab
+    if lab is None:
+        raise LabError(f"the lab cannot serve {engine}: it serves {' or '.join(ENGINES)}")
+    return lab
+
+
+def recipe_name(engine: str) -> str:
+    """The lab's recipe for `engine` (in `launchers/`)."""
+    return serving(engine).recipe
+
+
+def runtime(engine: str) -> str:
+    """How a lab instance of `engine` runs: in Docker, as on a Spark, or as a process."""
+    return serving(engine).runtime
+
+
+def serves_model(engine: str | None) -> bool:
+    """Whether the lab's `engine` is an engine of its own, with a model (else the collective)."""
+    return engine in ENGINES and serving(engine).module is not None
+
+
+def engine_python_of(engine: str) -> Path:
+    """The Python of the environment the lab serves `engine` from (its oracle's)."""
+    py = engine_python(engines.engine(engine))
+    assert py is not None, f"{engine}: an engine the lab serves from an environment names it (its oracle)"
+    return py
+
+
+def served_name(spec: LabSpec, engine: str | None) -> str | None:
+    """The model name the lab's engine answers to (its lab recipe's served-model flag, else the
+    model's path); None for an engine that serves no model."""
+    if engine is None or not serves_model(engine):
         return None
-    name = recipe(RECIPES["vllm"]).flags.get("served-model-name")
+    lab = serving(engine)
+    name = recipe(lab.recipe).flags.get(lab.served_name_flag)
     return str(name) if name else str(model_dir(spec))
 
 
 def check(engine: str) -> None:
     if engine not in ENGINES:
         raise LabError(f"unknown lab engine {engine!r}: {' or '.join(ENGINES)}")
-    if engine == "vllm" and not vllm_python().exists():
+    if serves_model(engine) and not engine_python_of(engine).exists():
+        e: Engine = engines.engine(engine)
+        other = next(x for x in ENGINES if not serves_model(x))
+        assert e.oracle is not None
         raise LabError(
-            f"the lab serves vLLM's CPU build from {vllm_python()}, which does not exist: run scripts/setup.sh "
-            "(or name another Python with SPARKFAB_VLLM_PYTHON), or use `lab up --engine collective`"
+            f"the lab serves {e.title}'s CPU build from {engine_python_of(engine)}, which does not exist: run "
+            f"scripts/setup.sh (or name another Python with {e.oracle.python_env}), or use `lab up --engine {other}`"
         )
 
 
@@ -92,19 +126,22 @@ LAB_MODEL = "/var/lib/sparkfab/lab-model"
 
 
 def install(spec: LabSpec, engine: str, tps: set[int]) -> list[tuple[Path, str]]:
-    """Write the `vllm` command and the model (shaped for the instances' TP sizes) into the lab
-    directory (vllm engine only); return what every lab Spark binds read-only for it, besides
-    the host's Python environments (`lab.machine.host_paths`)."""
-    if engine != "vllm":
+    """Write the engine's command and the model (shaped for the instances' TP sizes) into the
+    lab directory (an engine that serves a model only); return what every lab Spark binds
+    read-only for it, besides the host's Python environments (`lab.machine.host_paths`)."""
+    if not serves_model(engine):
         return []
-    py = vllm_python()
+    lab, e = serving(engine), engines.engine(engine)
+    py = engine_python_of(engine)
     bd = bin_dir(spec)
     bd.mkdir(parents=True, exist_ok=True)
-    (bd / "vllm").write_text(
-        "#!/bin/sh\n# sparkfab lab: the `vllm` of the lab's image (vLLM's CPU build in a virtual environment)\n"
-        f'VLLM_TARGET_DEVICE=cpu exec {shlex.quote(str(py))} -m vllm.entrypoints.cli.main "$@"\n'
+    command = bd / e.command[0]
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in lab.env.items())
+    command.write_text(
+        f"#!/bin/sh\n# sparkfab lab: the `{e.command[0]}` of the lab's image ({e.title}'s CPU build in a virtual "
+        f'environment)\n{env}exec {shlex.quote(str(py))} -m {lab.module} "$@"\n'
     )
-    os.chmod(bd / "vllm", 0o755)
+    os.chmod(command, 0o755)
     ray = py.parent / "ray"
     if ray.exists():  # Ray's own CLI, for recipes that start the engine on a Ray cluster
         (bd / "ray").write_text(
@@ -123,27 +160,28 @@ def install(spec: LabSpec, engine: str, tps: set[int]) -> list[tuple[Path, str]]
     return [(bd, str(bd)), (model_dir(spec), LAB_MODEL)]
 
 
-def recipe_text(spec: LabSpec) -> str:
-    """The lab's copy of the lab-vllm recipe: sparkfab's, with the volumes that bring vLLM's
-    environment, its Python, the `vllm` command and the model into the container (their paths
+def recipe_text(spec: LabSpec, engine: str) -> str:
+    """The lab's copy of the engine's lab recipe: sparkfab's, with the volumes that bring the
+    engine's environment, its Python, its command and the model into the container (their paths
     are this machine's)."""
     from sparkfab.lab.machine import host_paths
 
-    data = yaml.safe_load((repo_dir("launchers") / f"{RECIPES['vllm']}.yml").read_text())
-    binds = ("/usr", *host_paths(), bin_dir(spec), LAB_MODEL)  # the machine's userland, then vLLM's
+    name = recipe_name(engine)
+    data = yaml.safe_load((repo_dir("launchers") / f"{name}.yml").read_text())
+    binds = ("/usr", *host_paths(), bin_dir(spec), LAB_MODEL)  # the machine's userland, then the engine's
     data["volumes"] = [f"{p}:{p}:ro" for p in binds]
-    head = f"# sparkfab lab {spec.cluster}: lab-vllm with the volumes of this machine's vLLM (generated)\n"
+    head = f"# sparkfab lab {spec.cluster}: {name} with the volumes of this machine's {engine} (generated)\n"
     return head + yaml.safe_dump(data, sort_keys=False, width=200)
 
 
-def load_image(spec: LabSpec, machines: list[Any]) -> None:
+def load_image(spec: LabSpec, machines: list[Any], engine: str) -> None:
     """The lab's container image into every Spark's Docker under the recipe's image name (loaded
     from one archive: the same image ID on every rank, which verify and preflight compare)."""
     import concurrent.futures as cf
 
     from sparkfab.lab import image, machine
 
-    tar = image.container_tar(recipe(RECIPES["vllm"]).image)
+    tar = image.container_tar(recipe(recipe_name(engine)).image)
 
     def one(m: Any) -> None:
         pid = machine.init_pid(m)
@@ -159,13 +197,9 @@ def load_image(spec: LabSpec, machines: list[Any]) -> None:
 
 def instance_env(spec: LabSpec, engine: str, python: str) -> dict[str, str]:
     """Env every lab instance gets: the Python of the collective workload (verify --collective
-    runs it with either engine) and, for vLLM, the lab image's commands on PATH."""
+    runs it with either engine) and, for an engine that serves a model, the lab image's
+    commands on PATH."""
     env = {"SPARKFAB_PYTHON": python}
-    if engine == "vllm":
+    if serves_model(engine):
         env["PATH"] = f"{bin_dir(spec)}:{_PATH}"
     return env
-
-
-def runtime(engine: str) -> str:
-    """How a lab instance runs: vLLM in Docker, as on a Spark; the collective as a process."""
-    return "docker" if engine == "vllm" else "process"

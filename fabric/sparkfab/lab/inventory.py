@@ -65,11 +65,11 @@ def lab_inventory(
         hv["ansible_python_interpreter"] = "/usr/bin/python3"
         group["hosts"][name] = hv
     for name, inst in (group_vars["sparkfab"].get("instances") or {}).items():
-        inst["launcher"] = lab_engine.RECIPES[engine]
+        inst["launcher"] = lab_engine.recipe_name(engine)
         inst["runtime"] = lab_engine.runtime(engine)
         for key in ("flags", "model", "hf_cache", "backend"):
             inst.pop(key, None)
-        if engine == "vllm":
+        if lab_engine.serves_model(engine):
             backend = (backends or {}).get(name)
             if backend:  # the real cluster's: its recipe's or its own (Ray, or vLLM's own)
                 inst["backend"] = backend
@@ -105,8 +105,8 @@ def write(user_inventory: str, spec: LabSpec, engine: str, into: Path | None = N
         for f in sorted(mine.rglob("*")):
             if f.is_file() and f.suffix != ".tmp" and "__pycache__" not in f.relative_to(mine).parts:
                 wanted[str(f.relative_to(mine))] = f.read_bytes()
-    if engine == "vllm":  # the lab's own copy of its recipe, with this machine's volumes
-        wanted[f"{lab_engine.RECIPES['vllm']}.yml"] = lab_engine.recipe_text(spec).encode()
+    if lab_engine.serves_model(engine):  # the lab's own copy of its recipe, with this machine's volumes
+        wanted[f"{lab_engine.recipe_name(engine)}.yml"] = lab_engine.recipe_text(spec, engine).encode()
     have = {str(f.relative_to(copy_dir)): f.read_bytes() for f in copy_dir.rglob("*") if f.is_file()}
     if have != wanted:
         if copy_dir.exists():

@@ -114,12 +114,16 @@ def prepare(spec: LabSpec, m: Machine, lower: Path, keys: Path, known_hosts: str
 
 def host_paths() -> list[Path]:
     """What every lab Spark sees of this machine, read-only at the same path: sparkfab's
-    Python environment, vLLM's, and the Python installations they were made from."""
-    from sparkfab.oracle import vllm_python
+    Python environment, those of the engines the lab serves (vLLM's), and the Python
+    installations they were made from."""
+    from sparkfab import engines
+    from sparkfab.oracle import engine_python
 
     out = [Path(sys.prefix), Path(sys.base_prefix)]
-    venv = vllm_python().parent.parent
-    if (venv / "pyvenv.cfg").exists():
+    served = (engine_python(e) for e in engines.in_lab() if e.lab and e.lab.module)
+    for venv in (py.parent.parent for py in served if py is not None):
+        if not (venv / "pyvenv.cfg").exists():
+            continue
         out.append(venv)
         home = next(
             (

@@ -1,11 +1,14 @@
 """The deploy seam's reading of ansible-runner events: counts, failure messages, diffs."""
 
+import configparser
 from pathlib import Path
 
 import pytest
 
 from sparkfab.deploy import Collector
-from sparkfab.runenv import strategy_env
+from sparkfab.render.sshconfig import multiplexed
+from sparkfab.runenv import KEEPALIVE, strategy_env, strategy_vars
+from tests.conftest import REPO
 
 
 def _ev(kind, host, task="T", **res):
@@ -99,3 +102,21 @@ def test_the_runs_take_mitogens_strategy_unless_the_user_chose_one() -> None:
     assert (Path(env["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
     assert strategy_env({"ANSIBLE_STRATEGY": "free"}) == {}
     assert strategy_env({"SPARKFAB_MITOGEN": "0"}) == {}
+
+
+def test_a_silent_host_is_dropped_after_the_same_keepalives_under_every_strategy() -> None:
+    """Mitogen puts its own keepalive options (30 s x 10) ahead of ansible.cfg's, and ssh takes
+    the first: under Mitogen the run tells it ansible.cfg's numbers, which are those of
+    sparkfab's own ssh_config too (a host silent for 30 s is gone, whoever connects)."""
+    interval, count = KEEPALIVE
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "ansible.cfg")
+    ssh_args = cfg["ssh_connection"]["ssh_args"]
+    assert f"ServerAliveInterval={interval}" in ssh_args and f"ServerAliveCountMax={count}" in ssh_args
+    own = multiplexed(Path("/x"))
+    assert f"ServerAliveInterval {interval}" in own and f"ServerAliveCountMax {count}" in own
+    assert strategy_vars(strategy_env({})) == {
+        "mitogen_ssh_keepalive_interval": interval,
+        "mitogen_ssh_keepalive_count": count,
+    }
+    assert strategy_vars(strategy_env({"SPARKFAB_MITOGEN": "0"})) == {}

@@ -3,6 +3,7 @@ it, is told who, and the lock goes with its holder however that ends (SIGKILL in
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -91,3 +92,43 @@ def test_every_verb_that_changes_hosts_takes_it(tmp_path, holder, monkeypatch, c
     assert "cluster ring4 is busy: `linkspeed`" in res.err
     assert not (tmp_path / "ring4/tree").exists()
     assert time.monotonic() - t0 < 30  # refused, not waited for
+
+
+def test_lab_down_ends_the_verb_that_holds_its_lab(tmp_path, holder):
+    """`lab down` does not queue behind an apply that runs against the lab it removes: the
+    holder (a sparkfab process, by its command line) gets SIGTERM, is named, and the lock is
+    taken once it has let go."""
+    first = holder(tmp_path, "apply")
+    said: list[str] = []
+    with lock.taken_over(tmp_path, "lab ring4", "lab down", said.append):
+        assert first.poll() == -signal.SIGTERM
+        assert "lab down" in (tmp_path / "lock").read_text()
+    assert len(said) == 1 and said[0].startswith(f"lab ring4: ending `apply` (pid {first.pid},"), said
+
+
+def test_a_holder_of_another_kind_is_left_alone(tmp_path):
+    """Whatever holds the file and is not sparkfab (the pid a lock names could be reused, or a
+    person's `flock`) is not signalled: the take-over is refused as busy."""
+    path = tmp_path / "lock"
+    other = subprocess.Popen(["flock", str(path), "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while _free(path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        busy = pytest.raises(lock.Busy, match="did not let go")
+        with busy, lock.taken_over(tmp_path, "lab ring4", "lab down", print):
+            pass
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+def _free(path) -> bool:
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return True

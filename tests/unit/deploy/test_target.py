@@ -6,6 +6,7 @@ import shutil
 
 import yaml
 
+from sparkfab.errors import UsageError
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
 from sparkfab.target import Target, lab_of
@@ -67,3 +68,30 @@ def test_the_recorded_link_speed_is_read_back_and_a_bad_one_is_named(cli, tmp_pa
     (tmp_path / "ring4/link_speed").write_text("fast\n")
     res = cli("verify", inv)
     assert res.code == 2 and f"{tmp_path}/ring4/link_speed: link speed 'fast': one of 200, 100e, 100" in res.err
+
+
+def test_a_bad_record_is_dropped_by_the_verbs_that_write_it_anew_only(tmp_path, monkeypatch, capsys):
+    """An emptied or garbled speed record stops `apply` and `verify` (they would push or check
+    the wrong files), but not `linkspeed` and `reset`, the fixes the refusal names: they drop it,
+    say so, and go on from the inventory's speed (an instance's record as the cluster's)."""
+    monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path))
+    inv = str(REPO / "inventory/ring4.yml")
+    state = tmp_path / "ring4"
+    state.mkdir()
+    for verb in ("apply", "serve start"):
+        (state / "link_speed").write_text("")
+        try:
+            with Target.held(inv, verb):
+                raise AssertionError(f"{verb} took an empty record")
+        except UsageError as exc:
+            assert "link_speed" in str(exc) and "sparkfab linkspeed" in str(exc)
+        assert (state / "link_speed").exists()
+    for verb in ("linkspeed", "reset"):
+        (state / "link_speed").write_text("\x00\xff garbage\n")
+        (state / "link_speed.glm").write_text("fast\n")
+        with Target.held(inv, verb) as target:
+            assert target.plan.link_speed == "200"
+            assert {target.plan.mode_of(h) for h in target.plan.instance("glm").hosts} == {"200"}
+        assert not (state / "link_speed").exists() and not (state / "link_speed.glm").exists()
+        err = capsys.readouterr().err
+        assert f"{state}/link_speed: " in err and f"dropped: {verb} goes on" in err
