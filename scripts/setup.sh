@@ -50,7 +50,7 @@ stamp=.venv/.sparkfab-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
    || [ fabric/sparkfab/measure/_sampleloop.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[dev]' 'torch==2.13.0'
+  .venv/bin/python -m pip install -q -e '.[dev,plots,lab]' 'torch==2.13.0'
   touch "$stamp"
 fi
 # vLLM needs its own environment: it pins transformers below what the dev extras use.

@@ -100,6 +100,10 @@ def version_text() -> str:
         else "a checkout"
     )
     built = importlib.util.find_spec("sparkfab.measure._sampleloop") is not None
+    extras = ", ".join(
+        f"{extra} ({dist} {version(dist)})" if version(dist) != "not installed" else f"{extra}: not installed"
+        for extra, dist in (("plots", "matplotlib"), ("lab", "pyroute2"))
+    )
     tables = ", ".join(f"{e.name} {flags.version(e)}" if e.flags_file else e.name for e in engines.ENGINES.values())
     return (
         f"sparkfab {__version__}\n"
@@ -108,6 +112,7 @@ def version_text() -> str:
         f"content (playbooks, roles, launchers, ansible.cfg): {content} ({where})\n"
         f"sampler: {'C read loop built' if built else 'Python read loop (the C loop is not built)'}\n"
         f"engines (flag tables): {tables}\n"
+        f"extras: {extras}\n"
     )
 
 

@@ -286,21 +286,51 @@ def _run(
 
 
 def _tethered(pdd: Path, real: Path) -> Path:
-    """A folder with an `ansible-playbook` that asks the kernel to SIGKILL it when the thread
-    that started it ends (PR_SET_PDEATHSIG, kept across exec; the verb's main thread), then execs
-    the real one: a sparkfab killed with SIGKILL, which no handler sees, does not leave
-    ansible-playbook running its play alone."""
+    """A folder with an `ansible-playbook` that stays with the sparkfab that started it: a small
+    supervisor that the kernel signals when the thread that started it ends (PR_SET_PDEATHSIG;
+    the verb's main thread), and that adopts every orphan below it (PR_SET_CHILD_SUBREAPER), so
+    that a sparkfab killed with SIGKILL, which no handler sees, leaves nothing behind: neither
+    ansible-playbook nor the workers and Mitogen processes it started (each in a session of its
+    own). It runs the real ansible-playbook as its child and exits as that child does."""
     folder = pdd / "tethered"
     folder.mkdir(exist_ok=True)
     script = folder / "ansible-playbook"
+    fabric = Path(__file__).resolve().parent.parent
     script.write_text(
         f"#!{sys.executable}\n"
-        "# written by sparkfab for its runs: ansible-playbook ends with the sparkfab that started it\n"
+        "# written by sparkfab for its runs: ansible-playbook and all it starts end with the sparkfab that started it\n"
         "import ctypes, os, signal, sys\n"
-        "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+        "libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come here\n"
         f"if os.getppid() != {os.getpid()}:\n"
         "    sys.exit('sparkfab ended before ansible-playbook started')\n"
-        f"os.execv({str(real)!r}, [{str(real)!r}, *sys.argv[1:]])\n"
+        f"sys.path.insert(0, {str(fabric)!r})\n"
+        "from sparkfab.proc import children, kill_tree\n"
+        "def ended(signum, frame):\n"
+        "    for _ in range(3):  # orphans of what was killed come here too\n"
+        "        for pid in children(os.getpid()):\n"
+        "            kill_tree(pid)\n"
+        "        try:\n"
+        "            while os.waitpid(-1, os.WNOHANG)[0]:\n"
+        "                pass\n"
+        "        except ChildProcessError:\n"
+        "            break\n"
+        "    os._exit(128 + signum)\n"
+        "signal.signal(signal.SIGTERM, ended)\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+        f"    os.execv({str(real)!r}, [{str(real)!r}, *sys.argv[1:]])\n"
+        "while True:\n"
+        "    try:\n"
+        "        _, status = os.waitpid(child, 0)\n"
+        "        break\n"
+        "    except ChildProcessError:\n"
+        "        status = 0\n"
+        "        break\n"
+        "code = os.waitstatus_to_exitcode(status)\n"
+        "os._exit(code if code >= 0 else 128 - code)\n"
     )
     script.chmod(0o755)
     return folder

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import EXAMPLES, REPO
+from tests.helpers.bench import run_dir_files
 from tests.helpers.lab import lab_ready
 
 pytestmark = pytest.mark.slow
@@ -107,10 +108,41 @@ def test_an_installed_sparkfab_handles_every_example_from_an_empty_directory(ins
     assert sorted(p.name for p in installed["cwd"].iterdir()) == sorted(f"render-{p.stem}" for p in EXAMPLES)
 
 
+def test_the_plain_install_is_the_core_and_says_what_the_extras_add(installed, tmp_path):
+    """`pip install sparkfab` without extras has no matplotlib and no pyroute2: --version says
+    so, a plot asks for `sparkfab[plots]` (exit 5), report writes its tables without figures,
+    and the lab asks for `sparkfab[lab]`."""
+    py = str(installed["bin"] / "python")
+    for module in ("matplotlib", "pyroute2"):
+        probe = subprocess.run([py, "-c", f"import {module}"], capture_output=True, env=_outside(), timeout=60)
+        assert probe.returncode != 0, f"{module} is in the plain install"
+    version = _run(installed, "--version")
+    assert "extras: plots: not installed, lab: not installed" in version.stdout, version.stdout
+    plot = _run(installed, "estimate", "--plot", str(tmp_path / "plots"))
+    assert plot.returncode == 5 and "pip install 'sparkfab[plots]'" in plot.stderr, plot.stderr[-800:]
+    lab = _run(installed, "lab", "status", str(REPO / "inventory/pair-1cable.yml"))
+    assert lab.returncode == 5 and "pip install 'sparkfab[lab]'" in lab.stderr, lab.stderr[-800:]
+    for name, text in run_dir_files("run").items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    report = _run(installed, "report", str(tmp_path / "run"), "-o", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr[-800:]
+    assert "report: no figures (plots need matplotlib" in report.stderr
+    assert (tmp_path / "report/report.md").is_file() and not list((tmp_path / "report").glob("*.png"))
+
+
 @pytest.mark.lab
 @pytest.mark.skipif(lab_ready() is not None, reason=lab_ready() or "")
 def test_an_installed_sparkfab_runs_a_lab_cycle(installed):
     inv = str(REPO / "inventory/pair-2cables.yml")
+    extra = subprocess.run(  # the lab is an extra
+        [str(installed["bin"] / "python"), "-m", "pip", "install", "-q", f"{installed['wheel']}[lab]"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_outside(),
+    )
+    assert extra.returncode == 0, extra.stderr[-1500:]
     _run(installed, "lab", "down", inv)
     try:
         up = _run(installed, "lab", "up", inv, "--engine", "collective")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -10,7 +11,7 @@ from dataclasses import replace
 
 from sparkfab import lock, paths
 from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
-from sparkfab.errors import Exit, LabError, UsageError
+from sparkfab.errors import Exit, LabError, Unavailable, UsageError
 from sparkfab.lab import build, links, wire
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import inventory as lab_inventory
@@ -62,6 +63,8 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 
 def lab_cmd(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("pyroute2") is None:
+        raise Unavailable("the lab needs pyroute2, which is not installed: pip install 'sparkfab[lab]'")
     plan = load_plan(args.inventory)
     sp = spec(plan)
     if args.action == "exec":

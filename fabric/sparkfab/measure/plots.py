@@ -6,16 +6,23 @@ import io
 from pathlib import Path
 from typing import Any
 
+from sparkfab.errors import Unavailable
 from sparkfab.measure.estimate import EMULATED_GBPS, Setup, bytes_per_token, extra_time, tp_projection
 from sparkfab.measure.traffic import rates
 from sparkfab.outputs import PNG_METADATA, write_file
+
+MISSING = "plots need matplotlib, which is not installed: pip install 'sparkfab[plots]'"
 
 
 def pyplot() -> Any:
     """matplotlib's pyplot on the Agg backend (no display), imported on first use. Text is
     text: labels, titles and legends carry run labels, directory and test names and model
-    names, which matplotlib would otherwise read as mathtext (`$...$`) and refuse."""
-    import matplotlib
+    names, which matplotlib would otherwise read as mathtext (`$...$`) and refuse.
+    matplotlib is an extra (`sparkfab[plots]`): without it, `Unavailable` says how to get it."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise Unavailable(MISSING) from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -12,10 +12,12 @@ from __future__ import annotations
 import base64
 import json
 import re
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkfab.errors import Unavailable
 from sparkfab.measure import records, sampler, traffic, vllmstats
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
 from sparkfab.measure.plots import pyplot
@@ -343,7 +345,11 @@ def write(a: Run, b: Run | None, setup: Setup | None, out: Path, assumption: str
     t = tables(a, b, setup)
     runs = [x for x in (a, b) if x]
     md = markdown(t, a.label, b.label if b else None, runs, assumption)
-    pngs = plots(a, b, t, out)
+    try:
+        pngs = plots(a, b, t, out)
+    except Unavailable as exc:  # matplotlib is an extra: the tables are the report
+        sys.stderr.write(f"report: no figures ({exc})\n")
+        pngs = []
     (out / "report.md").write_text(md)
     (out / "tables.json").write_text(json.dumps(t, indent=2))
     figures = [(f"data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}", _caption(p)) for p in pngs]

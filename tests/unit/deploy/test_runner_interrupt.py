@@ -68,8 +68,9 @@ def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, s
 
 
 def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
-    """SIGKILL reaches no handler: the kernel ends ansible-playbook with the process that started
-    it (the tethered wrapper), so no play goes on alone."""
+    """SIGKILL reaches no handler: the kernel tells the tethered wrapper, which ends
+    ansible-playbook and everything below it, the workers that started sessions of their own
+    and the task they run included, so no play goes on alone and nothing is left."""
     inventory = localhost(tmp_path)
     pidfile = tmp_path / "task.pid"
     code = (
@@ -88,13 +89,17 @@ def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
             p for p in proc.children(verb.pid) if b"ansible-playbook" in Path(f"/proc/{p}/cmdline").read_bytes()
         ]
         assert len(playbook) == 1, tree
+        task = int(pidfile.read_text())
         verb.kill()
         verb.wait()
         assert _until_gone(playbook[0]), "ansible-playbook outlived the sparkfab that started it"
+        assert _until_gone(task), f"the task's process {task} outlived the sparkfab that started it"
+        left = [p for p in tree if proc.alive(p)]
+        assert not left, f"left behind: {left}"
     finally:
         if verb.poll() is None:
             verb.kill()
-        for pid in tree:  # the task of the probe, which Ansible's worker runs to its end
+        for pid in tree:
             proc.send(pid, signal.SIGKILL)
 
 
