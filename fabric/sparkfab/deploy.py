@@ -248,7 +248,11 @@ def _run(
         # refused here as verify and preflight refuse it (ansible.cfg: accept-new)
         "ANSIBLE_HOST_KEY_CHECKING": "True",
         **strategy_env(dict(os.environ)),
+        # every process of this run carries it (its workers too): how the next run finds what a
+        # controller crash left behind
+        RUN_MARK: str(pdd),
     }
+    _end_leftovers(pdd)
     # Ctrl-C and SIGTERM during the run: sparkfab's handlers (ansible-runner's own would stay
     # installed after the run) flag the stop, the cancel callback ends ansible-playbook with
     # everything it started, and the verb ends as interrupted with the table so far.
@@ -334,6 +338,32 @@ def _tethered(pdd: Path, real: Path) -> Path:
     )
     script.chmod(0o755)
     return folder
+
+
+#: the variable that marks the processes of a run (its value: the run's runner directory)
+RUN_MARK = "SPARKFAB_RUN"
+
+
+def _end_leftovers(pdd: Path) -> list[int]:
+    """End what an earlier run in `pdd` left running: processes marked with it (ansible-playbook's
+    workers, Mitogen's) that outlived a controller killed all at once, which no tether sees (the
+    supervisor died with it). The caller holds the cluster's lock, so no run of this cluster is
+    under way, and a process with the mark is a leftover; it is said on stderr."""
+    mark = f"{RUN_MARK}={pdd}".encode()
+    ended: list[int] = []
+    mine = {os.getpid(), *proc.descendants(os.getpid())}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in mine:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mark in environ:
+            ended += proc.kill_tree(int(entry.name))
+    if ended:
+        sys.stderr.write(f"ended {len(ended)} process(es) an earlier run in {pdd} left behind: {ended[:8]}\n")
+    return ended
 
 
 def _end_playbooks() -> None:

@@ -126,3 +126,41 @@ def test_a_run_past_its_bound_ends_with_each_hosts_step_named(tmp_path):
     assert time.monotonic() - t0 < 60  # not the task's 120 s
     task = int(pidfile.read_text())
     assert _until_gone(task), f"the task's process {task} outlived the run"
+
+
+@pytest.mark.slow  # a real run: the default tier stays under two minutes
+def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
+    """sparkfab, the tether and ansible-playbook killed at once (a controller crash): the task a
+    worker started lives on, orphaned, where no tether can see it. The next run in the same
+    state directory finds it by the mark every process of a run carries, and ends it first."""
+    from sparkfab.deploy import _end_leftovers
+
+    inventory = localhost(tmp_path)
+    pidfile = tmp_path / "task.pid"
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+        "from sparkfab.deploy import run_playbook; "
+        "run_playbook(sys.argv[2], Path(sys.argv[3]), 'probe', extravars={'probe_pid': sys.argv[4]}, "
+        "hosts=['local'], workdir=Path(sys.argv[5]))"
+    )
+    args = [str(REPO / "fabric"), str(REPO / "tests/data/playbooks/sleep-probe.yml"), str(inventory), str(pidfile)]
+    verb = subprocess.Popen([sys.executable, "-c", code, *args, str(tmp_path / "state")])
+    tree: list[int] = []
+    try:
+        _until_written(pidfile)
+        task = int(pidfile.read_text())
+        tree = [verb.pid, *proc.descendants(verb.pid)]
+        for pid in tree:
+            if pid != task:
+                proc.send(pid, signal.SIGKILL)
+        verb.wait()
+        time.sleep(0.5)
+        assert proc.alive(task), "the crash took the task along: nothing is left to find"
+        ended = _end_leftovers(tmp_path / "state" / "runner")
+        assert task in ended and _until_gone(task)
+        assert _end_leftovers(tmp_path / "state" / "runner") == []
+    finally:
+        if verb.poll() is None:
+            verb.kill()
+        for pid in tree:
+            proc.send(pid, signal.SIGKILL)
