@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.progress import Progress
 
 from sparkfab import spark
@@ -231,7 +232,16 @@ def bench_cmd(args: argparse.Namespace) -> int:
     total = sum(t.requests for t in tests) * (args.rounds + args.warmup)
     with Progress(transient=True, disable=args.quiet) as progress:
         task = progress.add_task("requests", total=total)
-        run = bench.Run(opt, tests, lambda r: progress.advance(task))
+        live = progress.console.is_terminal and not args.quiet
+
+        def phase(text: str) -> None:
+            """What the run does now: the bar's caption on a terminal, a line on stderr elsewhere."""
+            if live:
+                progress.update(task, description=escape(text))  # a test's name is the user's text
+            elif not args.quiet:
+                sys.stderr.write(f"bench: {text}\n")
+
+        run = bench.Run(opt, tests, lambda r: progress.advance(task), phase)
         summary = asyncio.run(
             run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True, markup=False))
         )

@@ -69,9 +69,16 @@ class Options:
 
 class Run:
     def __init__(
-        self, opt: Options, tests: list[Test], progress: Callable[[RequestResult], None] | None = None
+        self,
+        opt: Options,
+        tests: list[Test],
+        progress: Callable[[RequestResult], None] | None = None,
+        phase: Callable[[str], None] | None = None,
     ) -> None:
+        """`progress` hears of every request that ended, `phase` of what the run does now (the
+        test, the round and the step: waiting for an idle link, requests, reading /metrics)."""
         self.opt, self.tests, self.progress = opt, tests, progress
+        self.phase = phase or (lambda text: None)
         self.jsonl = opt.out / "requests.jsonl"
         self.done: set[tuple[str, int]] = set()  # (test, round) finished in the run being resumed
         #: in every prompt's seed: another run (the other link speed, a rerun) gets other prompts of
@@ -168,9 +175,11 @@ class Run:
             before = None
             for rnd in range(-opt.warmup, opt.rounds):
                 if rnd == 0:
+                    self.phase(f"{test.name}: reading /metrics before the measured rounds")
                     before = await self.scrape()
                 if (test.name, rnd) not in self.done:
                     await self._one_round(server, prompts, test, rnd)
+            self.phase(f"{test.name}: reading /metrics after the measured rounds")
             self.save_server_side(test.name, before, await self.scrape())
         rows = read_requests(self.opt.out)
         summary = summarize(rows)
@@ -273,7 +282,9 @@ class Run:
         opt = self.opt
         smp = None
         stop = threading.Event()
+        which = f"warm-up {rnd + opt.warmup + 1}/{opt.warmup}" if rnd < 0 else f"round {rnd + 1}/{opt.rounds}"
         if opt.counters:
+            self.phase(f"{test.name} {which}: waiting for an idle link (below {opt.idle_bps:g} B/s for {opt.idle_s:g} s)")
             await asyncio.to_thread(sampler.wait_idle, opt.counters, opt.idle_bps, opt.idle_s)
             (opt.out / "traffic").mkdir(exist_ok=True)
             smp = opt.out / "traffic" / f"{test.name}-r{rnd}.smp"
@@ -284,6 +295,7 @@ class Run:
             )
             thread.start()
             await asyncio.sleep(0.05)
+        self.phase(f"{test.name} {which}: {test.requests} request(s) of {test.prompt_tokens} prompt tokens")
         results = [
             RequestResult(test.name, rnd, i, test.prompt_tokens, test.output_tokens, warmup=rnd < 0)
             for i in range(test.requests)

@@ -296,3 +296,22 @@ def test_two_benches_into_one_new_run_directory_one_is_refused(double, tmp_path)
     assert "run directory" in refused or "another bench" in refused or "holds files" in refused, refused
     labels = {json.loads(line)["label"] for line in (run / "requests.jsonl").read_text().splitlines()}
     assert len(labels) == 1 and labels == {json.loads((run / "run.json").read_text())["label"]}
+
+
+def test_bench_says_which_test_round_and_step_it_is_at(cli, tmp_path, double):
+    """Without a terminal (CI, a pipe, ssh without -t) bench still says what it does, a line per
+    step naming the test, the round or warm-up, and the step; -q keeps it quiet."""
+    url = double("--prefill-s-per-token", "1e-6", "--token-interval-s", "0.001")
+    p = plan(tmp_path, [{"name": "P2", "requests": 2, "prompt_tokens": 100, "output_tokens": 4}])
+    res = bench(cli, url, p, "--rounds", "2", "--warmup", "1", "-o", str(tmp_path / "run"))
+    assert res.code == 0, res.err
+    steps = [line for line in res.err.splitlines() if line.startswith("bench: ")]
+    assert steps == [
+        "bench: P2 warm-up 1/1: 2 request(s) of 100 prompt tokens",
+        "bench: P2: reading /metrics before the measured rounds",
+        "bench: P2 round 1/2: 2 request(s) of 100 prompt tokens",
+        "bench: P2 round 2/2: 2 request(s) of 100 prompt tokens",
+        "bench: P2: reading /metrics after the measured rounds",
+    ], res.err
+    quiet = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "-q", "-o", str(tmp_path / "quiet"))
+    assert quiet.code == 0 and "bench: " not in quiet.err
