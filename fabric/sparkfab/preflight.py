@@ -24,7 +24,7 @@ from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.launch import HF_CACHE, PID_DIR, Launch, launch, volumes
 from sparkfab.verify import checks, facts, images, perf
 from sparkfab.verify.remote import Remote
-from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result
+from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result, left_out
 
 NETPLAN_DIRS = ("/etc/netplan", "/run/netplan", "/lib/netplan")
 
@@ -39,9 +39,13 @@ def _foreign_module() -> ModuleType:
     return module
 
 
-def preflight(plan: Plan, conn: Connection, log: Callable[[str], None] = lambda line: None) -> Report:
+def preflight(
+    plan: Plan, conn: Connection, log: Callable[[str], None] = lambda line: None, only: set[str] | None = None
+) -> Report:
     """Every row for every host and instance, reached through `conn` (a lab's Sparks as any);
-    a line of progress through `log` as each part ends."""
+    a line of progress through `log` as each part ends. `only` (a --limit): the rows of those
+    hosts, and of the instances they hold whole (`left_out` for the others)."""
+    chosen = [h for h in plan.hosts if only is None or h.name in only]
     report = Report(plan.cluster, plan.link_speed)
     hosts: dict[str, Remote] = {}
     t0 = time.perf_counter()
@@ -51,12 +55,14 @@ def preflight(plan: Plan, conn: Connection, log: Callable[[str], None] = lambda 
         log(f"preflight: {what} ({len(report.results)} rows, {failed} blockers, {time.perf_counter() - t0:.1f} s)")
 
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        parts = pool.map(lambda h: _host(plan, h, conn.remote(h.name), hosts), plan.hosts)
+        parts = pool.map(lambda h: _host(plan, h, conn.remote(h.name), hosts), chosen)
         for part in parts:
             report.results += part
-    said(f"login, sudo, netdevs, RDMA, netplan files, clock on {len(plan.hosts)} hosts")
+    said(f"login, sudo, netdevs, RDMA, netplan files, clock on {len(chosen)} hosts")
     for inst in plan.instances:
-        if set(inst.hosts) <= set(hosts):
+        if only is not None and not set(inst.hosts) <= only:
+            report.results.append(left_out(inst.name, inst.hosts, only))
+        elif set(inst.hosts) <= set(hosts):
             report.results += _instance(plan, inst, hosts)
             said(f"Docker, image, NCCL, model, ports of {inst.name}")
     return report

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,6 +77,17 @@ class Target:
             shutil.rmtree(tree)
         write_tree(render(plan or self.plan, assets()), tree)
         return tree
+
+    def limited(self, limit: str | None) -> set[str] | None:
+        """The hosts a read-only verb's --limit selects (None: all), matched as ansible-playbook
+        matches it against the rendered inventory, which is written to a scratch folder (the
+        state's `tree/` belongs to the verbs that hold the lock)."""
+        if not limit:
+            return None
+        with tempfile.TemporaryDirectory(prefix="sparkfab-limit-") as scratch:
+            inventory = render(self.plan, {}).inventory
+            (Path(scratch) / inventory.path).write_text(inventory.content)
+            return set(selected(self.plan, Path(scratch), files_here(limit)))
 
     def work(self, verb: str) -> Path:
         """A verb's own working directory in the state (ssh_config, sockets, downloads)."""

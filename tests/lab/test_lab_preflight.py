@@ -76,3 +76,15 @@ def test_preflight_is_green_on_a_healthy_lab_and_names_what_is_broken(tmp_path):
         assert failed["image", "spark-b", "llama"]["detail"] == image
         table = sparkfab("preflight", inv, "--lab")
         assert table.code == 4 and "FAIL: " in table.out and "3 failed" in table.out
+
+        # --limit, as ansible-playbook takes it: the rows of the hosts it selects, and a row for
+        # the instance it holds in part (the checks across its ranks need them all)
+        for verb in ("preflight", "verify"):
+            res = sparkfab(verb, inv, "--lab", "--format", "json", "--limit", "all:!spark-b")
+            rows = json.loads(res.out)["results"]
+            assert res.code == 4 and {r["host"] for r in rows} == {"spark-a"}, (verb, res.err[-500:])
+            assert ("netdev", "spark-a", "enp1s0f1np1") in {(r["check"], r["host"], r["subject"]) for r in rows}
+            [part] = [r for r in rows if r["check"] == "instance"]
+            assert part["status"] == "skip" and "--limit leaves out spark-b" in part["detail"], part
+        none = sparkfab("verify", inv, "--lab", "--limit", "spark-z*")
+        assert none.code == 2 and "--limit spark-z* selects no host of preflight" in none.err

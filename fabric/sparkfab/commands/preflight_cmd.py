@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from sparkfab.commands.common import Verb, add_all_rows, add_format, add_target
+from sparkfab.commands.common import Verb, add_all_rows, add_check_limit, add_format, add_target
 from sparkfab.commands.tables import print_report
 from sparkfab.errors import Exit
 from sparkfab.preflight import preflight
@@ -17,6 +17,7 @@ from sparkfab.target import Target
 def _args(p: argparse.ArgumentParser) -> None:
     add_target(p)
     add_format(p)
+    add_check_limit(p)
     add_all_rows(p)
 
 
@@ -24,7 +25,7 @@ def preflight_cmd(args: argparse.Namespace) -> int:
     target = Target.load(args.inventory, lab=args.lab)
     t0 = time.perf_counter()
     say = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    report = preflight(target.plan, target.connection("preflight"), say)
+    report = preflight(target.plan, target.connection("preflight"), say, target.limited(args.limit))
     report.timing["total_s"] = round(time.perf_counter() - t0, 2)
     if args.format == "json":
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")

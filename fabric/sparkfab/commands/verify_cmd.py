@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from sparkfab.commands.common import Verb, add_all_rows, add_format, add_target, emit_json
+from sparkfab.commands.common import Verb, add_all_rows, add_check_limit, add_format, add_target, emit_json
 from sparkfab.commands.tables import print_report
-from sparkfab.errors import Exit
+from sparkfab.errors import Exit, UsageError
 from sparkfab.target import Target
 from sparkfab.verify.run import verify
 
@@ -24,6 +24,7 @@ def _args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print what the checks expect at each link-speed mode (200, 100e, 100) and contact no host",
     )
+    add_check_limit(p)
     add_all_rows(p)
 
 
@@ -31,6 +32,9 @@ def verify_cmd(args: argparse.Namespace) -> int:
     if args.expectations:
         return _expectations(args)
     target = Target.load(args.inventory, lab=args.lab)
+    only = target.limited(args.limit)
+    if only is not None and args.perf:
+        raise UsageError("--perf measures every rail and instance: run it without --limit")
     report = verify(
         target.plan,
         collective=args.collective,
@@ -38,6 +42,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
         sizes=args.sizes,
         conn=target.connection("verify"),
         log=(lambda line: None) if args.quiet else _log,
+        only=only,
     )
     if args.format == "json":
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")

@@ -284,7 +284,9 @@ class Run:
         stop = threading.Event()
         which = f"warm-up {rnd + opt.warmup + 1}/{opt.warmup}" if rnd < 0 else f"round {rnd + 1}/{opt.rounds}"
         if opt.counters:
-            self.phase(f"{test.name} {which}: waiting for an idle link (below {opt.idle_bps:g} B/s for {opt.idle_s:g} s)")
+            self.phase(
+                f"{test.name} {which}: waiting for an idle link (below {opt.idle_bps:g} B/s for {opt.idle_s:g} s)"
+            )
             await asyncio.to_thread(sampler.wait_idle, opt.counters, opt.idle_bps, opt.idle_s)
             (opt.out / "traffic").mkdir(exist_ok=True)
             smp = opt.out / "traffic" / f"{test.name}-r{rnd}.smp"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,6 +28,13 @@ class Result:
     @classmethod
     def skip(cls, check: str, host: str, subject: str, reason: str) -> Result:
         return cls(check, host, subject, "-", "-", SKIP, reason)
+
+
+def left_out(instance: str, hosts: Sequence[str], only: set[str]) -> Result:
+    """The row of an instance a --limit holds in part: what was not checked and why."""
+    missing = ", ".join(h for h in hosts if h not in only)
+    why = f"--limit leaves out {missing}: the checks across its ranks need them all"
+    return Result.skip("instance", hosts[0], instance, why)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from sparkfab.verify import checks, facts, images, mesh, serving
 from sparkfab.verify.expect import expect
 from sparkfab.verify.perf import perf as run_perf
 from sparkfab.verify.remote import Remote
-from sparkfab.verify.result import FAIL, PASS, Report, Result
+from sparkfab.verify.result import FAIL, PASS, Report, Result, left_out
 
 LLDP_WAIT_S = 8.0
 
@@ -60,24 +60,31 @@ def verify(
     sizes: str = "4K,256K,4M,16M",
     conn: Connection,
     log: Callable[[str], None] = lambda s: None,
+    only: set[str] | None = None,
 ) -> Report:
-    """Every check on every host, reached through `conn` (a lab's Sparks are checked as any)."""
+    """Every check on every host, reached through `conn` (a lab's Sparks are checked as any).
+    `only` (a --limit): the checks of those hosts, and those across an instance's ranks for the
+    instances they hold whole; an instance they hold in part gets a row that says so."""
+    chosen = [h for h in plan.hosts if only is None or h.name in only]
     files = {h: {f.path: f.content for f in fs} for h, fs in render(plan, {}).hosts.items()}
-    hosts = {h.name: conn.remote(h.name) for h in plan.hosts}
+    hosts = {h.name: conn.remote(h.name) for h in chosen}
     report = Report(plan.cluster, plan.link_speed)
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        parts = pool.map(lambda h: _per_host(plan, h, hosts, files[h.name]), plan.hosts)
+        parts = pool.map(lambda h: _per_host(plan, h, hosts, files[h.name]), chosen)
         for part in parts:
             report.results += part
     unreachable = {r.host for r in report.results if r.check == "ssh"}
-    reachable = {h.name for h in plan.hosts} - unreachable
+    reachable = {h.name for h in chosen} - unreachable
+    partial = set() if only is None else {i.name for i in plan.instances if not set(i.hosts) <= only}
+    report.results += [left_out(i.name, i.hosts, only) for i in plan.instances if i.name in partial and only]
     report.timing["hosts_s"] = round(time.perf_counter() - t0, 2)
     _said(log, report, f"links, addresses, sysctls, firewall, files, jumbo pings, RDMA on {len(reachable)} hosts", t0)
     report.results += _cabling(plan, hosts, reachable)
     report.results += _consistency(plan, hosts, reachable)
     report.results += images.image_checks(plan, hosts, reachable)
-    report.results += serving.results(serving.rank_states(plan, {h: hosts[h] for h in reachable}))
+    states = serving.rank_states(plan, {h: hosts[h] for h in reachable})
+    report.results += serving.results([s for s in states if s.instance not in partial])
     _said(log, report, "cabling, engine flags, images, serving", t0)
     blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == FAIL}
     for inst in plan.instances:
@@ -91,6 +98,8 @@ def verify(
     if collective:
         report.collective = {}
         for inst in plan.instances:
+            if inst.name in partial:
+                continue
             broken = [
                 r
                 for r in report.results
