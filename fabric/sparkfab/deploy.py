@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab import proc
+from sparkfab import runtree
 from sparkfab.errors import DeployError, Terminated, signals_held
 from sparkfab.paths import repo_dir, state_dir
 from sparkfab.runenv import run_env, strategy_env, strategy_vars
@@ -232,7 +232,7 @@ def _run(
     cmdline = " ".join(x for x in ("--check" if check else "", "--diff" if diff or check else "") if x)
     collector = Collector(hosts or [], on_update)
     in_main = threading.current_thread() is threading.main_thread()
-    tether = [str(_tethered(pdd, Path(bindir) / "ansible-playbook"))] if in_main else []
+    tether = [str(runtree.tethered(pdd, Path(bindir) / "ansible-playbook"))] if in_main else []
     envvars = {
         "ANSIBLE_CONFIG": str(repo_dir("ansible.cfg")),
         "ANSIBLE_ROLES_PATH": str(repo_dir("roles")),
@@ -250,9 +250,9 @@ def _run(
         **strategy_env(dict(os.environ)),
         # every process of this run carries it (its workers too): how the next run finds what a
         # controller crash left behind
-        RUN_MARK: str(pdd),
+        runtree.RUN_MARK: str(pdd),
     }
-    _end_leftovers(pdd)
+    runtree.end_leftovers(pdd)
     # Ctrl-C and SIGTERM during the run: sparkfab's handlers (ansible-runner's own would stay
     # installed after the run) flag the stop, the cancel callback ends ansible-playbook with
     # everything it started, and the verb ends as interrupted with the table so far.
@@ -265,7 +265,7 @@ def _run(
             if deadline is not None and not late and time.monotonic() > deadline:
                 late.append(True)
             if stopped or late:
-                _end_playbooks()
+                runtree.end_playbooks()
             return bool(stopped or late)
 
         xv = {**extravars, **strategy_vars({**os.environ, **envvars})}
@@ -287,96 +287,6 @@ def _run(
     if r.rc != 0 and not any(h.failed or h.unreachable for h in collector.hosts.values()):
         raise_if_not_started(r)  # Ansible stopped before any host failed (a playbook or role error)
     return result
-
-
-def _tethered(pdd: Path, real: Path) -> Path:
-    """A folder with an `ansible-playbook` that stays with the sparkfab that started it: a small
-    supervisor that the kernel signals when the thread that started it ends (PR_SET_PDEATHSIG;
-    the verb's main thread), and that adopts every orphan below it (PR_SET_CHILD_SUBREAPER), so
-    that a sparkfab killed with SIGKILL, which no handler sees, leaves nothing behind: neither
-    ansible-playbook nor the workers and Mitogen processes it started (each in a session of its
-    own). It runs the real ansible-playbook as its child and exits as that child does."""
-    folder = pdd / "tethered"
-    folder.mkdir(exist_ok=True)
-    script = folder / "ansible-playbook"
-    fabric = Path(__file__).resolve().parent.parent
-    script.write_text(
-        f"#!{sys.executable}\n"
-        "# written by sparkfab for its runs: ansible-playbook and all it starts end with the sparkfab that started it\n"
-        "import ctypes, os, signal, sys\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
-        "libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come here\n"
-        f"if os.getppid() != {os.getpid()}:\n"
-        "    sys.exit('sparkfab ended before ansible-playbook started')\n"
-        f"sys.path.insert(0, {str(fabric)!r})\n"
-        "from sparkfab.proc import children, kill_tree\n"
-        "def ended(signum, frame):\n"
-        "    for _ in range(3):  # orphans of what was killed come here too\n"
-        "        for pid in children(os.getpid()):\n"
-        "            kill_tree(pid)\n"
-        "        try:\n"
-        "            while os.waitpid(-1, os.WNOHANG)[0]:\n"
-        "                pass\n"
-        "        except ChildProcessError:\n"
-        "            break\n"
-        "    os._exit(128 + signum)\n"
-        "signal.signal(signal.SIGTERM, ended)\n"
-        "child = os.fork()\n"
-        "if child == 0:\n"
-        "    signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
-        f"    os.execv({str(real)!r}, [{str(real)!r}, *sys.argv[1:]])\n"
-        "while True:\n"
-        "    try:\n"
-        "        _, status = os.waitpid(child, 0)\n"
-        "        break\n"
-        "    except ChildProcessError:\n"
-        "        status = 0\n"
-        "        break\n"
-        "code = os.waitstatus_to_exitcode(status)\n"
-        "os._exit(code if code >= 0 else 128 - code)\n"
-    )
-    script.chmod(0o755)
-    return folder
-
-
-#: the variable that marks the processes of a run (its value: the run's runner directory)
-RUN_MARK = "SPARKFAB_RUN"
-
-
-def _end_leftovers(pdd: Path) -> list[int]:
-    """End what an earlier run in `pdd` left running: processes marked with it (ansible-playbook's
-    workers, Mitogen's) that outlived a controller killed all at once, which no tether sees (the
-    supervisor died with it). The caller holds the cluster's lock, so no run of this cluster is
-    under way, and a process with the mark is a leftover; it is said on stderr."""
-    mark = f"{RUN_MARK}={pdd}".encode()
-    ended: list[int] = []
-    mine = {os.getpid(), *proc.descendants(os.getpid())}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in mine:
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if mark in environ:
-            ended += proc.kill_tree(int(entry.name))
-    if ended:
-        sys.stderr.write(f"ended {len(ended)} process(es) an earlier run in {pdd} left behind: {ended[:8]}\n")
-    return ended
-
-
-def _end_playbooks() -> None:
-    """End this process's ansible-playbook and all it started. runner's own cancel kills only
-    its process group, and Ansible's workers each start a session of their own: killed alone,
-    ansible-playbook would leave them running their tasks (a module, an ssh) as orphans."""
-    for pid in proc.children(os.getpid()):
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(a.endswith(b"ansible-playbook") for a in argv[:2]):
-            proc.kill_tree(pid)
 
 
 class Interrupted(KeyboardInterrupt):

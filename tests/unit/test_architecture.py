@@ -22,6 +22,7 @@ LAYERS = (
         (
             "sparkfab.deploy",
             "sparkfab.runenv",
+            "sparkfab.runtree",
             "sparkfab.connection",
             "sparkfab.oracle",
             "sparkfab.verify",

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import httpx
 
@@ -67,18 +67,14 @@ class Options:
     metadata: dict[str, str] = field(default_factory=dict)  # --metadata KEY=VALUE
 
 
+OnRequest: TypeAlias = Callable[[RequestResult], None] | None  # hears of every request that ended
+OnPhase: TypeAlias = Callable[[str], None] | None  # hears what the run does now (test, round, step)
+
+
 class Run:
-    def __init__(
-        self,
-        opt: Options,
-        tests: list[Test],
-        progress: Callable[[RequestResult], None] | None = None,
-        phase: Callable[[str], None] | None = None,
-    ) -> None:
-        """`progress` hears of every request that ended, `phase` of what the run does now (the
-        test, the round and the step: waiting for an idle link, requests, reading /metrics)."""
+    def __init__(self, opt: Options, tests: list[Test], progress: OnRequest = None, phase: OnPhase = None) -> None:
         self.opt, self.tests, self.progress = opt, tests, progress
-        self.phase = phase or (lambda text: None)
+        self.phase: Callable[[str], None] = phase or (lambda text: None)
         self.jsonl = opt.out / "requests.jsonl"
         self.done: set[tuple[str, int]] = set()  # (test, round) finished in the run being resumed
         #: in every prompt's seed: another run (the other link speed, a rerun) gets other prompts of

@@ -133,7 +133,7 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
     """sparkfab, the tether and ansible-playbook killed at once (a controller crash): the task a
     worker started lives on, orphaned, where no tether can see it. The next run in the same
     state directory finds it by the mark every process of a run carries, and ends it first."""
-    from sparkfab.deploy import _end_leftovers
+    from sparkfab.runtree import end_leftovers
 
     inventory = localhost(tmp_path)
     pidfile = tmp_path / "task.pid"
@@ -156,9 +156,9 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
         verb.wait()
         time.sleep(0.5)
         assert proc.alive(task), "the crash took the task along: nothing is left to find"
-        ended = _end_leftovers(tmp_path / "state" / "runner")
+        ended = end_leftovers(tmp_path / "state" / "runner")
         assert task in ended and _until_gone(task)
-        assert _end_leftovers(tmp_path / "state" / "runner") == []
+        assert end_leftovers(tmp_path / "state" / "runner") == []
     finally:
         if verb.poll() is None:
             verb.kill()
