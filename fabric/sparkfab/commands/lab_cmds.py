@@ -28,7 +28,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     up.add_argument(
         "--engine",
         choices=lab_engine.ENGINES,
-        default="vllm",
+        default=lab_engine.ENGINES[0],
         help="what `serve` runs: vLLM's CPU build with the lab's model (default), or the collective workload",
     )
     up.add_argument("--dry-run", action="store_true", help="print what `up` would create")
