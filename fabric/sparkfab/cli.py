@@ -150,8 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ended(exc: KeyboardInterrupt) -> int:
-    """Ctrl-C (130) or SIGTERM (143), said in a line."""
-    ended = isinstance(exc, Terminated)
+    """Ctrl-C (130) or SIGTERM (143), said in a line (an interrupted Ansible run carries which
+    one as its cause)."""
+    ended = isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated)
     sys.stderr.write("sparkfab: terminated\n" if ended else "sparkfab: interrupted\n")
     return Exit.TERMINATED if ended else Exit.INTERRUPTED
 

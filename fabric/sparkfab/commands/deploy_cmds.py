@@ -15,7 +15,7 @@ from rich.text import Text
 from sparkfab import spark
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.deploy import HostResult, Interrupted, RunResult, run_playbook
-from sparkfab.errors import DeployError, Exit, UsageError
+from sparkfab.errors import DeployError, Exit, Terminated, UsageError
 from sparkfab.plan import Plan
 from sparkfab.render.launch import secret_names
 from sparkfab.resolve import load_plan
@@ -106,7 +106,8 @@ def run_with_progress(
     except Interrupted as exc:  # the table so far, whatever -q says: the run ends part-way
         if live is not None:
             live.stop()
-        _err.print(_table(exc.result.hosts, f"{title}: interrupted, ansible-playbook ended"))
+        how = "terminated" if isinstance(exc.__cause__, Terminated) else "interrupted"
+        _err.print(_table(exc.result.hosts, f"{title}: {how}, ansible-playbook ended"))
         raise
     finally:
         if live is not None:

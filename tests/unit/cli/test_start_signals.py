@@ -18,3 +18,19 @@ def test_a_signal_while_the_parser_is_built(monkeypatch, capsys, raised, code, s
     monkeypatch.setattr(cli, "parser", parser)
     assert cli.main(["render", "x.yml"]) == code
     assert capsys.readouterr().err == f"sparkfab: {said}\n"
+
+
+@pytest.mark.parametrize(
+    "cause,code,said", [(Terminated(), 143, "terminated"), (KeyboardInterrupt(), 130, "interrupted")]
+)
+def test_an_ansible_run_ended_by_a_signal_exits_as_that_signal(monkeypatch, capsys, cause, code, said):
+    """A verb whose Ansible run a SIGTERM ended (`lab down`, systemd, `timeout`) exits 143, one
+    that Ctrl-C ended 130: the run's Interrupted carries which as its cause."""
+    from sparkfab.deploy import Interrupted, RunResult
+
+    def run(args):
+        raise Interrupted(RunResult(130, "canceled", {}, (), "")) from cause
+
+    monkeypatch.setattr(cli, "_run", run)
+    assert cli.main(["validate", "x.yml"]) == code
+    assert capsys.readouterr().err == f"sparkfab: {said}\n"
