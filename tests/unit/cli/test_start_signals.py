@@ -4,6 +4,8 @@ clean-clone run caught SIGTERM inside argparse's add_argument)."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from sparkfab import cli
@@ -28,9 +30,13 @@ def test_an_ansible_run_ended_by_a_signal_exits_as_that_signal(monkeypatch, caps
     that Ctrl-C ended 130: the run's Interrupted carries which as its cause."""
     from sparkfab.deploy import Interrupted, RunResult
 
-    def run(args):
+    def handler(args):
         raise Interrupted(RunResult(130, "canceled", {}, (), "")) from cause
 
-    monkeypatch.setattr(cli, "_run", run)
-    assert cli.main(["validate", "x.yml"]) == code
+    class Parser:
+        def parse_args(self, argv):
+            return argparse.Namespace(handler=handler, verbose=0, quiet=False)
+
+    monkeypatch.setattr(cli, "parser", Parser)
+    assert cli.main(["apply", "x.yml"]) == code
     assert capsys.readouterr().err == f"sparkfab: {said}\n"
