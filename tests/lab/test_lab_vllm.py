@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,27 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         l2 = next(r for r in tables["ttft"] if r["test"] == "L2")
         assert l2["bound_s"] == pytest.approx(8192 * estimate * 8 * (1 / 0.2e9 - 1 / 0.4e9))
         assert l2["increase_s"] > 0
+
+        # rank 1 dies under a bench: the bench ends with exit 5 and keeps what it measured,
+        # serve status and verify name the dead rank, and serve stop still ends everything
+        s = status["serving"]["llama"]
+        out = tmp_path / "run-dead"
+        cmd = [sys.executable, "-m", "sparkfab", "bench", "--url", s["url"], "--model", s["model"], "--plan", "L4"]
+        cmd += ["--rounds", "3", "--warmup", "0", "--idle-seconds", "0", "--timeout", "120", "-o", str(out)]
+        bench = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not (out / "requests.jsonl").exists() and time.monotonic() < deadline and bench.poll() is None:
+            time.sleep(0.2)
+        assert ssh(CLUSTER, "spark-b", "docker kill sparkfab-llama").returncode == 0
+        _, err = bench.communicate(timeout=300)
+        assert bench.returncode == 5 and "requests failed" in err, err[-1500:]
+        assert (out / "summary.json").is_file() and (out / "requests.jsonl").read_text().strip()
+        dead = sparkfab("serve", "status", INV, "--lab", "--format", "json")
+        ranks = {r["host"]: r["state"] for r in json.loads(dead.out)["instances"]["llama"]["ranks"]}
+        assert dead.code == 4 and ranks["spark-b"] == "dead", dead.out
+        checked = sparkfab("verify", INV, "--lab", "--format", "json")
+        failed = {(r["check"], r["host"]) for r in json.loads(checked.out)["results"] if r["status"] == "fail"}
+        assert checked.code == 4 and ("engine", "spark-b") in failed, failed
 
         stop = sparkfab("serve", "stop", INV, "--lab", "-q")
         assert stop.code == 0, stop.err
