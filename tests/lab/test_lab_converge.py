@@ -197,3 +197,31 @@ def test_a_changed_host_key_is_refused_by_apply_as_by_verify():
         assert ssh("pair1", "spark-a", "test -e /etc/netplan/60-sparkfab.yaml").returncode == 0  # the other one went on
         code, fails = _verify(inv)
         assert code == 4 and any(f["host"] == "spark-b" and f["check"] == "ssh" for f in fails), fails
+
+
+def test_a_flip_that_ended_after_it_stopped_serving_is_finished_by_the_next():
+    """A flip stops serving, then starts it at the new speed; one that ends in between (Ctrl-C,
+    a lost controller) leaves the engines stopped and says so on each host (a mark in /run), so
+    the next flip starts them again, where the engine state alone would say "not serving, leave
+    it". A flip that finishes, and `serve stop`, leave no mark."""
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    marks = "ls /run/sparkfab/*.resume 2>/dev/null | wc -l"
+    with lab(inv, "pair1"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        assert sparkfab("serve", "start", inv, "--lab", "-q").code == 0
+        flip = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
+        assert flip.code == 0 and "serving restarted on 2 host(s)" in flip.err, flip.err
+        assert [ssh("pair1", h, marks).stdout.strip() for h in ("spark-a", "spark-b")] == ["0", "0"]
+        # what a flip interrupted between its stop and its start leaves on each host
+        for host in ("spark-a", "spark-b"):
+            pid = ssh("pair1", host, "cat /run/sparkfab/llama.pid").stdout.strip()
+            stop = f"kill -KILL -- -{pid}; rm -f /run/sparkfab/llama.pid; touch /run/sparkfab/llama.resume"
+            assert ssh("pair1", host, stop).returncode == 0
+        status = sparkfab("serve", "status", inv, "--lab", "--format", "json")
+        assert json.loads(status.out)["instances"]["llama"]["state"] == "stopped", status.out
+        again = sparkfab("linkspeed", inv, "200", "--lab", "-q")
+        assert again.code == 0 and "serving restarted on 2 host(s)" in again.err, again.err
+        assert sparkfab("serve", "status", inv, "--lab").code == 0
+        assert [ssh("pair1", h, marks).stdout.strip() for h in ("spark-a", "spark-b")] == ["0", "0"]
+        assert sparkfab("serve", "stop", inv, "--lab", "-q").code == 0
+        assert sparkfab("linkspeed", inv, "100e", "--lab", "-q").err.count("serving restarted on 0 host(s)") == 1
