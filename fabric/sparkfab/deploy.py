@@ -76,6 +76,7 @@ class HostResult:
     message: str = ""
     task: str = ""
     changed_tasks: tuple[str, ...] = ()
+    skipped_tasks: tuple[str, ...] = ()  # what --check passes over (a command's task) shows what would run
 
     @property
     def state(self) -> str:
@@ -143,7 +144,7 @@ class Collector:
                 message=str(res.get("msg", ""))[:400],
             )
         if kind == "runner_on_skipped":
-            return replace(h, skipped=h.skipped + 1)
+            return replace(h, skipped=h.skipped + 1, skipped_tasks=(*h.skipped_tasks, task))
         return h
 
     def _diff(self, host: str, task: str, res: dict[str, Any]) -> None:

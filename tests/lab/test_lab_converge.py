@@ -203,12 +203,21 @@ def test_a_flip_that_ended_after_it_stopped_serving_is_finished_by_the_next():
     """A flip stops serving, then starts it at the new speed; one that ends in between (Ctrl-C,
     a lost controller) leaves the engines stopped and says so on each host (a mark in /run), so
     the next flip starts them again, where the engine state alone would say "not serving, leave
-    it". A flip that finishes, and `serve stop`, leave no mark."""
+    it". A flip that finishes, and `serve stop`, leave no mark; `--check` changes nothing."""
     inv = str(REPO / "inventory/pair-1cable.yml")
     marks = "ls /run/sparkfab/*.resume 2>/dev/null | wc -l"
     with lab(inv, "pair1"):
         assert sparkfab("apply", inv, "--lab", "-q").code == 0
         assert sparkfab("serve", "start", inv, "--lab", "-q").code == 0
+        # --check says what the flip would do and does none of it
+        env = "cat /etc/sparkfab/nccl.env /run/sparkfab/llama.pid"
+        before = {h: ssh("pair1", h, env).stdout for h in ("spark-a", "spark-b")}
+        preview = sparkfab("linkspeed", inv, "100e", "--lab", "--check", "-q")
+        assert preview.code == 0, preview.err
+        want = "would replace files on 2 host(s) (spark-a, spark-b) and restart serving on 2; nothing changed"
+        assert want in preview.err, preview.err
+        assert {h: ssh("pair1", h, env).stdout for h in before} == before
+        assert not (lab_dir("pair1") / "state" / "link_speed").exists()
         flip = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
         assert flip.code == 0 and "serving restarted on 2 host(s)" in flip.err, flip.err
         assert [ssh("pair1", h, marks).stdout.strip() for h in ("spark-a", "spark-b")] == ["0", "0"]

@@ -190,7 +190,12 @@ def _linkspeed_args(p: argparse.ArgumentParser) -> None:
     add_target(p)
     p.add_argument("mode", choices=spark.FLIP_SPEEDS, help="200: both PCIe roots; 100e: one root (emulated 100 Gb/s)")
     p.add_argument("--instance", metavar="NAME", help="only this instance (the others keep their speed)")
-    add_changes(p, limit="only these hosts (Ansible pattern): whole instances, since ranks share one speed")
+    add_changes(
+        p,
+        limit="only these hosts (Ansible pattern): whole instances, since ranks share one speed",
+        check="say what the flip would change (each host's files, the engines it would restart); change nothing",
+        diff="show the lines of each file that would change",
+    )
 
 
 def linkspeed_cmd(args: argparse.Namespace) -> int:
@@ -224,6 +229,8 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
         else:
             _roll_back(target, before, result, args, was)
     _fail_if(result, target.plan)
+    if args.check:
+        return _preview_flip(result, args.mode, was)
     _record_flip(target, plan, args.mode, names, hosts)
     for name in hosts:
         h = plan.host(name)
@@ -235,6 +242,20 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     )
     what = plan.cluster if names is None else f"{plan.cluster} ({', '.join(names)})"
     _err.print(f"link speed of {what}: {was} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
+    return Exit.OK
+
+
+def _preview_flip(result: RunResult, mode: str, was: str) -> int:
+    """linkspeed --check: which hosts' files the flip would replace and where it would restart
+    serving (the engines that run there), with nothing changed or recorded."""
+    files = sorted(h.host for h in result.hosts.values() if any(t.startswith("Files |") for t in h.changed_tasks))
+    stops = ("Serve | Stop the engine process", "Serve | Remove the engine container")
+    serving = sorted(h.host for h in result.hosts.values() if set(stops) & set(h.skipped_tasks + h.changed_tasks))
+    _err.print(
+        f"linkspeed {mode} --check ({was} now): would replace files on {len(files)} host(s)"
+        + (f" ({', '.join(files)})" if files else "")
+        + f" and restart serving on {len(serving)}; nothing changed"
+    )
     return Exit.OK
 
 
