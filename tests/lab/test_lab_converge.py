@@ -218,6 +218,10 @@ def test_a_flip_that_ended_after_it_stopped_serving_is_finished_by_the_next():
         assert want in preview.err, preview.err
         assert {h: ssh("pair1", h, env).stdout for h in before} == before
         assert not (lab_dir("pair1") / "state" / "link_speed").exists()
+        again = sparkfab("serve", "restart", inv, "--lab", "--check", "-q")
+        want = "would stop the engine on 2 host(s) (spark-a, spark-b) and start it on 2 (spark-a, spark-b); nothing"
+        assert again.code == 0 and want in again.err, again.err
+        assert {h: ssh("pair1", h, env).stdout for h in before} == before
         flip = sparkfab("linkspeed", inv, "100e", "--lab", "-q")
         assert flip.code == 0 and "serving restarted on 2 host(s)" in flip.err, flip.err
         assert [ssh("pair1", h, marks).stdout.strip() for h in ("spark-a", "spark-b")] == ["0", "0"]

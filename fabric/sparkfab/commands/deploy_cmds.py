@@ -249,8 +249,7 @@ def _preview_flip(result: RunResult, mode: str, was: str) -> int:
     """linkspeed --check: which hosts' files the flip would replace and where it would restart
     serving (the engines that run there), with nothing changed or recorded."""
     files = sorted(h.host for h in result.hosts.values() if any(t.startswith("Files |") for t in h.changed_tasks))
-    stops = ("Serve | Stop the engine process", "Serve | Remove the engine container")
-    serving = sorted(h.host for h in result.hosts.values() if set(stops) & set(h.skipped_tasks + h.changed_tasks))
+    serving = _passed_over(result, "Serve | Stop the engine", "Serve | Remove the engine")
     _err.print(
         f"linkspeed {mode} --check ({was} now): would replace files on {len(files)} host(s)"
         + (f" ({', '.join(files)})" if files else "")
@@ -301,7 +300,11 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     )
     add_target(p)
     p.add_argument("--instance", metavar="NAME", help="only this instance (its hosts; the others keep serving)")
-    add_changes(p, limit="only these hosts (Ansible pattern; with --instance, both must match)")
+    add_changes(
+        p,
+        limit="only these hosts (Ansible pattern; with --instance, both must match)",
+        check="say where it would stop and start engines; change nothing",
+    )
     add_format(p)
 
 
@@ -319,7 +322,25 @@ def _serve(target: Target, args: argparse.Namespace) -> int:
     _confirm(target, args, f"serve {args.action}", selected(target.plan, tree, args.limit))
     result = run_with_progress("serve.yml", target, tree, args, {"sparkfab_serve_action": args.action})
     _fail_if(result, target.plan)
+    if args.check:
+        stop, start = (
+            _passed_over(result, "Serve | Stop the engine", "Serve | Remove the engine"),
+            _passed_over(result, "Serve | Start the engine"),
+        )
+        _err.print(
+            f"serve {args.action} --check: would stop the engine on {len(stop)} host(s)"
+            + (f" ({', '.join(stop)})" if stop else "")
+            + f" and start it on {len(start)}"
+            + (f" ({', '.join(start)})" if start else "")
+            + "; nothing changed"
+        )
     return Exit.OK
+
+
+def _passed_over(result: RunResult, *tasks: str) -> list[str]:
+    """The hosts on which --check passed over a task starting with one of `tasks` (a command's
+    task is not run in check mode): where a real run would do it."""
+    return sorted(h.host for h in result.hosts.values() if any(t.startswith(tasks) for t in h.skipped_tasks))
 
 
 def _status(args: argparse.Namespace) -> int:
