@@ -79,9 +79,10 @@ def end_leftovers(pdd: Path) -> list[int]:
             continue
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")
+            comm = (entry / "comm").read_text().strip()
         except OSError:
             continue
-        if mark in environ:
+        if mark in environ and comm != "ssh":  # an ssh master ends itself (ControlPersist) and is reused
             ended += proc.kill_tree(int(entry.name))
     if ended:
         sys.stderr.write(f"ended {len(ended)} process(es) an earlier run in {pdd} left behind: {ended[:8]}\n")
