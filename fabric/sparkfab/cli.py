@@ -29,6 +29,7 @@ from sparkfab.commands import (
     preflight_cmd,
     render_cmds,
     sample_cmds,
+    serve_cmd,
     verify_cmd,
 )
 from sparkfab.commands.common import Verb
@@ -41,7 +42,8 @@ VERBS: tuple[Verb, ...] = (
     *render_cmds.VERBS,
     *lab_cmds.VERBS,
     *preflight_cmd.VERBS,
-    *deploy_cmds.VERBS,  # apply, linkspeed, serve, reset
+    *deploy_cmds.VERBS,  # apply, linkspeed, reset
+    *serve_cmd.VERBS,
     *verify_cmd.VERBS,
     *discover_cmd.VERBS,
     *estimate_cmd.VERBS,

@@ -1,21 +1,18 @@
-"""`sparkfab apply`, `linkspeed`, `serve` and `reset`: render, then push with Ansible (one Target each)."""
+"""`sparkfab apply`, `linkspeed` and `reset`: render, then push with Ansible (one Target each; `serve` is
+`serve_cmd`, and the run as people see it `runs`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 from sparkfab import spark
-from sparkfab.commands.common import Verb, add_changes, add_format, add_target
-from sparkfab.deploy import HostResult, Interrupted, RunResult, run_playbook
-from sparkfab.errors import DeployError, Exit, Terminated, UsageError
+from sparkfab.commands.common import Verb, add_changes, add_target
+from sparkfab.commands.runs import confirm, fail_if, passed_over, run_with_progress
+from sparkfab.deploy import RunResult
+from sparkfab.errors import Exit
 from sparkfab.plan import Plan
 from sparkfab.render.launch import secret_names
 from sparkfab.resolve import load_plan
@@ -24,130 +21,11 @@ from sparkfab.target import (
     files_here,
     flipped_instances,
     forget_speeds,
-    instance_limit,
     save_speeds,
     selected,
 )
 
 _err = Console(stderr=True, width=140)
-
-
-def _confirm(target: Target, args: argparse.Namespace, what: str, hosts: list[str] | None = None) -> None:
-    if target.lab is not None or args.yes or getattr(args, "check", False):
-        return
-    plan = target.plan
-    names = hosts if hosts is not None else [h.name for h in plan.hosts]
-    if not sys.stdin.isatty():
-        raise UsageError(f"{what} changes real hosts ({', '.join(names)}): pass -y to confirm")
-    which = "" if len(names) == len(plan.hosts) else f" ({', '.join(names)})"
-    answer = input(f"{what} on {len(names)} host(s) of {plan.cluster}{which}? [y/N] ")
-    if answer.strip().lower() not in ("y", "yes"):
-        raise UsageError("cancelled")
-
-
-def _table(hosts: dict[str, HostResult], title: str) -> Table:
-    t = Table(title=title)
-    for col in ("host", "state", "ok", "changed", "failed", "unreachable", "task"):
-        t.add_column(col)
-    for h in sorted(hosts.values(), key=lambda x: x.host):
-        style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(h.state, "green")
-        t.add_row(
-            h.host,
-            Text(h.state, style=style),
-            str(h.ok),
-            str(h.changed),
-            str(h.failed),
-            str(h.unreachable),
-            (h.failed_task or h.task)[:60],
-        )
-    return t
-
-
-def run_with_progress(
-    playbook: str,
-    target: Target,
-    tree: Path,
-    args: argparse.Namespace,
-    extravars: dict[str, object] | None = None,
-    plan: Plan | None = None,
-    secrets: list[str] | None = None,
-) -> RunResult:
-    plan = plan or target.plan
-    names = [h.name for h in plan.hosts]
-    title = f"{playbook} on {plan.cluster}"
-    verbose = getattr(args, "verbose", 0)
-    # with -v, Ansible's own output scrolls by instead of the live table
-    live = None
-    if _err.is_terminal and not verbose:
-        live = Live(_table({}, title), console=_err, refresh_per_second=4, transient=True)
-
-    def update(hosts: dict[str, HostResult]) -> None:
-        if live is not None:
-            live.update(_table(hosts, title))
-
-    if live is not None:
-        live.start()
-    try:
-        result = run_playbook(
-            playbook,
-            tree / "inventory.yml",
-            plan.cluster,
-            check=getattr(args, "check", False),
-            diff=getattr(args, "diff", False),
-            limit=args.limit,
-            extravars=extravars,
-            timeout=getattr(args, "timeout", None),
-            on_update=update,
-            hosts=names,
-            workdir=target.state,
-            secrets=secrets,
-            verbosity=verbose,
-        )
-    except Interrupted as exc:  # the table so far, whatever -q says: the run ends part-way
-        if live is not None:
-            live.stop()
-        how = "terminated" if isinstance(exc.__cause__, Terminated) else "interrupted"
-        _err.print(_table(exc.result.hosts, f"{title}: {how}, ansible-playbook ended"))
-        raise
-    finally:
-        if live is not None:
-            live.stop()
-    if not args.quiet:
-        _err.print(_table(result.hosts, title))
-    return result
-
-
-#: a failure that is the user's to fix on the host, not a deploy error (exit 2)
-REFUSALS = ("foreign netplan file:",)
-
-
-#: what ssh says when a host's key is not the one known for it (a reinstall, or someone else), and
-#: what Mitogen's connection says for it (mitogen/ssh.py: hostkey_failed_msg)
-KEY_CHANGED = (
-    "REMOTE HOST IDENTIFICATION HAS CHANGED",
-    "Host key verification failed",
-    "SSH reported an unrecognized or mismatching host key",
-)
-
-
-def _fail_if(result: RunResult, plan: Plan | None = None) -> None:
-    refused = [h for h in result.failures if any(m in h.message for m in REFUSALS)]
-    if refused:
-        lines = [f"{h.host}: {h.message}" for h in refused]
-        raise UsageError("\n  ".join(["apply refused on:", *lines]))
-    if result.failures:
-        lines = []
-        for h in result.failures:
-            if any(m in h.message for m in KEY_CHANGED):
-                addr = plan.host(h.host).ansible.get("ansible_host", h.host) if plan else h.host
-                lines.append(
-                    f"{h.host}: refused: its SSH host key is not the one known for {addr}; if the host was "
-                    f"reinstalled, forget the old key (`ssh-keygen -R {addr}`, in the known_hosts file ssh "
-                    "names) and run again"
-                )
-            else:
-                lines.append(f"{h.host}: {h.state} at task '{h.failed_task}': {h.message}")
-        raise DeployError("\n  ".join(["deploy failed on:", *lines]) + f"\n  (artifacts: {result.artifacts})")
 
 
 def _apply_args(p: argparse.ArgumentParser) -> None:
@@ -172,7 +50,7 @@ def _apply(target: Target, args: argparse.Namespace) -> int:
     oracle.check(plan, None if args.quiet else lambda text: _err.print(f"note: {text}", markup=False))
     tree = target.render()
     args.limit = files_here(args.limit)
-    _confirm(target, args, "apply", selected(plan, tree, args.limit))
+    confirm(target, args, "apply", selected(plan, tree, args.limit))
     extra: dict[str, object] | None = {"sparkfab_netplan_take_over": True} if args.take_over_netplan else None
     result = run_with_progress("site.yml", target, tree, args, extra, secrets=secret_names(plan))
     if (args.diff or args.check) and result.diffs:
@@ -182,7 +60,7 @@ def _apply(target: Target, args: argparse.Namespace) -> int:
         f"apply {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} "
         f"failed={len(result.failures)} (link {plan.link_speed})"
     )
-    _fail_if(result, target.plan)
+    fail_if(result, target.plan)
     return Exit.OK
 
 
@@ -214,7 +92,7 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
         plan = plan.with_instance_speed(name, args.mode)
     hosts = [h.name for h in plan.hosts] if names is None else [h for n in names for h in plan.instance(n).hosts]
     limit = None if names is None else ",".join(hosts)
-    _confirm(target, args, f"linkspeed {args.mode}", hosts)
+    confirm(target, args, f"linkspeed {args.mode}", hosts)
     tree = target.render(plan)
     args.limit = limit
     result = run_with_progress("linkspeed.yml", target, tree, args, plan=plan)
@@ -228,7 +106,7 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
             _record_flip(target, plan, args.mode, names, hosts)
         else:
             _roll_back(target, before, result, args, was)
-    _fail_if(result, target.plan)
+    fail_if(result, target.plan)
     if args.check:
         return _preview_flip(result, args.mode, was)
     _record_flip(target, plan, args.mode, names, hosts)
@@ -249,7 +127,7 @@ def _preview_flip(result: RunResult, mode: str, was: str) -> int:
     """linkspeed --check: which hosts' files the flip would replace and where it would restart
     serving (the engines that run there), with nothing changed or recorded."""
     files = sorted(h.host for h in result.hosts.values() if any(t.startswith("Files |") for t in h.changed_tasks))
-    serving = _passed_over(result, "Serve | Stop the engine", "Serve | Remove the engine")
+    serving = passed_over(result, "Serve | Stop the engine", "Serve | Remove the engine")
     _err.print(
         f"linkspeed {mode} --check ({was} now): would replace files on {len(files)} host(s)"
         + (f" ({', '.join(files)})" if files else "")
@@ -292,98 +170,6 @@ def _roll_back(target: Target, before: Plan, result: RunResult, args: argparse.N
         _err.print(f"linkspeed {args.mode} rolled back: {', '.join(changed)} run {was} again, as recorded")
 
 
-def _serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "action",
-        choices=("start", "stop", "restart", "status"),
-        help="start, stop or restart serving, in order; status: each rank's engine (changes nothing)",
-    )
-    add_target(p)
-    p.add_argument("--instance", metavar="NAME", help="only this instance (its hosts; the others keep serving)")
-    add_changes(
-        p,
-        limit="only these hosts (Ansible pattern; with --instance, both must match)",
-        check="say where it would stop and start engines; change nothing",
-    )
-    add_format(p)
-
-
-def serve_cmd(args: argparse.Namespace) -> int:
-    if args.action == "status":
-        return _status(args)
-    with Target.held(args.inventory, f"serve {args.action}", lab=args.lab) as target:
-        return _serve(target, args)
-
-
-def _serve(target: Target, args: argparse.Namespace) -> int:
-    args.limit = instance_limit(target.plan, args.instance, args.limit)
-    tree = target.render()  # what serving starts is what the inventory says now
-    args.limit = files_here(args.limit)
-    _confirm(target, args, f"serve {args.action}", selected(target.plan, tree, args.limit))
-    result = run_with_progress("serve.yml", target, tree, args, {"sparkfab_serve_action": args.action})
-    _fail_if(result, target.plan)
-    if args.check:
-        stop, start = (
-            _passed_over(result, "Serve | Stop the engine", "Serve | Remove the engine"),
-            _passed_over(result, "Serve | Start the engine"),
-        )
-        _err.print(
-            f"serve {args.action} --check: would stop the engine on {len(stop)} host(s)"
-            + (f" ({', '.join(stop)})" if stop else "")
-            + f" and start it on {len(start)}"
-            + (f" ({', '.join(start)})" if start else "")
-            + "; nothing changed"
-        )
-    return Exit.OK
-
-
-def _passed_over(result: RunResult, *tasks: str) -> list[str]:
-    """The hosts on which --check passed over a task starting with one of `tasks` (a command's
-    task is not run in check mode): where a real run would do it."""
-    return sorted(h.host for h in result.hosts.values() if any(t.startswith(tasks) for t in h.skipped_tasks))
-
-
-def _status(args: argparse.Namespace) -> int:
-    """Each rank's engine as its host says: running (since), dead (when, how), stopped; exit 4
-    when an instance is degraded (some ranks run, some do not)."""
-    from sparkfab.verify import serving
-
-    target = Target.load(args.inventory, lab=args.lab)
-    instance_limit(target.plan, args.instance, None)  # an unknown instance is refused here
-    conn = target.connection("serve")
-    remotes = {h.name: conn.remote(h.name) for h in target.plan.hosts}
-    states = serving.rank_states(target.plan, remotes, args.instance)
-    names = list(dict.fromkeys(s.instance for s in states))
-    summaries = {n: serving.summary([s for s in states if s.instance == n]) for n in names}
-    if args.format == "json":
-        doc = {
-            "cluster": target.plan.cluster,
-            "instances": {
-                n: {"state": summaries[n], "ranks": [s.to_dict() for s in states if s.instance == n]} for n in names
-            },
-        }
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        t = Table(title=f"serving on {target.plan.cluster}")
-        for col in ("instance", "rank", "host", "runtime", "state", "since", "detail"):
-            t.add_column(col)
-        colour = {"running": "green", "dead": "red", "unknown": "red", "stopped": "yellow"}
-        for s in states:
-            t.add_row(
-                s.instance,
-                str(s.rank),
-                s.host,
-                s.runtime,
-                Text(s.state, style=colour[s.state]),
-                s.since,
-                Text(s.detail),
-            )
-        Console(width=160).print(t)
-        for n in names:
-            sys.stdout.write(f"{n}: {summaries[n]}\n")
-    return Exit.CHECK if "degraded" in summaries.values() else Exit.OK
-
-
 def _reset_args(p: argparse.ArgumentParser) -> None:
     add_target(p)
     add_changes(
@@ -400,11 +186,11 @@ def _reset(target: Target, args: argparse.Namespace) -> int:
     plan = target.plan
     tree = target.render()  # the hosts' netdevs and instances, as the plays read them
     args.limit = files_here(args.limit)
-    _confirm(target, args, "reset", selected(target.plan, tree, args.limit))
+    confirm(target, args, "reset", selected(target.plan, tree, args.limit))
     result = run_with_progress("reset.yml", target, tree, args)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
-    _fail_if(result, target.plan)
+    fail_if(result, target.plan)
     if not args.check and not args.limit:
         forget_speeds(target)
     changed = sum(h.changed for h in result.hosts.values())
@@ -422,7 +208,6 @@ VERBS = (
         apply_cmd,
     ),
     Verb("linkspeed", "Flip a running cluster between 200 Gb/s and emulated 100 Gb/s.", _linkspeed_args, linkspeed_cmd),
-    Verb("serve", "Start or stop serving: workers first, rank 0 last, then a health wait.", _serve_args, serve_cmd),
     Verb(
         "reset",
         "Undo apply: stop serving, remove what sparkfab installed, restore what it moved aside (--check --diff).",

@@ -1,0 +1,145 @@
+"""A verb's Ansible run as people see it: the confirmation before real hosts change, the live
+per-host table, the failure that ends the verb (with the fix where sparkfab knows it), and what
+a --check run passed over. apply, linkspeed, reset (`deploy_cmds`) and serve (`serve_cmd`) share it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from sparkfab.deploy import HostResult, Interrupted, RunResult, run_playbook
+from sparkfab.errors import DeployError, Terminated, UsageError
+from sparkfab.plan import Plan
+from sparkfab.target import Target
+
+_err = Console(stderr=True, width=140)
+
+
+def confirm(target: Target, args: argparse.Namespace, what: str, hosts: list[str] | None = None) -> None:
+    if target.lab is not None or args.yes or getattr(args, "check", False):
+        return
+    plan = target.plan
+    names = hosts if hosts is not None else [h.name for h in plan.hosts]
+    if not sys.stdin.isatty():
+        raise UsageError(f"{what} changes real hosts ({', '.join(names)}): pass -y to confirm")
+    which = "" if len(names) == len(plan.hosts) else f" ({', '.join(names)})"
+    answer = input(f"{what} on {len(names)} host(s) of {plan.cluster}{which}? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise UsageError("cancelled")
+
+
+def host_table(hosts: dict[str, HostResult], title: str) -> Table:
+    t = Table(title=title)
+    for col in ("host", "state", "ok", "changed", "failed", "unreachable", "task"):
+        t.add_column(col)
+    for h in sorted(hosts.values(), key=lambda x: x.host):
+        style = {"failed": "red", "unreachable": "red", "changed": "yellow"}.get(h.state, "green")
+        t.add_row(
+            h.host,
+            Text(h.state, style=style),
+            str(h.ok),
+            str(h.changed),
+            str(h.failed),
+            str(h.unreachable),
+            (h.failed_task or h.task)[:60],
+        )
+    return t
+
+
+def run_with_progress(
+    playbook: str,
+    target: Target,
+    tree: Path,
+    args: argparse.Namespace,
+    extravars: dict[str, object] | None = None,
+    plan: Plan | None = None,
+    secrets: list[str] | None = None,
+) -> RunResult:
+    plan = plan or target.plan
+    names = [h.name for h in plan.hosts]
+    title = f"{playbook} on {plan.cluster}"
+    verbose = getattr(args, "verbose", 0)
+    # with -v, Ansible's own output scrolls by instead of the live table
+    live = None
+    if _err.is_terminal and not verbose:
+        live = Live(host_table({}, title), console=_err, refresh_per_second=4, transient=True)
+
+    def update(hosts: dict[str, HostResult]) -> None:
+        if live is not None:
+            live.update(host_table(hosts, title))
+
+    if live is not None:
+        live.start()
+    try:
+        result = run_playbook(
+            playbook,
+            tree / "inventory.yml",
+            plan.cluster,
+            check=getattr(args, "check", False),
+            diff=getattr(args, "diff", False),
+            limit=args.limit,
+            extravars=extravars,
+            timeout=getattr(args, "timeout", None),
+            on_update=update,
+            hosts=names,
+            workdir=target.state,
+            secrets=secrets,
+            verbosity=verbose,
+        )
+    except Interrupted as exc:  # the table so far, whatever -q says: the run ends part-way
+        if live is not None:
+            live.stop()
+        how = "terminated" if isinstance(exc.__cause__, Terminated) else "interrupted"
+        _err.print(host_table(exc.result.hosts, f"{title}: {how}, ansible-playbook ended"))
+        raise
+    finally:
+        if live is not None:
+            live.stop()
+    if not args.quiet:
+        _err.print(host_table(result.hosts, title))
+    return result
+
+
+#: a failure that is the user's to fix on the host, not a deploy error (exit 2)
+REFUSALS = ("foreign netplan file:",)
+
+
+#: what ssh says when a host's key is not the one known for it (a reinstall, or someone else), and
+#: what Mitogen's connection says for it (mitogen/ssh.py: hostkey_failed_msg)
+KEY_CHANGED = (
+    "REMOTE HOST IDENTIFICATION HAS CHANGED",
+    "Host key verification failed",
+    "SSH reported an unrecognized or mismatching host key",
+)
+
+
+def fail_if(result: RunResult, plan: Plan | None = None) -> None:
+    refused = [h for h in result.failures if any(m in h.message for m in REFUSALS)]
+    if refused:
+        lines = [f"{h.host}: {h.message}" for h in refused]
+        raise UsageError("\n  ".join(["apply refused on:", *lines]))
+    if result.failures:
+        lines = []
+        for h in result.failures:
+            if any(m in h.message for m in KEY_CHANGED):
+                addr = plan.host(h.host).ansible.get("ansible_host", h.host) if plan else h.host
+                lines.append(
+                    f"{h.host}: refused: its SSH host key is not the one known for {addr}; if the host was "
+                    f"reinstalled, forget the old key (`ssh-keygen -R {addr}`, in the known_hosts file ssh "
+                    "names) and run again"
+                )
+            else:
+                lines.append(f"{h.host}: {h.state} at task '{h.failed_task}': {h.message}")
+        raise DeployError("\n  ".join(["deploy failed on:", *lines]) + f"\n  (artifacts: {result.artifacts})")
+
+
+def passed_over(result: RunResult, *tasks: str) -> list[str]:
+    """The hosts on which --check passed over a task starting with one of `tasks` (a command's
+    task is not run in check mode): where a real run would do it."""
+    return sorted(h.host for h in result.hosts.values() if any(t.startswith(tasks) for t in h.skipped_tasks))
