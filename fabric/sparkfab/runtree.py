@@ -48,14 +48,7 @@ def tethered(pdd: Path, real: Path) -> Path:
         "if child == 0:\n"
         "    signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
         f"    os.execv({str(real)!r}, [{str(real)!r}, *sys.argv[1:]])\n"
-        "while True:\n"
-        "    try:\n"
-        "        _, status = os.waitpid(child, 0)\n"
-        "        break\n"
-        "    except ChildProcessError:\n"
-        "        status = 0\n"
-        "        break\n"
-        "code = os.waitstatus_to_exitcode(status)\n"
+        "code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])\n"
         "os._exit(code if code >= 0 else 128 - code)\n"
     )
     script.chmod(0o755)

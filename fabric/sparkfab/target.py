@@ -28,6 +28,7 @@ from sparkfab.lab import inventory as lab_inv
 from sparkfab.lab.spec import spec
 from sparkfab.lab.state import LabState
 from sparkfab.plan import Plan
+from sparkfab.render.tree import inventory as rendered_inventory
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
 from sparkfab.spark import LinkSpeed, link_speed
@@ -85,8 +86,8 @@ class Target:
         if not limit:
             return None
         with tempfile.TemporaryDirectory(prefix="sparkfab-limit-") as scratch:
-            inventory = render(self.plan, {}).inventory
-            (Path(scratch) / inventory.path).write_text(inventory.content)
+            inv = rendered_inventory(self.plan)  # the inventory alone: no host's files are needed
+            (Path(scratch) / inv.path).write_text(inv.content)
             return set(selected(self.plan, Path(scratch), files_here(limit)))
 
     def work(self, verb: str) -> Path:

@@ -58,13 +58,14 @@ def render(plan: Plan, assets: dict[str, str] | None = None) -> Tree:
     hosts = {h.name: tuple(host_files(plan, h, assets)) for h in plan.hosts}
     return Tree(
         hosts,
-        _inventory(plan),
+        inventory(plan),
         {h.name: _host_vars(plan, h, hosts[h.name]) for h in plan.hosts},
         tuple(nccl.warnings(plan)),
     )
 
 
-def _inventory(plan: Plan) -> File:
+def inventory(plan: Plan) -> File:
+    """The rendered tree's Ansible inventory: the hosts, the cluster's variables, serve.yml's groups."""
     hosts = {h.name: {"ansible_host": h.mgmt_address, **h.ansible} for h in plan.hosts}
     group = {
         **plan.group_vars,

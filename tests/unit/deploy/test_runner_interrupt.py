@@ -34,6 +34,21 @@ def _until_gone(pid: int, seconds: float = 10) -> bool:
     return not proc.alive(pid)
 
 
+def _verb_in_a_process(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """A verb's run of the sleeping probe in a process of its own (as sparkfab is one), with the
+    file its task writes its pid to; the run's state in `tmp_path/state`."""
+    pidfile = tmp_path / "task.pid"
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+        "from sparkfab.deploy import run_playbook; "
+        "run_playbook(sys.argv[2], Path(sys.argv[3]), 'probe', extravars={'probe_pid': sys.argv[4]}, "
+        "hosts=['local'], workdir=Path(sys.argv[5]))"
+    )
+    playbook = str(REPO / "tests/data/playbooks/sleep-probe.yml")
+    args = [str(REPO / "fabric"), playbook, str(localhost(tmp_path)), str(pidfile), str(tmp_path / "state")]
+    return subprocess.Popen([sys.executable, "-c", code, *args]), pidfile
+
+
 @pytest.mark.parametrize(
     "signum,ends_as",
     [(signal.SIGTERM, Terminated), pytest.param(signal.SIGINT, KeyboardInterrupt, marks=pytest.mark.slow)],
@@ -71,16 +86,7 @@ def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
     """SIGKILL reaches no handler: the kernel tells the tethered wrapper, which ends
     ansible-playbook and everything below it, the workers that started sessions of their own
     and the task they run included, so no play goes on alone and nothing is left."""
-    inventory = localhost(tmp_path)
-    pidfile = tmp_path / "task.pid"
-    code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-        "from sparkfab.deploy import run_playbook; "
-        "run_playbook(sys.argv[2], Path(sys.argv[3]), 'probe', extravars={'probe_pid': sys.argv[4]}, "
-        "hosts=['local'], workdir=Path(sys.argv[5]))"
-    )
-    args = [str(REPO / "fabric"), str(REPO / "tests/data/playbooks/sleep-probe.yml"), str(inventory), str(pidfile)]
-    verb = subprocess.Popen([sys.executable, "-c", code, *args, str(tmp_path / "state")])
+    verb, pidfile = _verb_in_a_process(tmp_path)
     tree: list[int] = []
     try:
         _until_written(pidfile)
@@ -135,16 +141,7 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
     state directory finds it by the mark every process of a run carries, and ends it first."""
     from sparkfab.runtree import end_leftovers
 
-    inventory = localhost(tmp_path)
-    pidfile = tmp_path / "task.pid"
-    code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-        "from sparkfab.deploy import run_playbook; "
-        "run_playbook(sys.argv[2], Path(sys.argv[3]), 'probe', extravars={'probe_pid': sys.argv[4]}, "
-        "hosts=['local'], workdir=Path(sys.argv[5]))"
-    )
-    args = [str(REPO / "fabric"), str(REPO / "tests/data/playbooks/sleep-probe.yml"), str(inventory), str(pidfile)]
-    verb = subprocess.Popen([sys.executable, "-c", code, *args, str(tmp_path / "state")])
+    verb, pidfile = _verb_in_a_process(tmp_path)
     tree: list[int] = []
     try:
         _until_written(pidfile)

@@ -23,14 +23,23 @@ def _started(p: subprocess.Popen[bytes], marker: str) -> None:
         time.sleep(0.01)
 
 
-def test_a_machine_that_stopped_is_reported_at_once_with_its_console(tmp_path):
-    d = tmp_path / "machines" / "s1"
+def _stopped(tmp_path: Path, name: str, console: str) -> machine.Machine:
+    """A lab machine whose supervisor has ended (its pid file names a process that exited),
+    with `console` as what it printed."""
+    d = tmp_path / "machines" / name
     d.mkdir(parents=True)
-    m = machine.Machine(Node("s1", "sf-x-s1", "spark"), d)
+    m = machine.Machine(Node(name, f"sf-x-{name}", "spark"), d)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     m.pidfile.write_text(f"{gone.pid}\n")
-    m.log.write_text("\x1b[0;1;31mFAILED\x1b[0m Failed to mount overlay\nsh: mount: Device or resource busy\n")
+    m.log.write_text(console)
+    return m
+
+
+def test_a_machine_that_stopped_is_reported_at_once_with_its_console(tmp_path):
+    m = _stopped(
+        tmp_path, "s1", "\x1b[0;1;31mFAILED\x1b[0m Failed to mount overlay\nsh: mount: Device or resource busy\n"
+    )
     t0 = time.monotonic()
     with pytest.raises(LabError, match=r"s1 stopped while it booted.*\n  FAILED Failed to mount overlay\n  sh: mount"):
         machine.wait_booted(m, timeout=60)
@@ -103,13 +112,7 @@ def test_a_boot_that_ended_degraded_without_logins_is_reported_at_once(tmp_path,
 def test_a_machine_that_stopped_before_printing_anything_is_started_once_more(tmp_path):
     """Its container never started (nothing on its console): one more start; a machine that
     stopped with something to say is reported, not started again."""
-    d = tmp_path / "machines" / "s4"
-    d.mkdir(parents=True)
-    m = machine.Machine(Node("s4", "sf-x-s4", "spark"), d)
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
-    m.pidfile.write_text(f"{gone.pid}\n")
-    m.log.write_text("")
+    m = _stopped(tmp_path, "s4", "")
     started: list[str] = []
 
     def again() -> int:
