@@ -16,7 +16,7 @@ import pytest
 
 from sparkfab.paths import lab_dir
 from tests.conftest import REPO
-from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import in_machine, lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -238,3 +238,49 @@ def test_a_flip_that_ended_after_it_stopped_serving_is_finished_by_the_next():
         assert [ssh("pair1", h, marks).stdout.strip() for h in ("spark-a", "spark-b")] == ["0", "0"]
         assert sparkfab("serve", "stop", inv, "--lab", "-q").code == 0
         assert sparkfab("linkspeed", inv, "100e", "--lab", "-q").err.count("serving restarted on 0 host(s)") == 1
+
+
+def _answered(cluster: str, host: str, task: str) -> bool:
+    """Whether `host` has answered `task` in the cluster's newest apply (ansible-runner's events)."""
+    runs = sorted((lab_dir(cluster) / "state" / "runner" / "artifacts").glob("site-*"), key=lambda d: d.stat().st_mtime)
+    for f in (runs[-1] / "job_events").glob("*.json") if runs else ():
+        try:
+            ev = json.loads(f.read_text())
+        except (OSError, ValueError):  # being written
+            continue
+        data = ev.get("event_data", {})
+        if ev.get("event") == "runner_on_ok" and data.get("host") == host and data.get("task", "").startswith(task):
+            return True
+    return False
+
+
+def test_a_spark_that_goes_silent_mid_apply_is_dropped_within_a_minute():
+    """A Spark whose network goes silent while apply runs (its connection open, its packets
+    dropped): the run names it unreachable after the keepalives (5 s x 6), not after Mitogen's
+    own (30 s x 10) or the kernel's TCP timeout, and the other Spark is applied."""
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    drop = ["iptables", "-w", "-I", "INPUT", "-p", "tcp", "--dport", "22", "-j", "DROP"]
+    with lab(inv, "pair1"):
+        run = subprocess.Popen(
+            [str(REPO / ".venv/bin/sparkfab"), "apply", inv, "--lab"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not _answered("pair1", "spark-b", "Netplan | Check the host") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert in_machine("pair1", "spark-b", *drop).returncode == 0  # its connection is up: now silent
+            t0 = time.monotonic()
+            _, err = run.communicate(timeout=300)
+            took = time.monotonic() - t0
+        finally:
+            if run.poll() is None:
+                run.kill()
+        assert run.returncode == 3 and "spark-b: unreachable" in err, err[-2000:]
+        assert took < 90, f"apply held on for {took:.0f} s after spark-b went silent"
+        assert "spark-a: " not in err.split("deploy failed on:")[-1], err[-2000:]
+        assert in_machine("pair1", "spark-b", "iptables", "-w", "-D", *drop[3:]).returncode == 0
+        again = sparkfab("apply", inv, "--lab", "-q")
+        assert again.code == 0, again.err
