@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -72,10 +73,15 @@ def _no_token_anywhere(cluster: str) -> None:
         if p.is_file() and "machines" not in p.parts and TOKEN.encode() in p.read_bytes()
     ]
     assert here == []
+    from sparkfab.lab.machine import host_paths
+
+    # not this machine's Python environments, which every lab Spark binds in read-only at their
+    # own paths (4 GB of vLLM's under /tmp when the checkout is there, as in a clean clone)
+    skip = " -o ".join(f"-path {shlex.quote(str(p))}" for p in host_paths())
     for host in ("spark-a", "spark-b"):
-        # (not the Python installation the lab binds in read-only under /root/.pyenv: 1 GB to read)
         where = "/etc /root /home /tmp /var/tmp /var/lib/sparkfab"
-        files = ssh(cluster, host, f"grep -rlF --exclude-dir=.pyenv {TOKEN} {where} 2>/dev/null", timeout=120)
+        find = f"find {where} \\( {skip} -o -name .pyenv \\) -prune -o -type f -print0"
+        files = ssh(cluster, host, f"{find} 2>/dev/null | xargs -0 -r grep -lF {TOKEN}", timeout=120)
         assert files.stdout.split() == ["/etc/sparkfab/secrets.env"], (host, files.stdout)
         mode = ssh(cluster, host, "stat -c '%a %U' /etc/sparkfab/secrets.env").stdout.split()
         assert mode == ["600", "root"]
