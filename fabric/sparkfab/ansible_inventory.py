@@ -5,9 +5,21 @@ Used for every inventory that is not the plain single-file shape (`all:` with `h
 directories, and files with `group_vars/` or `host_vars/` beside them. Ansible's
 InventoryManager and VariableManager merge the variables exactly as `ansible-playbook` will,
 and the result is handed back in the plain shape, one merged mapping per host, so the rest of
-sparkfab sees one form. The sparkfab block must sit in the vars of group `all` (wherever that
-is written: `all.vars`, `[all:vars]`, `group_vars/all.yml`, `group_vars/all/*.yml`); the file it
-came from is found again and read with line numbers, so problems still point at a line.
+sparkfab sees one form.
+
+A site inventory holds more than Sparks. The cluster is the group the block's `group` names,
+or else the hosts that carry the block (it may sit in the vars of any group: `all.vars`,
+`[sparks:vars]`, `group_vars/sparks.yml`, `group_vars/sparks/*.yml`); the other hosts are left
+out of everything sparkfab plans, renders and touches. The user's groups of the cluster's hosts
+are kept, so an Ansible `--limit` pattern naming them means what it means to Ansible.
+
+As Ansible does, the child opens vaults (`ANSIBLE_VAULT_PASSWORD_FILE`, `--vault-password-file`,
+ansible.cfg's `vault_password_file` or vault ids), templates the connection variables with
+Ansible's own Templar, and takes ansible.cfg's `remote_user` and `private_key_file` where a host
+says none. A secret (a password variable, or any variable from a vault-encrypted file) never
+leaves it in clear: it is encrypted again with the same vault secret, as an inline `!vault`
+value the run opens with the same password. The file the block came from is found again and
+read with line numbers, so problems still point at a line.
 """
 
 from __future__ import annotations
@@ -18,57 +30,68 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab import yamlload
+from sparkfab.ansible_child import parts, plain
 from sparkfab.errors import InventoryError, Problem, Unavailable, UsageError
 
-#: What VariableManager adds to a host's variables on its own (not written by anyone).
-MAGIC = frozenset(
-    {
-        "ansible_check_mode",
-        "ansible_config_file",
-        "ansible_diff_mode",
-        "ansible_facts",
-        "ansible_forks",
-        "ansible_inventory_sources",
-        "ansible_playbook_python",
-        "ansible_run_tags",
-        "ansible_skip_tags",
-        "ansible_verbosity",
-        "ansible_version",
-        "group_names",
-        "groups",
-        "inventory_dir",
-        "inventory_file",
-        "inventory_hostname",
-        "inventory_hostname_short",
-        "omit",
-        "playbook_dir",
-    }
+_ALL_HINT = (
+    "write the sparkfab block once, in the vars of the cluster's group (all.vars, [sparks:vars], "
+    "group_vars/sparks.yml), and name that group in it (group: sparks) when other hosts share the inventory"
 )
 
-_ALL_HINT = "write the sparkfab block once, in the vars of group all (all.vars, [all:vars] or group_vars/all.yml)"
+#: the key of the tree's `all` that lists the inventory's hosts outside the cluster (no YAML
+#: inventory can hold it: Ansible reads a file with groups, never the plain reader)
+LEFT_OUT = "(left out)"
+#: groups every inventory has; the rendered inventory declares its own
+_IMPLICIT = frozenset({"all", "ungrouped"})
 
 
 def read(path: Path) -> tuple[dict[str, Any], str]:
-    """({all: {hosts: {name: merged vars}, vars: {sparkfab: block}}}, the file its lines are in)."""
-    hosts, blocks = _ansible_view(path)
-    present = [b for b in blocks.values() if b is not None]
-    group: dict[str, Any] = {}
+    """({all: {hosts: {name: merged vars}, vars: {sparkfab: block}, children: {group: {hosts}},
+    "(left out)": [hosts outside the cluster]}}, the file its lines are in)."""
+    view = _ansible_view(path)
+    hosts, blocks, groups = view["hosts"], view["blocks"], view["groups"]
     source = str(path)
-    if present:
-        usual = max(present, key=present.count)  # what group all says; the others override it
-        differ = sorted(h for h, b in blocks.items() if b != usual)
+    present = [b for b in blocks.values() if b is not None]
+    usual = max(present, key=present.count) if present else None  # the others override it
+    members = _cluster(blocks, groups, usual, source)
+    tree: dict[str, Any] = {"hosts": {h: v for h, v in hosts.items() if h in members}, "vars": {}}
+    if usual is not None:
+        differ = sorted(h for h in members if blocks.get(h) != usual)
         if differ:
             raise InventoryError(
                 [Problem("all.vars.sparkfab", f"differs between hosts (e.g. on {', '.join(differ[:3])})", _ALL_HINT)],
                 source,
             )
         node, where = _with_lines(path, usual)
-        group["sparkfab"] = node
+        tree["vars"]["sparkfab"] = node
         source = where or source
-    return {"all": {"hosts": hosts, "vars": group}}, source
+    kept = {g: [h for h in names if h in members] for g, names in groups.items() if g not in _IMPLICIT}
+    if any(kept.values()):
+        tree["children"] = {g: {"hosts": {h: None for h in names}} for g, names in sorted(kept.items()) if names}
+    outside = sorted(set(hosts) - members)
+    if outside:
+        tree[LEFT_OUT] = outside
+    for problem in view["problems"]:
+        if problem["host"] in members:
+            raise InventoryError([Problem(f"all.hosts.{problem['host']}.{problem['key']}", problem["message"])], source)
+    return {"all": tree}, source
 
 
-def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+def _cluster(blocks: dict[str, Any], groups: dict[str, list[str]], block: Any, source: str) -> set[str]:
+    """The cluster's hosts: the group the block names, or else the hosts that carry the block
+    (every host when it sits in group all)."""
+    named = block.get("group") if isinstance(block, dict) else None
+    if isinstance(named, str) and named:
+        if not groups.get(named):
+            known = ", ".join(sorted(g for g, names in groups.items() if names and g not in _IMPLICIT)) or "none"
+            hint = f"the inventory's groups with hosts: {known}"
+            raise InventoryError([Problem("all.vars.sparkfab.group", f"no group {named!r} with hosts", hint)], source)
+        return set(groups[named])
+    carrying = {h for h, b in blocks.items() if b is not None}
+    return carrying or set(blocks)
+
+
+def _ansible_view(path: Path) -> dict[str, Any]:
     """Each host's merged variables and its sparkfab block, from Ansible in a child process
     (importing Ansible patches this process for good: `sys.intern`, which torch then refuses)."""
     if not path.exists():
@@ -82,8 +105,16 @@ def _ansible_view(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]
     out = _child("view", str(path))
     if "error" in out:
         message = f"Ansible cannot read it as an inventory: {out['error']} (its warnings above say why)"
-        raise InventoryError([Problem("(file)", message)], str(path))
-    return _untag(out["hosts"]), _untag(out["blocks"])
+        hint = ""
+        if "vault" in out["error"].lower():
+            hint = "give Ansible the vault password: --vault-password-file, ANSIBLE_VAULT_PASSWORD_FILE or ansible.cfg"
+        raise InventoryError([Problem("(file)", message, hint)], str(path))
+    return {
+        "hosts": _untag(out["hosts"]),
+        "blocks": _untag(out["blocks"]),
+        "groups": out["groups"],
+        "problems": out["problems"],
+    }
 
 
 #: the inventory plugins the child enables: data only (Ansible's default list adds `script`,
@@ -93,27 +124,13 @@ PLUGINS = "host_list,yaml,ini,toml"
 _YAML = {".yml", ".yaml", ".json", ""}
 
 
-def _parts(path: Path) -> list[Path]:
-    """Every file Ansible reads for this inventory: the file or the directory's files, and the
-    group_vars/ and host_vars/ trees beside the file or in the directory."""
-    base = path if path.is_dir() else path.parent
-    roots = [path] if path.is_dir() else [path, base / "group_vars", base / "host_vars"]
-    out: list[Path] = []
-    for root in roots:
-        if root.is_dir():
-            out += sorted(p for p in root.rglob("*") if not p.name.startswith(".") and not p.is_dir())
-        elif root.exists() or root.is_symlink():
-            out.append(root)
-    return out
-
-
 def _screen(path: Path) -> list[Problem]:
     """The inventory's parts as data before Ansible reads them, with the plain reader's bounds:
     regular files within the size bound, YAML within the alias and nesting bounds, no
     executable file Ansible's script plugin would run."""
     problems = []
     base = path if path.is_dir() else path.parent
-    for part in _parts(path):
+    for part in parts(path):
         name = str(part.relative_to(base)) if part != path else path.name
         vars_dir = part.relative_to(base).parts[0] in ("group_vars", "host_vars") if part != path else False
         try:
@@ -148,7 +165,7 @@ def _child(*args: str) -> dict[str, Any]:
 
     env = {**os.environ, "ANSIBLE_INVENTORY_ENABLED": PLUGINS}
     res = subprocess.run(
-        [sys.executable, "-m", "sparkfab.ansible_inventory", *args],
+        [sys.executable, "-m", "sparkfab.ansible_child", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -166,17 +183,6 @@ def _child(*args: str) -> dict[str, Any]:
     return answer
 
 
-def _tag(value: Any) -> Any:
-    """JSON cannot say `!vault`: a tagged text travels as {"!tag": tag, "text": text}."""
-    if isinstance(value, yamlload.Tagged):
-        return {"!tag": value.tag, "text": str(value)}
-    if isinstance(value, dict):
-        return {k: _tag(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_tag(v) for v in value]
-    return value
-
-
 def _untag(value: Any) -> Any:
     if isinstance(value, dict):
         if set(value) == {"!tag", "text"}:
@@ -187,92 +193,51 @@ def _untag(value: Any) -> Any:
     return value
 
 
-def _view_here(path: str) -> dict[str, Any]:
-    """In the child: Ansible's view of the inventory."""
-    from ansible import constants
-    from ansible.errors import AnsibleError
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.vars.manager import VariableManager
-
-    # a source Ansible cannot parse is an error here, not a warning and an empty inventory
-    constants.INVENTORY_UNPARSED_IS_FAILED = constants.INVENTORY_ANY_UNPARSED_IS_FAILED = True
-    try:
-        loader = DataLoader()
-        manager = InventoryManager(loader=loader, sources=[path])
-        variables = VariableManager(loader=loader, inventory=manager)
-        hosts, blocks = {}, {}
-        for host in manager.get_hosts():
-            merged = variables.get_vars(host=host, include_hostvars=False)
-            blocks[str(host.name)] = plain(merged.get("sparkfab"))
-            hosts[str(host.name)] = {str(k): plain(v) for k, v in merged.items() if k not in MAGIC and k != "sparkfab"}
-    except AnsibleError as exc:
-        return {"error": " ".join(str(getattr(exc, "message", exc)).split())[:400]}
-    return {"hosts": _tag(hosts), "blocks": _tag(blocks)}
-
-
-def _match_here(path: str, pattern: str) -> dict[str, Any]:
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
-
-    manager = InventoryManager(loader=DataLoader(), sources=[path])
-    manager.subset(pattern)
-    return {"hosts": [str(h.name) for h in manager.get_hosts()]}
-
-
-def plain(value: Any) -> Any:
-    """Ansible's own value types -> plain ones; an encrypted value stays text tagged `!vault`."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if value is None or isinstance(value, bool):
-        return value
-    for kind in (int, float):  # Ansible tags its values with subclasses of these
-        if isinstance(value, kind):
-            return kind(value)
-    if type(value).__name__ in ("AnsibleVaultEncryptedUnicode", "EncryptedString"):
-        return yamlload.Tagged(str(getattr(value, "_ciphertext", "")), "!vault")
-    return str(value)
-
-
-def _candidates(path: Path) -> list[tuple[Path, tuple[str, ...]]]:
-    """Files the sparkfab block of group all may be written in, with its place in each."""
+def _candidates(path: Path) -> list[Path]:
+    """Files the sparkfab block may be written in: any group's vars files, then the inventory's
+    YAML files."""
     base = path if path.is_dir() else path.parent
-    out: list[tuple[Path, tuple[str, ...]]] = []
-    for gv in (base / "group_vars",):
-        for name in ("all.yml", "all.yaml", "all"):
-            if (gv / name).is_file():
-                out.append((gv / name, ("sparkfab",)))
-        if (gv / "all").is_dir():
-            out += [(f, ("sparkfab",)) for f in sorted((gv / "all").iterdir()) if f.suffix in (".yml", ".yaml")]
+    gv = base / "group_vars"
+    out: list[Path] = []
+    if gv.is_dir():
+        for entry in sorted(gv.iterdir()):
+            if entry.is_file() and entry.suffix in (".yml", ".yaml", ""):
+                out.append(entry)
+            elif entry.is_dir():
+                out += [f for f in sorted(entry.iterdir()) if f.is_file() and f.suffix in (".yml", ".yaml")]
     inventories = sorted(base.iterdir()) if path.is_dir() else [path]
-    out += [(f, ("all", "vars", "sparkfab")) for f in inventories if f.is_file() and f.suffix in (".yml", ".yaml")]
-    return out
+    return out + [f for f in inventories if f.is_file() and f.suffix in (".yml", ".yaml")]
+
+
+def _blocks_in(tree: Any, depth: int = 0) -> list[Any]:
+    """Every `sparkfab` value in a group_vars file (at its top) or an inventory's groups' vars."""
+    if not isinstance(tree, dict) or depth > 32:
+        return []
+    found = [tree["sparkfab"]] if depth == 0 and "sparkfab" in tree else []
+    for group in tree.values():
+        if isinstance(group, dict):
+            found += (
+                [group["vars"]["sparkfab"]]
+                if isinstance(group.get("vars"), dict) and "sparkfab" in group["vars"]
+                else []
+            )
+            found += _blocks_in(group.get("children"), depth + 1)
+    return found
 
 
 def _with_lines(path: Path, block: Any) -> tuple[Any, str | None]:
     """The block as written in its file (keys and items carry their lines), and that file."""
-    for file, where in _candidates(path):
+    for file in _candidates(path):
         try:
             tree = yamlload.parse(yamlload.read_text(file))
         except (OSError, yamlload.YamlProblem):
             continue
-        node = tree
-        for key in where:
-            node = node.get(key) if isinstance(node, dict) else None
-        if node is not None and plain(node) == block:
-            return node, str(file)
+        for node in _blocks_in(tree):
+            if plain(node) == block:
+                return node, str(file)
     return block, None
 
 
 def matching(inventory: Path, pattern: str) -> list[str]:
     """The hosts an Ansible `--limit` pattern selects in an inventory, as Ansible selects them."""
     return [str(h) for h in _child("match", str(inventory), pattern)["hosts"]]
-
-
-if __name__ == "__main__":
-    import sys
-
-    command, *rest = sys.argv[1:]
-    sys.stdout.write(json.dumps(_view_here(*rest) if command == "view" else _match_here(*rest)))

@@ -151,6 +151,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _inventory(args: argparse.Namespace) -> None:
+    """The verb's one inventory (INVENTORY, -i, ANSIBLE_INVENTORY or ansible.cfg), and its vault
+    password file for Ansible here and in every run (the environment carries it)."""
+    import os
+    from pathlib import Path
+
+    from sparkfab.commands.common import inventory_source
+
+    if hasattr(args, "inventory_opts"):
+        args.inventory = inventory_source(args, dict(os.environ), Path.cwd())
+    if getattr(args, "vault_password_file", None):
+        os.environ["ANSIBLE_VAULT_PASSWORD_FILE"] = os.path.abspath(args.vault_password_file)
+
+
 def _ended(exc: KeyboardInterrupt) -> int:
     """Ctrl-C (130) or SIGTERM (143), said in a line (an interrupted Ansible run carries which
     one as its cause)."""
@@ -173,6 +187,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
+        _inventory(args)
         return int(args.handler(args))
     except InventoryError as exc:
         sys.stderr.write(_short(exc.render()) + "\n")

@@ -1,9 +1,11 @@
 """How sparkfab's own programs reach a cluster's hosts: the way Ansible does.
 
 verify, preflight and discover log in with what Ansible's variables say for each host (user,
-port, key, jump host and other ssh arguments, wherever in the inventory they are written),
-multiplexed, and become root through `sudo -n` as the plays do (`verify.checks.as_root`). In
-the lab they use the lab's own ssh_config (its keys and known hosts). `Target.connection`
+port, key, jump host and other ssh arguments, wherever in the inventory they are written, as
+Ansible templates them, with ansible.cfg's remote_user and private_key_file where a host says
+none), then what the user's ~/.ssh/config says, multiplexed, and become root through `sudo -n`
+as the plays do (`verify.checks.as_root`: the checks need sudo without a password). In the lab
+they use the lab's own ssh_config (its keys and known hosts). `Target.connection`
 builds one `Connection` per verb.
 """
 
@@ -39,18 +41,38 @@ def connect(spec: str, ssh_config: str) -> Any:
 
 
 def for_plan(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Connection:
-    """The lab's ssh_config (`lab_dir`), or one written into `workdir` for real hosts (with a ControlPath)."""
-    alias = {h.name: h.name for h in plan.hosts}
+    """The lab's ssh_config (`lab_dir`), or one written into `workdir` for real hosts (with a ControlPath).
+
+    Each host is named as Ansible's ssh names it, by its `ansible_host`, so the user's own
+    ~/.ssh/config (included after sparkfab's lines) applies to it as it does to Ansible: a
+    `Host 192.0.2.*` block, or an alias whose HostName and Port are written there. Hosts that
+    share an address (a jump host's ports) keep their inventory names.
+    """
     if lab_dir is not None:
-        return Connection(str(lab_dir / "ssh_config"), alias)
+        return Connection(str(lab_dir / "ssh_config"), {h.name: h.name for h in plan.hosts})
     workdir.mkdir(parents=True, exist_ok=True)
     mux = multiplexed(control_dir(workdir))
-    blocks = [Block((h.name,), (f"HostName {h.mgmt_address}", *ssh_options(h.ansible), *mux)) for h in plan.hosts]
+    addresses = [h.mgmt_address for h in plan.hosts]
+    by_address = len(set(addresses)) == len(addresses)
+    alias = {h.name: h.mgmt_address if by_address else h.name for h in plan.hosts}
+    blocks = [
+        Block(
+            (alias[h.name],),
+            (*(() if by_address else (f"HostName {h.mgmt_address}",)), *ssh_options(h.ansible), *mux),
+        )
+        for h in plan.hosts
+    ]
     comment = f"sparkfab: the hosts of {plan.cluster} as Ansible reaches them (generated)"
     cfg = workdir / "ssh_config"
-    cfg.write_text(sshconfig.ssh_config(comment, blocks))
+    cfg.write_text(sshconfig.ssh_config(comment, blocks, users_ssh_config()))
     os.chmod(cfg, 0o600)
     return Connection(str(cfg), alias)
+
+
+def users_ssh_config() -> Path | None:
+    """~/.ssh/config, which ssh reads unless told `-F` (as sparkfab's checks are)."""
+    path = Path(os.path.expanduser("~/.ssh/config"))
+    return path if path.is_file() else None
 
 
 def control_dir(workdir: Path) -> Path:

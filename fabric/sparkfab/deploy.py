@@ -30,7 +30,7 @@ from typing import Any
 from sparkfab import runtree
 from sparkfab.errors import DeployError, Terminated, signals_held
 from sparkfab.paths import repo_dir, state_dir
-from sparkfab.runenv import run_env, strategy_env, strategy_vars
+from sparkfab.runenv import config_env, run_env, strategy_env, strategy_vars
 
 
 @contextlib.contextmanager
@@ -235,8 +235,8 @@ def _run(
     in_main = threading.current_thread() is threading.main_thread()
     tether = [str(runtree.tethered(pdd, Path(bindir) / "ansible-playbook"))] if in_main else []
     envvars = {
-        "ANSIBLE_CONFIG": str(repo_dir("ansible.cfg")),
-        "ANSIBLE_ROLES_PATH": str(repo_dir("roles")),
+        # the user's ansible.cfg, merged with what the playbooks need (sparkfab's own without one)
+        **config_env(repo_dir("ansible.cfg"), repo_dir("roles"), dict(os.environ), Path.cwd()),
         # runner execs `ansible-playbook`: the one beside this Python (the process's PATH stays as
         # it is), from the verb's thread through a wrapper that makes it die with this process
         "PATH": os.pathsep.join([*tether, bindir, os.environ.get("PATH", "")]),

@@ -140,6 +140,19 @@ class Switch:
     used: int
 
 
+#: the Ansible variables that say how a host is reached (shown by `plan`; secrets never are)
+CONNECTION_SHOWN = (
+    *("ansible_user", "ansible_ssh_user", "ansible_port", "ansible_ssh_private_key_file", "ansible_private_key_file"),
+    *("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_become_method", "ansible_become_user"),
+    "ansible_connection",
+)
+
+
+def connection_vars(ansible: dict[str, Any]) -> dict[str, Any]:
+    """How a host is reached, as `ansible-inventory --host` says it (no password, vaulted or not)."""
+    return {k: ansible[k] for k in CONNECTION_SHOWN if k in ansible and isinstance(ansible[k], str | int)}
+
+
 @dataclass(frozen=True)
 class Plan:
     cluster: str
@@ -158,6 +171,10 @@ class Plan:
     group_vars: dict[str, Any] = field(default_factory=dict)
     netplan_renderer: str = "networkd"
     source: str = ""
+    #: the user's groups of the cluster's hosts (carried into the rendered inventory for --limit)
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the inventory's hosts outside the cluster: never planned, rendered or touched
+    left_out: tuple[str, ...] = ()
     #: hosts whose instance runs at another link-speed mode than the cluster (`linkspeed --instance`)
     host_speeds: dict[str, LinkSpeed] = field(default_factory=dict)
 
@@ -193,7 +210,8 @@ class Plan:
         for inst in data["instances"]:
             inst.pop("recipe")  # the launcher names it
         for host in data["hosts"]:
-            host.pop("ansible")
+            host["ansible"] = connection_vars(host["ansible"])
+            host["groups"] = sorted(g for g, names in self.groups.items() if host["name"] in names)
         for host in data["hosts"]:
             host["hca"] = {m: list(host["hca"][m]) for m in LINK_SPEEDS}
         return data

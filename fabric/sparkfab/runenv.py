@@ -60,3 +60,76 @@ def strategy_vars(env: dict[str, str]) -> dict[str, int]:
         interval, count = KEEPALIVE
         return {"mitogen_ssh_keepalive_interval": interval, "mitogen_ssh_keepalive_count": count}
     return {}
+
+
+#: what a run needs from sparkfab's ansible.cfg whatever the user's says, by the environment
+#: variable Ansible reads for it (an environment variable wins over any ansible.cfg)
+_SHIPPED_KEYS = {
+    ("defaults", "forks"): "ANSIBLE_FORKS",
+    ("defaults", "interpreter_python"): "ANSIBLE_PYTHON_INTERPRETER",
+    ("defaults", "timeout"): "ANSIBLE_TIMEOUT",
+    ("defaults", "task_timeout"): "ANSIBLE_TASK_TIMEOUT",
+    ("defaults", "retry_files_enabled"): "ANSIBLE_RETRY_FILES_ENABLED",
+    ("ssh_connection", "pipelining"): "ANSIBLE_PIPELINING",
+}
+#: paths in the environment that a run started in another directory must get absolute
+_PATH_ENV = ("ANSIBLE_CONFIG", "ANSIBLE_VAULT_PASSWORD_FILE", "ANSIBLE_PRIVATE_KEY_FILE")
+
+
+def users_config(environ: dict[str, str], cwd: Path) -> Path | None:
+    """The ansible.cfg Ansible would read here, as it looks for one: ANSIBLE_CONFIG, then
+    ./ansible.cfg (not in a world-writable directory), ~/.ansible.cfg, /etc/ansible/ansible.cfg."""
+    import os
+    import stat
+
+    named = environ.get("ANSIBLE_CONFIG")
+    if named:
+        path = (cwd / os.path.expanduser(named)).resolve()
+        if path.is_dir():
+            path = path / "ansible.cfg"
+        return path if path.is_file() else None
+    here = cwd / "ansible.cfg"
+    try:
+        safe = not cwd.stat().st_mode & stat.S_IWOTH
+    except OSError:
+        safe = False
+    home = Path(environ.get("HOME") or Path.home())
+    for candidate in ([here] if safe else []) + [home / ".ansible.cfg", Path("/etc/ansible/ansible.cfg")]:
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def config_env(shipped: Path, roles: Path, environ: dict[str, str], cwd: Path) -> dict[str, str]:
+    """The variables that make a run read the user's own ansible.cfg (their remote_user,
+    private_key_file, vault_password_file, become settings, callbacks...) merged with what
+    sparkfab's playbooks need: its roles first on the roles path, its ssh arguments (keepalives,
+    host keys, multiplexing) ahead of the user's, and its bounds where the user's config sets none.
+    Without a config of the user's, sparkfab's own is the run's."""
+    import configparser
+    import os
+
+    out = {k: str((cwd / os.path.expanduser(environ[k])).resolve()) for k in _PATH_ENV if environ.get(k)}
+    user = users_config(environ, cwd)
+    if user is None or user == shipped.resolve():
+        return {**out, "ANSIBLE_CONFIG": str(shipped), "ANSIBLE_ROLES_PATH": str(roles)}
+    ours, theirs = (configparser.ConfigParser(interpolation=None) for _ in range(2))
+    ours.read(shipped)
+    try:
+        theirs.read(user)
+    except configparser.Error as exc:
+        from sparkfab.errors import UsageError
+
+        raise UsageError(f"{user}: Ansible's configuration cannot be read: {exc}") from None
+    out["ANSIBLE_CONFIG"] = str(user)
+    their_roles = environ.get("ANSIBLE_ROLES_PATH") or theirs.get("defaults", "roles_path", fallback="") or ""
+    paths = [str(roles)] + [
+        str((user.parent / os.path.expanduser(p)).resolve()) for p in their_roles.split(os.pathsep) if p
+    ]
+    out["ANSIBLE_ROLES_PATH"] = os.pathsep.join(paths)
+    their_ssh = environ.get("ANSIBLE_SSH_ARGS") or theirs.get("ssh_connection", "ssh_args", fallback="") or ""
+    out["ANSIBLE_SSH_ARGS"] = " ".join(x for x in (ours.get("ssh_connection", "ssh_args"), their_ssh) if x)
+    for (section, key), name in _SHIPPED_KEYS.items():
+        if name not in environ and not theirs.has_option(section, key) and ours.has_option(section, key):
+            out[name] = ours.get(section, key)
+    return out

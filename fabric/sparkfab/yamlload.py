@@ -48,6 +48,9 @@ class Tagged(str):
         obj.tag = tag
         return obj
 
+    def __reduce__(self) -> tuple[type[Tagged], tuple[str, str]]:  # copies and pickles keep the tag
+        return (Tagged, (str(self), self.tag))
+
 
 class _Lines:
     """0-based lines of keys and items, as ruamel's `.lc` reports them."""

@@ -32,7 +32,7 @@ LAYERS = (
     ),
     ("generators", ("sparkfab.render", "sparkfab.writer", "sparkfab.outputs")),
     ("plan", ("sparkfab.resolve", "sparkfab.plan", "sparkfab.starter", "sparkfab.schema")),
-    ("input", ("sparkfab.inventory", "sparkfab.ansible_inventory")),
+    ("input", ("sparkfab.inventory", "sparkfab.ansible_inventory", "sparkfab.ansible_child")),
     (
         "facts",
         (

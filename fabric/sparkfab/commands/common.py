@@ -12,7 +12,10 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from sparkfab.errors import UsageError
 
 Handler = Callable[[argparse.Namespace], int]
 Setup = Callable[[argparse.ArgumentParser], None]
@@ -31,7 +34,63 @@ def emit_json(data: Any) -> None:
 
 
 def add_inventory(p: argparse.ArgumentParser, help_text: str = "the cluster inventory") -> None:
-    p.add_argument("inventory", metavar="INVENTORY", help=help_text)
+    """INVENTORY, or -i as Ansible takes it, or ANSIBLE_INVENTORY / ansible.cfg's `inventory`
+    (`inventory_source` picks the one), and the vault password Ansible opens it with."""
+    p.add_argument("inventory", metavar="INVENTORY", nargs="?", help=f"{help_text} (file or directory)")
+    p.add_argument(
+        "-i",
+        "--inventory",
+        dest="inventory_opts",
+        action="append",
+        default=[],
+        metavar="INVENTORY",
+        help="the inventory, as Ansible's -i (default: ANSIBLE_INVENTORY, then ansible.cfg's inventory)",
+    )
+    p.add_argument(
+        "--vault-password-file",
+        metavar="FILE",
+        help="opens the inventory's vaults (as ANSIBLE_VAULT_PASSWORD_FILE; the runs get it too)",
+    )
+
+
+def inventory_source(args: argparse.Namespace, environ: dict[str, str], cwd: Path) -> str | None:
+    """The one inventory a verb reads: INVENTORY or -i, else ANSIBLE_INVENTORY, else ansible.cfg's
+    `inventory` (as Ansible finds it); None for a verb that takes none."""
+    if not hasattr(args, "inventory_opts"):
+        return getattr(args, "inventory", None)
+    given = [x for x in [args.inventory, *args.inventory_opts] if x]
+    if not given and environ.get("ANSIBLE_INVENTORY"):
+        given = [x.strip() for x in environ["ANSIBLE_INVENTORY"].split(",") if x.strip()]
+    if not given:
+        given = _configured_inventory(environ, cwd)
+    if len(given) > 1:
+        raise UsageError(
+            f"sparkfab reads one inventory source, here are {len(given)} ({', '.join(given)}): "
+            "put their files in one inventory directory"
+        )
+    if not given:
+        raise UsageError(
+            "an inventory is needed: INVENTORY, -i INVENTORY, ANSIBLE_INVENTORY or ansible.cfg's inventory"
+        )
+    return given[0]
+
+
+def _configured_inventory(environ: dict[str, str], cwd: Path) -> list[str]:
+    import configparser
+    import os
+
+    from sparkfab.runenv import users_config
+
+    cfg = users_config(environ, cwd)
+    if cfg is None:
+        return []
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(cfg)
+    except configparser.Error:
+        return []
+    text = parser.get("defaults", "inventory", fallback="")
+    return [str(cfg.parent / os.path.expanduser(x.strip())) for x in text.split(",") if x.strip()]
 
 
 def add_lab(p: argparse.ArgumentParser, help_text: str = "use the lab inventory of this cluster") -> None:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkfab.commands import argtypes as at
-from sparkfab.commands.common import Verb, add_format, emit_json
+from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
 from sparkfab.errors import Exit
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
@@ -19,7 +19,7 @@ from sparkfab.spark import SPEEDS
 
 
 def _inventory_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inventory", metavar="INVENTORY", help="the cluster inventory (YAML)")
+    add_inventory(p)
 
 
 def _format_arg(p: argparse.ArgumentParser) -> None:
@@ -37,6 +37,8 @@ def validate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"warning: {w}\n")
     n_if = sum(len(h.ifaces) for h in plan.hosts)
     if not args.quiet:
+        if plan.left_out:
+            _note(f"not in the cluster, left alone: {', '.join(plan.left_out)}")
         judged = f"; every launch parsed by {verdict.version}" if verdict.version else ""
         sys.stderr.write(
             f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
@@ -75,6 +77,8 @@ def print_plan(plan: Plan, console: Console) -> None:
         f"[bold]{plan.cluster}[/]: link {link_text(plan)}, MTU {plan.mtu}, rails /"
         f"{plan.rail_prefix}, control plane {plan.control_plane}"
     )
+    if plan.left_out:
+        console.print(f"not in the cluster, left alone: {', '.join(plan.left_out)}", markup=False)
     for inst in plan.instances:
         t = Table(title=f"instance {inst.name}: {inst.topology}, TP{inst.tp}, master {inst.master_addr}")
         for col in ("rank", "host", "prev", "next"):

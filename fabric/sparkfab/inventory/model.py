@@ -154,6 +154,8 @@ class Instance(Strict):
 
 class Sparkfab(Strict):
     cluster: ClusterName
+    #: the inventory group whose hosts are the cluster (default: the hosts that carry this block)
+    group: Name | None = None
     link_speed: Annotated[LinkSpeed, BeforeValidator(_as_str)] = "200"
     mtu: Mtu = 9000
     subnet_pool: Subnet = ipaddress.IPv4Network("192.168.96.0/20")
@@ -173,4 +175,8 @@ class Inventory(Strict):
     hosts: dict[Name, HostVars]
     sparkfab: Sparkfab
     group_vars: dict[str, Any] = Field(default_factory=dict)
+    #: the user's groups of the cluster's hosts (an inventory Ansible read), kept for --limit
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    #: the inventory's hosts outside the cluster (not planned, rendered or touched)
+    left_out: list[str] = Field(default_factory=list)
     source: str = ""

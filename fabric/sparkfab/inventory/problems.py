@@ -13,6 +13,7 @@ from pydantic import (
 )
 
 from sparkfab import yamlload
+from sparkfab.ansible_inventory import LEFT_OUT
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory.locate import line_of, path_text, walk
 from sparkfab.inventory.model import Inventory
@@ -25,6 +26,7 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
     """Structural validation. On errors in keys that have defaults (or unknown keys), the
     model is repaired by dropping them so that the semantic checks can still run and the
     user sees every problem in one go."""
+    groups, left_out = _groups(raw)
     hosts_raw, group_vars, problems = _top(raw, source)
     problems += _tagged(group_vars.get("sparkfab"), ("all", "vars", "sparkfab"), raw)
     block = group_vars.get("sparkfab")
@@ -56,6 +58,7 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
         )
         del others[key]
     data = _plain({"hosts": hosts, "sparkfab": block, "group_vars": others, "source": source})
+    data |= {"groups": groups, "left_out": left_out}
     inv = None
     for attempt in range(4):
         try:
@@ -68,6 +71,12 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
                 return None, problems
     if inv is None:
         return None, problems
+    if inv.sparkfab.group and inv.sparkfab.group not in inv.groups:
+        hint = "an inventory with groups (INI, YAML with children:, a directory) names the cluster's group"
+        where = ("all", "vars", "sparkfab", "group")
+        problems.append(
+            Problem(path_text(where), "names a group, and this inventory has none", hint, line_of(raw, where))
+        )
     merged = {h: v.model_copy(update={"ansible": ansible.get(h, {})}) for h, v in inv.hosts.items()}
     return inv.model_copy(update={"hosts": merged}), problems
 
@@ -121,6 +130,20 @@ def _ansible_vars(hosts: dict[str, dict[str, Any]], group: dict[str, Any], raw: 
                 )
             )
     return problems
+
+
+def _groups(raw: Any) -> tuple[dict[str, list[str]], list[str]]:
+    """The user's groups (`all.children`, as the Ansible reader hands them over) and the hosts it
+    left out of the cluster; both taken out of the tree, which then has the plain shape."""
+    group = raw.get("all") if isinstance(raw, dict) else None
+    if not isinstance(group, dict):
+        return {}, []
+    left_out = [str(h) for h in group.pop(LEFT_OUT, None) or []]
+    children = group.get("children")
+    if not isinstance(children, dict) or not all(isinstance(v, dict) for v in children.values()):
+        return {}, left_out
+    del group["children"]
+    return {str(g): [str(h) for h in (v.get("hosts") or {})] for g, v in children.items()}, left_out
 
 
 def _top(raw: Any, source: str) -> tuple[dict[str, Any], dict[str, Any], list[Problem]]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from sparkfab.ansible_inventory import LEFT_OUT
 from sparkfab.errors import InventoryError, UsageError
 from sparkfab.inventory import is_plain_file, load_roundtrip, plain, read
 from sparkfab.lab import engine as lab_engine
@@ -93,6 +94,7 @@ def write(user_inventory: str, spec: LabSpec, engine: str, into: Path | None = N
     out = folder / "inventory.yml"
     # a plain file keeps its comments; any other inventory is written out in the plain shape
     doc = load_roundtrip(user_inventory) if is_plain_file(user_inventory) else plain(read(user_inventory)[0])
+    doc["all"].pop(LEFT_OUT, None)  # the lab holds the cluster's Sparks only; their groups stay
     text = lab_inventory(doc, spec, engine, backends=backends)
     # written only when it changes: a read-only verb (verify, status) beside a running apply
     # leaves the files that apply's Ansible reads alone

@@ -29,5 +29,6 @@ def multiplexed(control_dir: Path) -> tuple[str, ...]:
     )
 
 
-def ssh_config(comment: str, blocks: list[Block]) -> str:
-    return fill("ssh_config.j2", comment=comment, blocks=blocks)
+def ssh_config(comment: str, blocks: list[Block], include: Path | None = None) -> str:
+    """The blocks, then `include` (the user's own ~/.ssh/config) for every host."""
+    return fill("ssh_config.j2", comment=comment, blocks=blocks, include=include)

@@ -73,8 +73,12 @@ def inventory(plan: Plan) -> File:
         "sparkfab_control_plane": plan.control_plane,
     }
     # serve.yml's groups, empty (a play of an empty group is skipped without a warning only
-    # when its group is declared)
+    # when its group is declared), and the user's groups, so that `--limit sparks` selects
+    # what it selects in their inventory
     children: dict[str, Any] = {g: {"hosts": {}} for g in SERVE_GROUPS}
+    for name, members in sorted(plan.groups.items()):
+        if name not in children:
+            children[name] = {"hosts": {h: None for h in members}}
     doc = {"all": {"hosts": hosts, "vars": dict(sorted(group.items())), "children": children}}
     head = f"# sparkfab: Ansible inventory for the rendered tree of {plan.cluster} (generated)\n"
     return File("inventory.yml", head + yamlload.dump(doc))

@@ -120,6 +120,8 @@ def assemble(
         group_vars=dict(inv.group_vars),
         netplan_renderer=sf.netplan_renderer,
         source=inv.source,
+        groups={g: tuple(names) for g, names in inv.groups.items()},
+        left_out=tuple(inv.left_out),
     )
 
 

@@ -36,7 +36,9 @@ def test_the_plain_reader_agrees_with_ansible(path):
 @pytest.mark.parametrize("layout", ["ring4-ini/hosts.ini", "ring4-groups/inventory.yml", "ring4-groups"])
 def test_a_split_inventory_gives_the_single_file_plan(layout):
     single, split = load_plan(str(RING4)), load_plan(str(SPLIT / layout))
-    assert split.to_dict() == single.to_dict()
+    # the same plan; the split one keeps its group for --limit
+    assert split.groups["sparks"] == ("spark-329f", "spark-355d", "spark-3d38", "spark-c049")
+    assert _without_groups(split.to_dict()) == _without_groups(single.to_dict())
     # what lands on the hosts is the same, file by file
     assert render(split).hosts == render(single).hosts
     # the group's login settings reach every host, a host's own wins
@@ -46,6 +48,11 @@ def test_a_split_inventory_gives_the_single_file_plan(layout):
     assert split.host("spark-3d38").ansible["ansible_port"] == 2222
     assert "ansible_port" not in split.host("spark-329f").ansible
     assert "rack" not in split.host("spark-3d38").ansible  # the user's own variable is left alone
+
+
+def _without_groups(data):
+    """A plan without what only an inventory with groups and login settings has."""
+    return {**data, "groups": {}, "hosts": [{**h, "groups": [], "ansible": {}} for h in data["hosts"]]}
 
 
 def test_group_level_login_settings_reach_every_host_of_a_plain_file(tmp_path):
@@ -91,8 +98,8 @@ def test_a_sparkfab_block_that_differs_between_hosts_is_refused(tmp_path):
         load_plan(str(d / "hosts.ini"))
     assert [p.render() for p in exc.value.problems] == [
         "all.vars.sparkfab: differs between hosts (e.g. on spark-329f)\n"
-        "    hint: write the sparkfab block once, in the vars of group all "
-        "(all.vars, [all:vars] or group_vars/all.yml)"
+        "    hint: write the sparkfab block once, in the vars of the cluster's group (all.vars, [sparks:vars], "
+        "group_vars/sparks.yml), and name that group in it (group: sparks) when other hosts share the inventory"
     ]
 
 
@@ -131,3 +138,29 @@ def test_reading_with_ansible_leaves_this_process_alone():
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_cluster_is_the_group_the_block_names_and_a_missing_group_is_refused(tmp_path):
+    d = _copy(tmp_path, "ring4-ini")
+    (d / "hosts.ini").write_text((d / "hosts.ini").read_text() + "\n[monitoring]\nprom1 ansible_host=10.0.0.50\n")
+    gv = d / "group_vars/all.yml"
+    text = gv.read_text()
+    with pytest.raises(InventoryError) as exc:  # block in group all, no group named: every host is a Spark
+        load_plan(str(d / "hosts.ini"))
+    assert "all.hosts.prom1: control_plane is 'fabric' but this Spark has no fabric cable" in exc.value.render()
+    gv.write_text(text.replace("sparkfab:\n", "sparkfab:\n  group: sparks\n", 1))
+    plan = load_plan(str(d / "hosts.ini"))
+    assert "prom1" not in [h.name for h in plan.hosts] and plan.left_out == ("prom1",)
+    gv.write_text(text.replace("sparkfab:\n", "sparkfab:\n  group: spraks\n", 1))
+    with pytest.raises(InventoryError) as exc:
+        load_plan(str(d / "hosts.ini"))
+    assert "no group 'spraks' with hosts" in exc.value.render() and "monitoring, sparks" in exc.value.render()
+
+
+def test_a_plain_file_naming_a_group_is_told_it_has_none(tmp_path):
+    (tmp_path / "inv.yml").write_text(
+        RING4.read_text().replace("    sparkfab:\n", "    sparkfab:\n      group: sparks\n", 1)
+    )
+    with pytest.raises(InventoryError) as exc:
+        load_plan(str(tmp_path / "inv.yml"))
+    assert "all.vars.sparkfab.group: names a group, and this inventory has none" in exc.value.render()

@@ -1,0 +1,233 @@
+"""What runs in the child Python that reads an inventory with Ansible (`sparkfab.ansible_inventory`
+starts it): Ansible's own inventory and variable managers, its vault secrets and Templar.
+
+Importing Ansible patches the process that does it for good (`sys.intern`, which torch then
+refuses), so this module imports Ansible only inside its functions, and only the child calls them.
+It answers one JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sparkfab import yamlload
+
+#: What VariableManager adds to a host's variables on its own (not written by anyone).
+MAGIC = frozenset(
+    {
+        "ansible_check_mode",
+        "ansible_config_file",
+        "ansible_diff_mode",
+        "ansible_facts",
+        "ansible_forks",
+        "ansible_inventory_sources",
+        "ansible_playbook_python",
+        "ansible_run_tags",
+        "ansible_skip_tags",
+        "ansible_verbosity",
+        "ansible_version",
+        "group_names",
+        "groups",
+        "inventory_dir",
+        "inventory_file",
+        "inventory_hostname",
+        "inventory_hostname_short",
+        "omit",
+        "playbook_dir",
+    }
+)
+
+
+def parts(path: Path) -> list[Path]:
+    """Every file Ansible reads for this inventory: the file or the directory's files, and the
+    group_vars/ and host_vars/ trees beside the file or in the directory."""
+    base = path if path.is_dir() else path.parent
+    roots = [path] if path.is_dir() else [path, base / "group_vars", base / "host_vars"]
+    out: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            out += sorted(p for p in root.rglob("*") if not p.name.startswith(".") and not p.is_dir())
+        elif root.exists() or root.is_symlink():
+            out.append(root)
+    return out
+
+
+def _tag(value: Any) -> Any:
+    """JSON cannot say `!vault`: a tagged text travels as {"!tag": tag, "text": text}."""
+    if isinstance(value, yamlload.Tagged):
+        return {"!tag": value.tag, "text": str(value)}
+    if isinstance(value, dict):
+        return {k: _tag(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tag(v) for v in value]
+    return value
+
+
+#: Ansible's connection variables sparkfab's own ssh reads too: templated here, as Ansible
+#: templates them when it connects
+CONNECTION = frozenset(
+    {
+        *("ansible_host", "ansible_user", "ansible_ssh_user", "ansible_remote_user", "ansible_port"),
+        *("ansible_ssh_port", "ansible_ssh_private_key_file", "ansible_private_key_file"),
+        *("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_become_user", "ansible_become_method"),
+    }
+)
+#: Ansible's variables that hold a password (besides every variable of a vault-encrypted file)
+SECRETS = frozenset(
+    {
+        *("ansible_password", "ansible_ssh_pass", "ansible_ssh_password", "ansible_become_password"),
+        *("ansible_become_pass", "ansible_sudo_pass", "ansible_sudo_password"),
+    }
+)
+_KEYS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
+
+
+def _view_here(path: str) -> dict[str, Any]:
+    """In the child: Ansible's view of the inventory, as ansible-playbook run here would have it."""
+    from ansible import constants
+    from ansible.errors import AnsibleError
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+
+    # a source Ansible cannot parse is an error here, not a warning and an empty inventory
+    constants.INVENTORY_UNPARSED_IS_FAILED = constants.INVENTORY_ANY_UNPARSED_IS_FAILED = True
+    try:
+        loader = DataLoader()
+        vault = _open_vaults(loader)
+        manager = InventoryManager(loader=loader, sources=[path])
+        variables = VariableManager(loader=loader, inventory=manager)
+        vaulted = _vaulted_names(loader, Path(path)) if vault is not None else set()
+        hosts, blocks, problems = {}, {}, []
+        for host in manager.get_hosts():
+            merged = variables.get_vars(host=host, include_hostvars=False)
+            blocks[str(host.name)] = plain(merged.get("sparkfab"))
+            own = {}
+            for key, value in merged.items():
+                if key in MAGIC or key == "sparkfab":
+                    continue
+                if not str(key).startswith("ansible_"):  # the user's own: sparkfab reads none of them
+                    own[str(key)] = None if str(key) in vaulted else plain(value)
+                    continue
+                try:
+                    own[str(key)] = _as_ansible_uses(loader, merged, str(key), value, vault, vaulted)
+                except AnsibleError as exc:
+                    text = " ".join(str(getattr(exc, "message", exc)).split())[:200]
+                    problems.append(
+                        {"host": str(host.name), "key": str(key), "message": f"cannot be templated: {text}"}
+                    )
+            _defaults(own)
+            hosts[str(host.name)] = own
+        groups = {str(g.name): sorted(str(h.name) for h in g.get_hosts()) for g in manager.groups.values()}
+    except AnsibleError as exc:
+        return {"error": " ".join(str(getattr(exc, "message", exc)).split())[:400]}
+    return {"hosts": _tag(hosts), "blocks": _tag(blocks), "groups": groups, "problems": problems}
+
+
+def _open_vaults(loader: Any) -> Any:
+    """The vault secrets Ansible would open this inventory with (its configured password file
+    and vault ids; nothing is asked for): a VaultLib, or None without any."""
+    from ansible import constants
+    from ansible.cli import CLI
+    from ansible.parsing.vault import VaultLib
+
+    files = [constants.DEFAULT_VAULT_PASSWORD_FILE] if constants.DEFAULT_VAULT_PASSWORD_FILE else []
+    secrets = CLI.setup_vault_secrets(
+        loader,
+        vault_ids=list(constants.DEFAULT_VAULT_IDENTITY_LIST or []),
+        vault_password_files=files,
+        ask_vault_pass=False,
+        auto_prompt=False,
+    )
+    if not secrets:
+        return None
+    loader.set_vault_secrets(secrets)
+    return VaultLib(secrets)
+
+
+def _vaulted_names(loader: Any, path: Path) -> set[str]:
+    """The variables written in the inventory's vault-encrypted files (group_vars/all/vault.yml)."""
+    names: set[str] = set()
+    for part in parts(path):
+        try:
+            with open(part, "rb") as f:
+                if not f.read(14).startswith(b"$ANSIBLE_VAULT"):
+                    continue
+        except OSError:
+            continue
+        data = loader.load_from_file(str(part))
+        names |= {str(k) for k in data} if isinstance(data, dict) else set()
+    return names
+
+
+def _as_ansible_uses(loader: Any, merged: dict[str, Any], key: str, value: Any, vault: Any, vaulted: set[str]) -> Any:
+    """A host's variable as a play would use it: connection variables templated (a
+    `{{ spark_user }}` becomes the user), a relative key made absolute against the working
+    directory (where ssh would look for it), and a secret encrypted again (never in clear)."""
+    import os
+
+    from ansible.template import Templar
+
+    secret = key in SECRETS or key in vaulted
+    if (key in CONNECTION or key in SECRETS) and isinstance(value, str) and ("{{" in value or "{%" in value):
+        value = Templar(loader=loader, variables=merged).template(value)
+    if key in _KEYS and isinstance(value, str) and value and not value.startswith(("/", "~", "{{")):
+        value = os.path.abspath(value)
+    if secret and vault is not None and isinstance(value, str) and not _encrypted(value):
+        text = vault.encrypt(str(value)).decode()
+        return yamlload.Tagged(text, "!vault")
+    return plain(value)
+
+
+def _encrypted(value: Any) -> bool:
+    return type(value).__name__ in ("AnsibleVaultEncryptedUnicode", "EncryptedString")
+
+
+def _defaults(own: dict[str, Any]) -> None:
+    """ansible.cfg's `remote_user` and `private_key_file` where the host says none (Ansible's
+    own precedence: a host variable wins over the config)."""
+    import os
+
+    from ansible import constants
+
+    users = ("ansible_user", "ansible_ssh_user", "ansible_remote_user")
+    if constants.DEFAULT_REMOTE_USER and not any(own.get(k) for k in users):
+        own["ansible_user"] = str(constants.DEFAULT_REMOTE_USER)
+    if constants.DEFAULT_PRIVATE_KEY_FILE and not any(own.get(k) for k in _KEYS):
+        own["ansible_ssh_private_key_file"] = os.path.abspath(os.path.expanduser(constants.DEFAULT_PRIVATE_KEY_FILE))
+
+
+def _match_here(path: str, pattern: str) -> dict[str, Any]:
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    loader = DataLoader()
+    _open_vaults(loader)
+    manager = InventoryManager(loader=loader, sources=[path])
+    manager.subset(pattern)
+    return {"hosts": [str(h.name) for h in manager.get_hosts()]}
+
+
+def plain(value: Any) -> Any:
+    """Ansible's own value types -> plain ones; an encrypted value stays text tagged `!vault`."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    for kind in (int, float):  # Ansible tags its values with subclasses of these
+        if isinstance(value, kind):
+            return kind(value)
+    if _encrypted(value):
+        return yamlload.Tagged(str(getattr(value, "_ciphertext", "")), "!vault")
+    return str(value)
+
+
+if __name__ == "__main__":
+    import sys
+
+    command, *rest = sys.argv[1:]
+    sys.stdout.write(json.dumps(_view_here(*rest) if command == "view" else _match_here(*rest)))
