@@ -118,7 +118,6 @@ def _view_here(path: str) -> dict[str, Any]:
                     problems.append(
                         {"host": str(host.name), "key": str(key), "message": f"cannot be templated: {text}"}
                     )
-            _defaults(own)
             hosts[str(host.name)] = own
         groups = {str(g.name): sorted(str(h.name) for h in g.get_hosts()) for g in manager.groups.values()}
     except AnsibleError as exc:
@@ -183,20 +182,6 @@ def _as_ansible_uses(loader: Any, merged: dict[str, Any], key: str, value: Any, 
 
 def _encrypted(value: Any) -> bool:
     return type(value).__name__ in ("AnsibleVaultEncryptedUnicode", "EncryptedString")
-
-
-def _defaults(own: dict[str, Any]) -> None:
-    """ansible.cfg's `remote_user` and `private_key_file` where the host says none (Ansible's
-    own precedence: a host variable wins over the config)."""
-    import os
-
-    from ansible import constants
-
-    users = ("ansible_user", "ansible_ssh_user", "ansible_remote_user")
-    if constants.DEFAULT_REMOTE_USER and not any(own.get(k) for k in users):
-        own["ansible_user"] = str(constants.DEFAULT_REMOTE_USER)
-    if constants.DEFAULT_PRIVATE_KEY_FILE and not any(own.get(k) for k in _KEYS):
-        own["ansible_ssh_private_key_file"] = os.path.abspath(os.path.expanduser(constants.DEFAULT_PRIVATE_KEY_FILE))
 
 
 def _match_here(path: str, pattern: str) -> dict[str, Any]:

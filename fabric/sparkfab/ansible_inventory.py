@@ -14,9 +14,8 @@ out of everything sparkfab plans, renders and touches. The user's groups of the 
 are kept, so an Ansible `--limit` pattern naming them means what it means to Ansible.
 
 As Ansible does, the child opens vaults (`ANSIBLE_VAULT_PASSWORD_FILE`, `--vault-password-file`,
-ansible.cfg's `vault_password_file` or vault ids), templates the connection variables with
-Ansible's own Templar, and takes ansible.cfg's `remote_user` and `private_key_file` where a host
-says none. A secret (a password variable, or any variable from a vault-encrypted file) never
+ansible.cfg's `vault_password_file` or vault ids) and templates the connection variables with
+Ansible's own Templar. A secret (a password variable, or any variable from a vault-encrypted file) never
 leaves it in clear: it is encrypted again with the same vault secret, as an inline `!vault`
 value the run opens with the same password. The file the block came from is found again and
 read with line numbers, so problems still point at a line.

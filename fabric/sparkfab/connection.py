@@ -58,7 +58,7 @@ def for_plan(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Connecti
     blocks = [
         Block(
             (alias[h.name],),
-            (*(() if by_address else (f"HostName {h.mgmt_address}",)), *ssh_options(h.ansible), *mux),
+            (*(() if by_address else (f"HostName {h.mgmt_address}",)), *ssh_options(with_defaults(h.ansible)), *mux),
         )
         for h in plan.hosts
     ]
@@ -67,6 +67,24 @@ def for_plan(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Connecti
     cfg.write_text(sshconfig.ssh_config(comment, blocks, users_ssh_config()))
     os.chmod(cfg, 0o600)
     return Connection(str(cfg), alias)
+
+
+_USERS = ("ansible_user", "ansible_ssh_user", "ansible_remote_user")
+_KEYS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
+
+
+def with_defaults(ansible: dict[str, Any]) -> dict[str, Any]:
+    """A host's variables with the login Ansible falls back to where they set none (its
+    environment, then the user's ansible.cfg: `runenv.login_defaults`)."""
+    from sparkfab.runenv import login_defaults
+
+    defaults = login_defaults(dict(os.environ), Path.cwd())
+    out = dict(ansible)
+    if not any(out.get(k) for k in _USERS) and "ansible_user" in defaults:
+        out["ansible_user"] = defaults["ansible_user"]
+    if not any(out.get(k) for k in _KEYS) and "ansible_ssh_private_key_file" in defaults:
+        out["ansible_ssh_private_key_file"] = defaults["ansible_ssh_private_key_file"]
+    return out
 
 
 def users_ssh_config() -> Path | None:

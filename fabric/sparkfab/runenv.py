@@ -133,3 +133,29 @@ def config_env(shipped: Path, roles: Path, environ: dict[str, str], cwd: Path) -
         if name not in environ and not theirs.has_option(section, key) and ours.has_option(section, key):
             out[name] = ours.get(section, key)
     return out
+
+
+def login_defaults(environ: dict[str, str], cwd: Path) -> dict[str, str]:
+    """The login Ansible uses for a host that sets none: ANSIBLE_REMOTE_USER and
+    ANSIBLE_PRIVATE_KEY_FILE, else the user's ansible.cfg `remote_user` and `private_key_file`."""
+    import configparser
+    import os
+
+    cfg = configparser.ConfigParser(interpolation=None)
+    found = users_config(environ, cwd)
+    if found is not None:
+        try:
+            cfg.read(found)
+        except configparser.Error:
+            pass
+    out = {}
+    user = environ.get("ANSIBLE_REMOTE_USER") or cfg.get("defaults", "remote_user", fallback="")
+    if user:
+        out["ansible_user"] = user
+    # a path in ansible.cfg is relative to the file, one in the environment to the working directory
+    key, base = environ.get("ANSIBLE_PRIVATE_KEY_FILE"), cwd
+    if not key and found is not None:
+        key, base = cfg.get("defaults", "private_key_file", fallback=""), found.parent
+    if key:
+        out["ansible_ssh_private_key_file"] = str(base / os.path.expanduser(key))
+    return out

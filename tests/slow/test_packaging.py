@@ -153,3 +153,103 @@ def test_an_installed_sparkfab_runs_a_lab_cycle(installed):
     finally:
         down = _run(installed, "lab", "down", inv)
     assert down.returncode == 0, down.stderr[-800:]
+
+
+def _python312() -> str | None:
+    """A Python 3.12 beside this one (pyenv's, or on PATH), where ansible-core 2.20+ installs."""
+    import shutil
+
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = sorted(str(p) for p in pyenv.glob("3.12*/bin/python3.12"))
+    candidates += [x for x in (shutil.which("python3.12"),) if x]
+    for candidate in candidates:
+        probe = [candidate, "-c", "import sys, venv; assert sys.version_info[:2] == (3, 12)"]
+        if subprocess.run(probe, capture_output=True, timeout=60).returncode == 0:
+            return candidate
+    return None
+
+
+def test_an_ansible_install_on_python_312_keeps_its_ansible_core_and_the_core_verbs_work(tmp_path):
+    """pip install sparkfab into a Python 3.12 environment that has ansible-core 2.21: it stays,
+    the inventory child, vaults, render and Mitogen's strategy work with it."""
+    python = _python312()
+    if python is None:
+        pytest.skip("no Python 3.12 here")
+    venv = tmp_path / "venv"
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
+    pip = [str(venv / "bin/python"), "-m", "pip", "install", "-q"]
+    first = subprocess.run([*pip, "ansible-core==2.21.*"], capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr[-2000:]
+
+    def core() -> str:
+        out = subprocess.run([str(venv / "bin/ansible"), "--version"], capture_output=True, text=True, timeout=120)
+        return out.stdout.splitlines()[0]
+
+    before = core()
+    install = subprocess.run([*pip, str(REPO)], capture_output=True, text=True, timeout=900, env=_outside())
+    assert install.returncode == 0, install.stderr[-2000:]
+    assert core() == before and "core 2.21." in before  # kept, not downgraded
+    env = _outside() | {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(argv), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    version = run(str(venv / "bin/sparkfab"), "--version")
+    assert "ansible-core 2.21." in version.stdout and "mitogen_linear" in version.stdout, version.stdout
+    from tests.helpers.site import site
+
+    root = site(tmp_path / "site", REPO / "inventory/switch8-crs804-200.yml")
+    env["HOME"] = str(tmp_path)
+    # the site's ansible.cfg names the inventory and its vault password: the child reads both with 2.21
+    rendered = subprocess.run(
+        [str(venv / "bin/sparkfab"), "render", "-o", "tree"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    # Ansible 2.21 opens what sparkfab re-encrypted with the site's vault password
+    shown = subprocess.run(
+        [
+            str(venv / "bin/ansible"),
+            "-i",
+            "tree/inventory.yml",
+            "spark-01",
+            "-m",
+            "debug",
+            "-a",
+            "var=ansible_become_password",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "s3cret-become-pw" in shown.stdout, shown.stdout + shown.stderr
+    # Mitogen's strategy under ansible-core 2.21, as the runs use it
+    play = tmp_path / "play.yml"
+    play.write_text('- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: "true"\n')
+    strategy = subprocess.run(
+        [
+            str(venv / "bin/python"),
+            "-c",
+            "import ansible_mitogen, os; print(os.path.dirname(ansible_mitogen.__file__))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    mitogen = {"ANSIBLE_STRATEGY_PLUGINS": f"{strategy}/plugins/strategy", "ANSIBLE_STRATEGY": "mitogen_linear"}
+    local = ["-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=/usr/bin/python3"]
+    ran = subprocess.run(
+        [str(venv / "bin/ansible-playbook"), *local, str(play)],
+        cwd=tmp_path,
+        env=env | mitogen,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0 and "ok=1" in ran.stdout, ran.stdout[-2000:] + ran.stderr[-2000:]

@@ -88,8 +88,9 @@ def _plain(s: records.Stats | None) -> dict[str, Any] | None:
 
 
 def _g(x: float) -> str:
-    """Three significant digits, never rounded to nothing (0.0213, 21.3, 2.13e+03)."""
-    return f"{x:.3g}"
+    """Three significant digits, never rounded to nothing (0.0213, 21.3); from a thousand on,
+    whole numbers with separators (2,130 and 10,700 ms, not 2.13e+03 and 1.07e+04)."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
 def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0) -> str:

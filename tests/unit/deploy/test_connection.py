@@ -77,6 +77,24 @@ def test_ssh_and_ansible_connect_as_the_split_inventory_says(tmp_path):
         assert {k: str(v).lower() for k, v in mine.items()} == {k: str(v).lower() for k, v in theirs.items()}
 
 
+def test_a_host_without_a_login_gets_the_one_ansible_falls_back_to(tmp_path, monkeypatch):
+    """ANSIBLE_REMOTE_USER, else ansible.cfg's remote_user; its private_key_file relative to the file."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "ansible.cfg").write_text("[defaults]\nremote_user = ops\nprivate_key_file = keys/spark\n")
+    monkeypatch.chdir(site)
+    monkeypatch.delenv("ANSIBLE_CONFIG", raising=False)
+    monkeypatch.delenv("ANSIBLE_REMOTE_USER", raising=False)
+    monkeypatch.delenv("ANSIBLE_PRIVATE_KEY_FILE", raising=False)
+    plan = load_plan(str(REPO / "inventory/pair-1cable.yml"))
+    conn = for_plan(plan, tmp_path / "work")
+    seen = _ssh_view(conn.ssh_config, conn.alias[plan.hosts[0].name])
+    assert seen["user"] == "ops" and seen["identityfile"] == str(site / "keys/spark")
+    monkeypatch.setenv("ANSIBLE_REMOTE_USER", "admin")
+    conn = for_plan(plan, tmp_path / "work")
+    assert _ssh_view(conn.ssh_config, conn.alias[plan.hosts[0].name])["user"] == "admin"
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
