@@ -184,6 +184,21 @@ def _encrypted(value: Any) -> bool:
     return type(value).__name__ in ("AnsibleVaultEncryptedUnicode", "EncryptedString")
 
 
+def _decrypt_here(texts: list[str]) -> dict[str, Any]:
+    """Vault texts opened with the secrets Ansible would use (a become password for the checks:
+    the answer goes back over the pipe only)."""
+    from ansible.errors import AnsibleError
+    from ansible.parsing.dataloader import DataLoader
+
+    vault = _open_vaults(DataLoader())
+    if vault is None:
+        return {"error": "a vaulted become password, and no vault password: give --vault-password-file"}
+    try:
+        return {"texts": [vault.decrypt(t.encode()).decode() for t in texts]}
+    except AnsibleError as exc:
+        return {"error": " ".join(str(getattr(exc, "message", exc)).split())[:300]}
+
+
 def _match_here(path: str, pattern: str) -> dict[str, Any]:
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
@@ -215,4 +230,8 @@ if __name__ == "__main__":
     import sys
 
     command, *rest = sys.argv[1:]
-    sys.stdout.write(json.dumps(_view_here(*rest) if command == "view" else _match_here(*rest)))
+    if command == "decrypt":  # the texts come on stdin: never on a command line
+        answer = _decrypt_here(json.load(sys.stdin))
+    else:
+        answer = _view_here(*rest) if command == "view" else _match_here(*rest)
+    sys.stdout.write(json.dumps(answer))

@@ -154,7 +154,16 @@ def _screen(path: Path) -> list[Problem]:
     return problems
 
 
-def _child(*args: str) -> dict[str, Any]:
+def decrypt(texts: list[str]) -> list[str]:
+    """Vault texts (`!vault` values) opened by Ansible in a child, with the secrets it would use;
+    the clear texts come back over its stdout pipe and are kept in memory only."""
+    answer = _child("decrypt", stdin=json.dumps(texts))
+    if "error" in answer:
+        raise UsageError(f"Ansible could not open a vaulted value: {answer['error']}")
+    return [str(t) for t in answer["texts"]]
+
+
+def _child(*args: str, stdin: str = "") -> dict[str, Any]:
     """Run this module's command line in a fresh Python, with only the data plugins enabled,
     and read its JSON answer. Ansible's warnings are passed on; should the child die, its last
     line says why (not its traceback)."""
@@ -165,6 +174,7 @@ def _child(*args: str) -> dict[str, Any]:
     env = {**os.environ, "ANSIBLE_INVENTORY_ENABLED": PLUGINS}
     res = subprocess.run(
         [sys.executable, "-m", "sparkfab.ansible_child", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         check=False,

@@ -23,6 +23,7 @@ from sparkfab.commands import (
     deploy_cmds,
     discover_cmd,
     estimate_cmd,
+    exporter_cmd,
     init_cmd,
     inventory_cmds,
     lab_cmds,
@@ -44,6 +45,7 @@ VERBS: tuple[Verb, ...] = (
     *preflight_cmd.VERBS,
     *deploy_cmds.VERBS,  # apply, linkspeed, reset
     *serve_cmd.VERBS,
+    *exporter_cmd.VERBS,
     *verify_cmd.VERBS,
     *discover_cmd.VERBS,
     *estimate_cmd.VERBS,
@@ -159,7 +161,8 @@ def _inventory(args: argparse.Namespace) -> None:
 
     from sparkfab.commands.common import inventory_source
 
-    if hasattr(args, "inventory_opts"):
+    needed = getattr(args, "inventory_needed", None)
+    if hasattr(args, "inventory_opts") and (needed is None or needed(args)):
         args.inventory = inventory_source(args, dict(os.environ), Path.cwd())
     if getattr(args, "vault_password_file", None):
         os.environ["ANSIBLE_VAULT_PASSWORD_FILE"] = os.path.abspath(args.vault_password_file)

@@ -3,8 +3,9 @@
 verify, preflight and discover log in with what Ansible's variables say for each host (user,
 port, key, jump host and other ssh arguments, wherever in the inventory they are written, as
 Ansible templates them, with ansible.cfg's remote_user and private_key_file where a host says
-none), then what the user's ~/.ssh/config says, multiplexed, and become root through `sudo -n`
-as the plays do (`verify.checks.as_root`: the checks need sudo without a password). In the lab
+none), then what the user's ~/.ssh/config says, multiplexed, and become root through sudo as the
+plays do, with the become password the variables give (a vaulted one opened by Ansible in a
+child), typed on sudo's stdin (`verify.checks.as_root`); `sudo -n` without one. In the lab
 they use the lab's own ssh_config (its keys and known hosts). `Target.connection`
 builds one `Connection` per verb.
 """
@@ -15,7 +16,7 @@ import hashlib
 import os
 import shlex
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,26 @@ from sparkfab.render.sshconfig import Block, multiplexed
 
 
 @dataclass(frozen=True)
+class Become:
+    """How a host's login becomes root, as Ansible's variables say: the method, and the password
+    sudo asks for where one is set (held in memory only; sudo reads it on stdin)."""
+
+    method: str = "sudo"
+    password: str | None = None
+
+
+@dataclass(frozen=True)
 class Connection:
     ssh_config: str  # the ssh_config every connection reads
     alias: dict[str, str]  # host -> its Host pattern in that ssh_config
+    become: dict[str, Become] = field(default_factory=dict)  # host -> how it becomes root
 
     def remote(self, host: str) -> Any:
-        """A testinfra host for `host` (ssh backend; nothing is sent until a command runs)."""
-        return connect(self.alias[host], self.ssh_config)
+        """A testinfra host for `host` (ssh backend; nothing is sent until a command runs), with
+        how it becomes root (`verify.checks.as_root` reads it)."""
+        th = connect(self.alias[host], self.ssh_config)
+        th.sparkfab_become = self.become.get(host, Become())
+        return th
 
 
 def connect(spec: str, ssh_config: str) -> Any:
@@ -49,16 +63,23 @@ def for_plan(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Connecti
     share an address (a jump host's ports) keep their inventory names.
     """
     if lab_dir is not None:
-        return Connection(str(lab_dir / "ssh_config"), {h.name: h.name for h in plan.hosts})
+        return Connection(str(lab_dir / "ssh_config"), {h.name: h.name for h in plan.hosts}, become_of(plan))
     workdir.mkdir(parents=True, exist_ok=True)
     mux = multiplexed(control_dir(workdir))
     addresses = [h.mgmt_address for h in plan.hosts]
     by_address = len(set(addresses)) == len(addresses)
     alias = {h.name: h.mgmt_address if by_address else h.name for h in plan.hosts}
+    from sparkfab.runenv import login_defaults
+
+    defaults = login_defaults(dict(os.environ), Path.cwd())  # read once for every host
     blocks = [
         Block(
             (alias[h.name],),
-            (*(() if by_address else (f"HostName {h.mgmt_address}",)), *ssh_options(with_defaults(h.ansible)), *mux),
+            (
+                *(() if by_address else (f"HostName {h.mgmt_address}",)),
+                *ssh_options(with_defaults(h.ansible, defaults)),
+                *mux,
+            ),
         )
         for h in plan.hosts
     ]
@@ -66,19 +87,45 @@ def for_plan(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Connecti
     cfg = workdir / "ssh_config"
     cfg.write_text(sshconfig.ssh_config(comment, blocks, users_ssh_config()))
     os.chmod(cfg, 0o600)
-    return Connection(str(cfg), alias)
+    return Connection(str(cfg), alias, become_of(plan))
+
+
+#: Ansible's names of the become password, in the order it prefers them
+BECOME_PASSWORDS = ("ansible_become_password", "ansible_become_pass", "ansible_sudo_pass", "ansible_sudo_password")
+
+
+def become_of(plan: Plan) -> dict[str, Become]:
+    """Each host's become method and password as its variables say; a vaulted password is
+    opened by Ansible in a child process (`ansible_inventory.decrypt`) and kept in memory."""
+    from sparkfab import yamlload
+
+    def vaulted(value: Any) -> bool:
+        return isinstance(value, yamlload.Tagged) and value.tag == "!vault"
+
+    found: dict[str, tuple[str, Any]] = {}
+    for h in plan.hosts:
+        method = str(h.ansible.get("ansible_become_method") or "sudo")
+        password = next((h.ansible[k] for k in BECOME_PASSWORDS if h.ansible.get(k) not in (None, "")), None)
+        found[h.name] = (method, password)
+    ciphertexts = sorted({str(p) for _, p in found.values() if vaulted(p)})
+    clear: dict[str, str] = {}
+    if ciphertexts:
+        from sparkfab.ansible_inventory import decrypt
+
+        clear = dict(zip(ciphertexts, decrypt(ciphertexts), strict=True))
+    out = {}
+    for name, (method, p) in found.items():
+        out[name] = Become(method, None if p is None else clear[str(p)] if vaulted(p) else str(p))
+    return out
 
 
 _USERS = ("ansible_user", "ansible_ssh_user", "ansible_remote_user")
 _KEYS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
 
 
-def with_defaults(ansible: dict[str, Any]) -> dict[str, Any]:
-    """A host's variables with the login Ansible falls back to where they set none (its
-    environment, then the user's ansible.cfg: `runenv.login_defaults`)."""
-    from sparkfab.runenv import login_defaults
-
-    defaults = login_defaults(dict(os.environ), Path.cwd())
+def with_defaults(ansible: dict[str, Any], defaults: dict[str, str]) -> dict[str, Any]:
+    """A host's variables with the login Ansible falls back to where they set none (`defaults`:
+    its environment, then the user's ansible.cfg, as `runenv.login_defaults` reads them)."""
     out = dict(ansible)
     if not any(out.get(k) for k in _USERS) and "ansible_user" in defaults:
         out["ansible_user"] = defaults["ansible_user"]

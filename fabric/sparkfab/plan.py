@@ -154,6 +154,15 @@ def connection_vars(ansible: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Exporter:
+    """The fabric exporter every Spark of the cluster runs (`sparkfab exporter`)."""
+
+    port: int
+    interval_s: float
+    peak_window_s: int
+
+
+@dataclass(frozen=True)
 class Plan:
     cluster: str
     link_speed: LinkSpeed
@@ -177,6 +186,8 @@ class Plan:
     left_out: tuple[str, ...] = ()
     #: hosts whose instance runs at another link-speed mode than the cluster (`linkspeed --instance`)
     host_speeds: dict[str, LinkSpeed] = field(default_factory=dict)
+    #: the fabric exporter, where the inventory asks for one
+    exporter: Exporter | None = None
 
     def host(self, name: str) -> Host:
         return next(h for h in self.hosts if h.name == name)
@@ -207,6 +218,8 @@ class Plan:
         data.pop("group_vars")
         if not data["host_speeds"]:
             data.pop("host_speeds")
+        if data["exporter"] is None:
+            data.pop("exporter")
         for inst in data["instances"]:
             inst.pop("recipe")  # the launcher names it
         for host in data["hosts"]:

@@ -74,7 +74,7 @@ def _host(plan: Plan, host: Host, th: Remote, reached: dict[str, Any]) -> list[R
     except checks.NoRoot as exc:
         return [
             Result("ssh", host.name, "login", "reachable", "reachable", PASS),
-            Result("sudo", host.name, "root", "sudo -n", "password wanted", FAIL, str(exc)),
+            Result("sudo", host.name, "root", "root", "refused", FAIL, str(exc)),
         ]
     except Exception as exc:
         return [Result("ssh", host.name, "login", "reachable", "unreachable", FAIL, str(exc).splitlines()[0][:200])]
@@ -89,7 +89,7 @@ def _host(plan: Plan, host: Host, th: Remote, reached: dict[str, Any]) -> list[R
 
 def _sudo(host: Host, th: Remote) -> Result:
     user = th.run("echo ${SUDO_USER:-root}").stdout.strip() or "root"
-    how = "login is root" if user == "root" else f"{user} through sudo -n"
+    how = "login is root" if user == "root" else f"{user} through {getattr(th, 'sparkfab_how', 'sudo -n')}"
     return Result("sudo", host.name, "root", "root", "root", PASS, how)
 
 

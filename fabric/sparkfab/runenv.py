@@ -4,6 +4,7 @@ is installed)."""
 
 from __future__ import annotations
 
+import configparser
 import importlib.util
 from pathlib import Path
 
@@ -100,37 +101,61 @@ def users_config(environ: dict[str, str], cwd: Path) -> Path | None:
     return None
 
 
+class UsersConfig:
+    """The user's ansible.cfg, parsed once: where it is and its values (`value` is '' where unset)."""
+
+    def __init__(self, path: Path, parser: configparser.ConfigParser) -> None:
+        self.path = path
+        self.parser = parser
+
+    def value(self, section: str, key: str) -> str:
+        return self.parser.get(section, key, fallback="") or ""
+
+    def has(self, section: str, key: str) -> bool:
+        return self.parser.has_option(section, key)
+
+
+def read_users_config(environ: dict[str, str], cwd: Path) -> UsersConfig | None:
+    """The ansible.cfg Ansible would read here (`users_config`), parsed; None where there is none.
+    A file Ansible could not read either is refused with its name."""
+    path = users_config(environ, cwd)
+    if path is None:
+        return None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path)
+    except configparser.Error as exc:
+        from sparkfab.errors import UsageError
+
+        raise UsageError(f"{path}: Ansible's configuration cannot be read: {exc}") from None
+    return UsersConfig(path, parser)
+
+
 def config_env(shipped: Path, roles: Path, environ: dict[str, str], cwd: Path) -> dict[str, str]:
     """The variables that make a run read the user's own ansible.cfg (their remote_user,
     private_key_file, vault_password_file, become settings, callbacks...) merged with what
     sparkfab's playbooks need: its roles first on the roles path, its ssh arguments (keepalives,
     host keys, multiplexing) ahead of the user's, and its bounds where the user's config sets none.
     Without a config of the user's, sparkfab's own is the run's."""
-    import configparser
     import os
 
     out = {k: str((cwd / os.path.expanduser(environ[k])).resolve()) for k in _PATH_ENV if environ.get(k)}
-    user = users_config(environ, cwd)
-    if user is None or user == shipped.resolve():
+    theirs = read_users_config(environ, cwd)
+    if theirs is None or theirs.path == shipped.resolve():
         return {**out, "ANSIBLE_CONFIG": str(shipped), "ANSIBLE_ROLES_PATH": str(roles)}
-    ours, theirs = (configparser.ConfigParser(interpolation=None) for _ in range(2))
+    ours = configparser.ConfigParser(interpolation=None)
     ours.read(shipped)
-    try:
-        theirs.read(user)
-    except configparser.Error as exc:
-        from sparkfab.errors import UsageError
-
-        raise UsageError(f"{user}: Ansible's configuration cannot be read: {exc}") from None
+    user = theirs.path
     out["ANSIBLE_CONFIG"] = str(user)
-    their_roles = environ.get("ANSIBLE_ROLES_PATH") or theirs.get("defaults", "roles_path", fallback="") or ""
+    their_roles = environ.get("ANSIBLE_ROLES_PATH") or theirs.value("defaults", "roles_path")
     paths = [str(roles)] + [
         str((user.parent / os.path.expanduser(p)).resolve()) for p in their_roles.split(os.pathsep) if p
     ]
     out["ANSIBLE_ROLES_PATH"] = os.pathsep.join(paths)
-    their_ssh = environ.get("ANSIBLE_SSH_ARGS") or theirs.get("ssh_connection", "ssh_args", fallback="") or ""
+    their_ssh = environ.get("ANSIBLE_SSH_ARGS") or theirs.value("ssh_connection", "ssh_args")
     out["ANSIBLE_SSH_ARGS"] = " ".join(x for x in (ours.get("ssh_connection", "ssh_args"), their_ssh) if x)
     for (section, key), name in _SHIPPED_KEYS.items():
-        if name not in environ and not theirs.has_option(section, key) and ours.has_option(section, key):
+        if name not in environ and not theirs.has(section, key) and ours.has_option(section, key):
             out[name] = ours.get(section, key)
     return out
 
@@ -138,24 +163,17 @@ def config_env(shipped: Path, roles: Path, environ: dict[str, str], cwd: Path) -
 def login_defaults(environ: dict[str, str], cwd: Path) -> dict[str, str]:
     """The login Ansible uses for a host that sets none: ANSIBLE_REMOTE_USER and
     ANSIBLE_PRIVATE_KEY_FILE, else the user's ansible.cfg `remote_user` and `private_key_file`."""
-    import configparser
     import os
 
-    cfg = configparser.ConfigParser(interpolation=None)
-    found = users_config(environ, cwd)
-    if found is not None:
-        try:
-            cfg.read(found)
-        except configparser.Error:
-            pass
+    cfg = read_users_config(environ, cwd)
     out = {}
-    user = environ.get("ANSIBLE_REMOTE_USER") or cfg.get("defaults", "remote_user", fallback="")
+    user = environ.get("ANSIBLE_REMOTE_USER") or (cfg.value("defaults", "remote_user") if cfg else "")
     if user:
         out["ansible_user"] = user
     # a path in ansible.cfg is relative to the file, one in the environment to the working directory
     key, base = environ.get("ANSIBLE_PRIVATE_KEY_FILE"), cwd
-    if not key and found is not None:
-        key, base = cfg.get("defaults", "private_key_file", fallback=""), found.parent
+    if not key and cfg is not None:
+        key, base = cfg.value("defaults", "private_key_file"), cfg.path.parent
     if key:
         out["ansible_ssh_private_key_file"] = str(base / os.path.expanduser(key))
     return out

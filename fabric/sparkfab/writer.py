@@ -15,7 +15,8 @@ from sparkfab.render.tree import Tree, bundle
 def assets() -> dict[str, str]:
     """Files shipped inside the package that hosts receive unchanged."""
     return {
-        "collective.py": resources.files("sparkfab").joinpath("assets", "collective.py").read_text(encoding="utf-8")
+        name: resources.files("sparkfab").joinpath("assets", name).read_text(encoding="utf-8")
+        for name in ("collective.py", "exporter.py")
     }
 
 

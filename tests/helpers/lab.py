@@ -21,6 +21,7 @@ __all__ = [
     "silence_sshd",
     "sparkfab",
     "ssh",
+    "started",
 ]
 
 
@@ -38,16 +39,35 @@ requires_lab = pytest.mark.skipif(lab_ready() is not None, reason=lab_ready() or
 
 
 def ssh(cluster: str, host: str, command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """`command` as root on a lab Spark (through sudo: one Spark of each lab logs in as a user)."""
+    """`command` as root on a lab Spark: through sudo with the login's password where the Spark
+    is reached as its owner (a lab's last Spark, as a Spark's owner logs in), handed over on
+    stdin, as sparkfab's checks do."""
     import shlex
 
+    from sparkfab.lab.image import LOGIN, LOGIN_PASSWORD
+    from sparkfab.lab.login import login_of
+    from sparkfab.lab.state import LabState
     from sparkfab.paths import lab_dir
 
+    spec = LabState.read(lab_dir(cluster)).spec
+    owner = next((login_of(spec, n) == LOGIN for n in spec.sparks if n.name == host), False)
+    become = "sudo -S -p '' sh -c" if owner else "sudo -n sh -c"
     return subprocess.run(
-        ["ssh", "-F", str(lab_dir(cluster) / "ssh_config"), host, f"sudo -n sh -c {shlex.quote(command)}"],
+        ["ssh", "-F", str(lab_dir(cluster) / "ssh_config"), host, f"{become} {shlex.quote(command)}"],
+        input=f"{LOGIN_PASSWORD}\n" if owner else "",
         capture_output=True,
         text=True,
         timeout=timeout,
+    )
+
+
+def started(*args: str) -> subprocess.Popen[str]:
+    """`sparkfab ARGS` as a process of its own (to signal it, or to act while it runs), its
+    output piped."""
+    from tests.conftest import REPO
+
+    return subprocess.Popen(
+        [str(REPO / ".venv/bin/sparkfab"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 

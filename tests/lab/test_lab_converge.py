@@ -16,7 +16,7 @@ import pytest
 
 from sparkfab.paths import lab_dir
 from tests.conftest import REPO
-from tests.helpers.lab import in_machine, lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import in_machine, lab, requires_lab, sparkfab, ssh, started
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -81,12 +81,7 @@ def test_two_operators_at_once_one_is_refused(tmp_path):
     """A flip while an apply runs: the second is refused at once, naming the first."""
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
-        first = subprocess.Popen(
-            [str(REPO / ".venv/bin/sparkfab"), "apply", inv, "--lab", "-q"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        first = started("apply", inv, "--lab", "-q")
         try:
             lock = lab_dir("pair1") / "state" / "lock"
             deadline = time.monotonic() + 60
@@ -108,12 +103,7 @@ def test_ctrl_c_during_an_apply_ends_the_whole_run_and_the_next_apply_converges(
 
     inv = str(REPO / "inventory/pair-2cables.yml")
     with lab(inv, "pair2"):
-        run = subprocess.Popen(
-            [str(REPO / ".venv/bin/sparkfab"), "apply", inv, "--lab"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        run = started("apply", inv, "--lab")
         try:
             seen: set[int] = set()
             deadline = time.monotonic() + 120
@@ -261,12 +251,7 @@ def test_a_spark_that_goes_silent_mid_apply_is_dropped_within_a_minute():
     inv = str(REPO / "inventory/pair-1cable.yml")
     drop = ["iptables", "-w", "-I", "INPUT", "-p", "tcp", "--dport", "22", "-j", "DROP"]
     with lab(inv, "pair1"):
-        run = subprocess.Popen(
-            [str(REPO / ".venv/bin/sparkfab"), "apply", inv, "--lab"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        run = started("apply", inv, "--lab")
         try:
             deadline = time.monotonic() + 120
             while not _answered("pair1", "spark-b", "Netplan | Check the host") and time.monotonic() < deadline:

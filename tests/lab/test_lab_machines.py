@@ -34,23 +34,27 @@ def _checks(report: dict, host: str) -> dict[str, int]:
     return out
 
 
+TEXT: dict = {"capture_output": True, "text": True, "timeout": 30}
+
+
 def test_a_spark_is_a_booted_machine_with_its_own_init_and_docker():
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
         probe = ssh(
             "pair1", "spark-b", "cat /proc/1/comm; systemctl is-system-running; hostname; id -un; sudo -n id -un"
-        )
+        )  # (root already: sudo asks nothing)
         assert probe.stdout.split() == ["systemd", "running", "spark-b", "root", "root"], probe.stdout + probe.stderr
         units = ssh("pair1", "spark-a", "systemctl is-active ssh systemd-networkd lldpd docker containerd")
         assert units.stdout.split() == ["active"] * 5
-        # a Spark's owner logs in and becomes root through sudo (the lab's last Spark)
-        raw = subprocess.run(
-            ["ssh", "-F", "/var/lib/sparkfab/lab/pair1/ssh_config", "spark-b", "id -un; sudo -n id -un"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert raw.stdout.split() == ["spark", "root"]
+        # a Spark's owner logs in and becomes root through sudo with the login's password (the
+        # lab's last Spark), as on a Spark: without the password, sudo refuses
+        from sparkfab.lab.image import LOGIN_PASSWORD
+
+        cmd = ["ssh", "-F", "/var/lib/sparkfab/lab/pair1/ssh_config", "spark-b"]
+        raw = subprocess.run([*cmd, "id -un; sudo -S -p '' id -un"], input=LOGIN_PASSWORD + "\n", **TEXT)
+        assert raw.stdout.split() == ["spark", "root"], raw.stderr
+        refused = subprocess.run([*cmd, "sudo -n id -un"], **TEXT)
+        assert refused.returncode != 0 and "password is required" in refused.stderr
         # Docker's own rules: FORWARD policy DROP in the Spark's network namespace, not here
         assert "-P FORWARD DROP" in ssh("pair1", "spark-a", "iptables -S FORWARD").stdout
         here = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True)

@@ -36,7 +36,7 @@ def test_preflight_is_green_on_a_healthy_lab_and_names_what_is_broken(tmp_path):
         assert code == 0, [r for r in results if r["status"] == "fail"]
         seen = {(r["check"], r["host"]): r for r in results}
         # both logins become root, one of them through sudo
-        assert seen["sudo", "spark-b"]["detail"] == "spark through sudo -n"
+        assert seen["sudo", "spark-b"]["detail"] == "spark through sudo with the become password"
         assert seen["sudo", "spark-a"]["detail"] == "login is root"
         # the hardware's facts are there: RDMA devices, Docker with GPU support, the image
         assert {r["check"] for r in results if r["status"] == "pass"} >= {

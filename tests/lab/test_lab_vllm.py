@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.helpers import prometheus
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 VLLM_PY = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")
@@ -123,7 +125,47 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         checked = sparkfab("verify", INV, "--lab", "--format", "json")  # engine flags agree across ranks
         assert checked.code == 0, [r for r in json.loads(checked.out)["results"] if r["status"] == "fail"]
 
-        run200 = _bench(tmp_path / "run-200", "200", "L1,L2,L4", status)
+        # the fabric exporter on both Sparks, scraped by a real Prometheus (in spark-a's namespace,
+        # with the configuration `exporter prometheus` writes) during the bench, while the
+        # sampler records spark-a's fabric netdevs at 1 ms alongside
+        assert sparkfab("exporter", "start", INV, "--lab", "-q").code == 0
+        exporters = json.loads(sparkfab("exporter", "status", INV, "--lab", "--format", "json").out)["exporters"]
+        assert [(x["state"], x["links_up"]) for x in exporters] == [("active", 2), ("active", 2)], exporters
+        scrape = sparkfab("exporter", "prometheus", INV, "--lab")
+        assert scrape.code == 0, scrape.err
+        smp = tmp_path / "spark-a.smp"
+        with prometheus.running(f"sf-{CLUSTER}-spark-a", scrape.out, tmp_path) as prom:
+            assert {t["labels"]["job"] for t in prom.wait_targets_up(3)} == {"sparkfab-fabric", "sparkfab-engine"}
+            devs = "enp1s0f1np1,enP2p1s0f1np1"
+            cmd = ["ip", "netns", "exec", f"sf-{CLUSTER}-spark-a", sys.executable, "-m", "sparkfab", "sample"]
+            cmd += ["--source", "netdev", "--devices", devs, "--duration", "900", "-o", str(smp)]
+            sampling = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, text=True)
+            time.sleep(2.5)  # two scrapes before the bench
+            run200 = _bench(tmp_path / "run-200", "200", "L1,L2,L4", status)
+            time.sleep(2.5)  # and two after it
+            sampling.send_signal(signal.SIGTERM)
+            assert sampling.wait(timeout=60) == 0, sampling.stderr.read() if sampling.stderr else ""
+            rates = prometheus.rates_against_samples(prom, "spark-a", smp)
+            assert set(rates) == {"c0-r0", "c0-r1"}
+            for rail, (scraped, sampled) in rates.items():  # Gloo's rail, and the other's LLDP
+                assert abs(scraped - sampled) <= 0.02 * sampled, (rail, scraped, sampled)
+            assert max(sampled for _, sampled in rates.values()) > 20e3, rates
+            # the dashboard's panels, with Grafana's variables filled in: every query answers,
+            # the fabric's and vLLM's with data
+            for expr in prometheus.dashboard_queries(sparkfab("exporter", "dashboard").out, CLUSTER):
+                found = prom.api("query", query=expr)["result"]
+                if "errors_total" not in expr and "congestion_total" not in expr and "missed" not in expr:
+                    assert found, expr
+            peaks = prom.api(
+                "query",
+                query='max_over_time(sparkfab_fabric_transmit_peak_bytes_per_second{host="spark-a",source="netdev"}[5m])',
+            )
+            assert len(peaks["result"]) == 2  # the busy rail's 1 ms peak is well above its average
+            busy = max(rates, key=lambda rail: rates[rail][1])
+            peak = next(float(x["value"][1]) for x in peaks["result"] if x["metric"]["rail"] == busy)
+            assert peak > 2 * rates[busy][1], (peak, rates)
+            print("exporter vs sampler (B/s):", rates, "1 ms peak of", busy, peak)
+        assert sparkfab("exporter", "stop", INV, "--lab", "-q").code == 0
         rows = [json.loads(x) for x in (tmp_path / "run-200/requests.jsonl").read_text().splitlines()]
         requests = [r for r in rows if r.get("kind") != "traffic"]
         assert requests and all(r["prompt_tokens"] == r["prompt_tokens_planned"] for r in requests)  # vLLM's count

@@ -83,6 +83,11 @@ def test_the_wheel_carries_recipes_roles_playbooks_and_config(installed):
         "sparkfab/assets/oracle_cli.py",
         "sparkfab/_shipped/launchers/sglang-serve-flags.txt",
         "sparkfab/templates/report.html.j2",
+        "sparkfab/assets/exporter.py",
+        "sparkfab/assets/grafana-dashboard.json",
+        "sparkfab/templates/exporter.service.j2",
+        "sparkfab/_shipped/playbooks/exporter.yml",
+        "sparkfab/_shipped/roles/sparkfab_exporter/tasks/main.yml",
     ):
         assert want in names, want
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]

@@ -163,3 +163,5 @@ def test_sparkfabs_own_ssh_reaches_a_host_as_ansibles_ssh_does(where, monkeypatc
     assert options["user"] == "nvidia"  # Ansible's variable first, as on Ansible's command line
     assert options["port"] == "2222" and options["compression"] == "yes"  # then the user's own config
     assert re.search(r"spark_ed25519$", options["identityfile"])
+    # the become password of the vault, opened by Ansible in a child for sudo's stdin
+    assert conn.become["spark-03"] == connection.Become("sudo", SECRET)

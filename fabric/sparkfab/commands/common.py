@@ -76,21 +76,15 @@ def inventory_source(args: argparse.Namespace, environ: dict[str, str], cwd: Pat
 
 
 def _configured_inventory(environ: dict[str, str], cwd: Path) -> list[str]:
-    import configparser
     import os
 
-    from sparkfab.runenv import users_config
+    from sparkfab.runenv import read_users_config
 
-    cfg = users_config(environ, cwd)
+    cfg = read_users_config(environ, cwd)
     if cfg is None:
         return []
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read(cfg)
-    except configparser.Error:
-        return []
-    text = parser.get("defaults", "inventory", fallback="")
-    return [str(cfg.parent / os.path.expanduser(x.strip())) for x in text.split(",") if x.strip()]
+    text = cfg.value("defaults", "inventory")
+    return [str(cfg.path.parent / os.path.expanduser(x.strip())) for x in text.split(",") if x.strip()]
 
 
 def add_lab(p: argparse.ArgumentParser, help_text: str = "use the lab inventory of this cluster") -> None:

@@ -152,6 +152,31 @@ class Instance(Strict):
         return v
 
 
+class Exporter(Strict):
+    """The fabric exporter on every Spark (`sparkfab exporter start|stop`)."""
+
+    port: Port = 9465
+    #: how often its loop reads every byte counter (the peaks are rates over one interval)
+    interval_ms: Annotated[float, Field(ge=0.1, le=1000, allow_inf_nan=False), _NO_BOOL] = 1.0
+    #: how far back the peak gauges look (a scrape interval or more)
+    peak_window_s: Annotated[int, Field(ge=1, le=3600), _NO_BOOL] = 15
+
+
+def _exporter_form(v: Any) -> Any:
+    """`exporter: true` asks for the defaults, `exporter: false` (or none) for no exporter: only an
+    Exporter or None is ever kept (the schema says that booleans are written)."""
+    if v is True:
+        return {}
+    if v is False:
+        return None
+    return v
+
+
+def _booleans_too(schema: dict[str, Any]) -> None:
+    """The JSON schema of a key that also takes true or false (`_exporter_form` reads them)."""
+    schema["anyOf"] = [*schema.get("anyOf", []), {"type": "boolean"}]
+
+
 class Sparkfab(Strict):
     cluster: ClusterName
     #: the inventory group whose hosts are the cluster (default: the hosts that carry this block)
@@ -169,6 +194,10 @@ class Sparkfab(Strict):
     switches: dict[Name, Switch] = Field(default_factory=dict)
     cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)
     instances: dict[Name, Instance] = Field(default_factory=dict)
+    #: a fabric exporter for Prometheus on every Spark (true: its defaults)
+    exporter: Annotated[Exporter | None, BeforeValidator(_exporter_form)] = Field(
+        default=None, json_schema_extra=_booleans_too
+    )
 
 
 class Inventory(Strict):

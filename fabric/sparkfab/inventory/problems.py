@@ -327,6 +327,9 @@ _HINTS = {
     "ansible_user": "a login name: letters, digits, _ . - @",
     "ansible_port": "the SSH port: 1-65535",
     "subnet_pool": "a private range such as 192.168.96.0/20",
+    "exporter": "true, false, or {port: 9465, interval_ms: 1, peak_window_s: 15}",
+    "interval_ms": "the exporter's sampling interval, 0.1-1000 ms",
+    "peak_window_s": "how far back the exporter's peaks look, 1-3600 s",
 }
 
 

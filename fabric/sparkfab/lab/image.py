@@ -79,6 +79,11 @@ MASKED = [
 #: the non-root login of a lab Spark (a Spark's owner logs in, then sudo)
 LOGIN = "spark"
 LOGIN_UID = 1000
+#: its password, which sudo asks for as on a Spark (the lab's inventory hands it to Ansible as
+#: the become password, and sparkfab's checks type it on sudo's stdin); a lab-only secret
+LOGIN_PASSWORD = "spark-lab-owner"
+#: how the owner becomes root: with the login's password, as the owner of a Spark does
+SUDOERS = f"# a lab Spark's owner becomes root with the login's password, as on a Spark\n{LOGIN} ALL=(ALL:ALL) ALL\n"
 
 
 def base() -> Path:
@@ -91,7 +96,7 @@ def _files() -> Path:
 
 def _digest(kind: str, packages: list[str]) -> str:
     """What an image is made of: its suite, packages and the lab's own files."""
-    h = hashlib.sha256(f"{kind}|{SUITE}|{' '.join(packages)}|{' '.join(MASKED)}|{LOGIN}".encode())
+    h = hashlib.sha256(f"{kind}|{SUITE}|{' '.join(packages)}|{' '.join(MASKED)}|{LOGIN}|{SUDOERS}".encode())
     for f in sorted(_files().iterdir()):
         h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:12]
@@ -241,9 +246,8 @@ def _customize_machine(root: Path) -> None:
     )
     proc.run([*systemctl, "mask", *MASKED])
     proc.run(["chroot", str(root), "useradd", "--uid", str(LOGIN_UID), "--create-home", "--shell", "/bin/bash", LOGIN])
-    (root / "etc/sudoers.d/sparkfab-lab").write_text(
-        f"# a lab Spark's owner becomes root, as on a Spark\n{LOGIN} ALL=(ALL:ALL) NOPASSWD: ALL\n"
-    )
+    proc.run(["chroot", str(root), "chpasswd"], input_text=f"{LOGIN}:{LOGIN_PASSWORD}\n")
+    (root / "etc/sudoers.d/sparkfab-lab").write_text(SUDOERS)
     os.chmod(root / "etc/sudoers.d/sparkfab-lab", 0o440)
     (root / "etc/hostname").write_text("spark\n")
     (root / "etc/machine-id").write_text("")  # each boot of each Spark makes its own

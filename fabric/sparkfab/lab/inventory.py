@@ -24,6 +24,7 @@ from sparkfab.errors import InventoryError, UsageError
 from sparkfab.inventory import is_plain_file, load_roundtrip, plain, read
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import login
+from sparkfab.lab.image import LOGIN, LOGIN_PASSWORD
 from sparkfab.lab.spec import LabSpec
 from sparkfab.launchers import USER_DIR
 
@@ -62,6 +63,8 @@ def lab_inventory(
         hv["ansible_host"] = node.mgmt_ip
         hv["ansible_user"] = login.login_of(spec, node)
         hv["ansible_become"] = True
+        if hv["ansible_user"] == LOGIN:  # sudo asks its owner for the password, as on a Spark
+            hv["ansible_become_password"] = LOGIN_PASSWORD
         hv["ansible_ssh_common_args"] = f"-F {spec.dir}/ssh_config"
         hv["ansible_python_interpreter"] = "/usr/bin/python3"
         group["hosts"][name] = hv

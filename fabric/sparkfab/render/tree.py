@@ -14,7 +14,7 @@ import yaml
 from sparkfab import yamlload
 from sparkfab.engines.collective import COLLECTIVE_PATH
 from sparkfab.plan import Host, Plan
-from sparkfab.render import File, control, launch, nccl, netplan
+from sparkfab.render import File, control, exporter, launch, nccl, netplan
 from sparkfab.resolve.cables import SERVE_GROUPS
 
 LLDP_PATH = "/etc/lldpd.d/sparkfab.conf"
@@ -44,6 +44,7 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
         files.append(control.firewall_unit(plan, host))
         if host.forwarding:
             files += [control.docker_user(plan, host), control.docker_unit(plan, host)]
+    files += exporter.files(plan, host, assets.get("exporter.py", ""))
     inst = plan.instance_of(host.name)
     if inst is not None and inst.recipe is not None:
         files += launch.files(plan, inst, host, inst.recipe)
@@ -96,6 +97,8 @@ _KINDS = (
     ("/etc/sparkfab/sparkfab-docker-user", "control"),
     ("/etc/sparkfab/sparkfab-firewall", "control"),
     ("/etc/lldpd.d/", "lldp"),
+    ("/etc/sparkfab/exporter", "exporter"),
+    (exporter.UNIT_PATH, "exporter"),
 )
 
 

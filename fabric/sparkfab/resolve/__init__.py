@@ -26,7 +26,7 @@ from sparkfab import catalog
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory import Inventory, parse_partial, read
 from sparkfab.launchers import search_path
-from sparkfab.plan import Host, Instance, Plan, Rail, Switch
+from sparkfab.plan import Exporter, Host, Instance, Plan, Rail, Switch
 from sparkfab.resolve.cables import Cable, check_names_and_ports, check_switches, parse_cables, switch_model
 from sparkfab.resolve.context import Ctx
 from sparkfab.resolve.hosts import resolve_hosts
@@ -122,6 +122,11 @@ def assemble(
         source=inv.source,
         groups={g: tuple(names) for g, names in inv.groups.items()},
         left_out=tuple(inv.left_out),
+        exporter=(
+            Exporter(sf.exporter.port, sf.exporter.interval_ms / 1000, sf.exporter.peak_window_s)
+            if sf.exporter is not None
+            else None
+        ),
     )
 
 

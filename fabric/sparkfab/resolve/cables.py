@@ -67,6 +67,14 @@ def check_names_and_ports(ctx: Ctx) -> None:
                 f"API port {inst.port} is taken by {engine[inst.port]}",
                 "choose another port, e.g. 8000",
             )
+    if sf.exporter is not None:
+        taken = {**engine, **{inst.port: f"instance {name}'s API" for name, inst in sf.instances.items()}}
+        if sf.exporter.port in taken:
+            ctx.add(
+                SF + ("exporter", "port"),
+                f"the exporter's port {sf.exporter.port} is taken by {taken[sf.exporter.port]}",
+                "choose another port, e.g. 9465",
+            )
 
 
 # ----------------------------------------------------------------------------- cables

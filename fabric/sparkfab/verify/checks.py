@@ -27,8 +27,10 @@ class NoRoot(Exception):
 
 def as_root(th: Any) -> Any:  # a testinfra Host: its backend is switched to sudo
     """Make every later command on `th` run as root, as the plays do (`become: true`): through
-    `sudo -n` when the login user is not root. Raises when the host does not answer, and
-    NoRoot when sudo wants a password (checks cannot type one)."""
+    sudo when the login user is not root, with the become password Ansible's variables give
+    (`connection.Become`, on `th.sparkfab_become`) typed on sudo's stdin, never on a command
+    line; without one, `sudo -n`. Raises when the host does not answer, and NoRoot when the
+    login cannot become root that way."""
     try:
         login = th.run("id -un; id -u")
     except RuntimeError as exc:  # testinfra raises on ssh's own failure (exit 255), with the result
@@ -41,14 +43,41 @@ def as_root(th: Any) -> Any:  # a testinfra Host: its backend is switched to sud
     who = login.stdout.split()
     if who[-1] == "0":
         return th
+    become = getattr(th, "sparkfab_become", None)
+    method, password = (become.method, become.password) if become is not None else ("sudo", None)
+    if method != "sudo":
+        raise NoRoot(f"{who[0]} becomes root with {method} (ansible_become_method): sparkfab's checks use sudo only")
     backend = th.backend
     backend.sudo = True
-    backend.get_sudo_command = lambda command, user: backend.quote("sudo -n /bin/sh -c %s", command)
+    how = "sudo -n"
+    if password is None:
+        backend.get_sudo_command = lambda command, user: backend.quote("sudo -n /bin/sh -c %s", command)
+    else:
+        how = "sudo with the become password"
+        backend.get_sudo_command = lambda command, user: backend.quote("sudo -S -p '' /bin/sh -c %s", command)
+        _typed_on_stdin(backend, password)
     probe = th.run("id -u")
     if probe.rc != 0 or probe.stdout.strip() != "0":
         detail = (probe.stderr or probe.stdout).strip().splitlines()
-        raise NoRoot(f"{who[0]} cannot become root with sudo -n: {detail[-1][:160] if detail else 'no answer'}")
+        raise NoRoot(f"{who[0]} cannot become root with {how}: {detail[-1][:160] if detail else 'no answer'}")
+    th.sparkfab_how = how
     return th
+
+
+def _typed_on_stdin(backend: Any, password: str) -> None:
+    """Every later command of this testinfra backend gets `password` on its stdin, which ssh
+    carries to sudo -S on the host (testinfra's own run_local hands an empty stdin)."""
+    import subprocess
+
+    line = (password + "\n").encode()
+
+    def run_local(command: str, *args: str) -> Any:
+        cmd = backend.encode(backend.quote(command, *args))
+        p = subprocess.Popen(cmd, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = p.communicate(line)
+        return backend.result(p.returncode, cmd, out, err)
+
+    backend.run_local = run_local
 
 
 LINKS, ADDRS = facts.LINKS, "ip -j -4 addr show"

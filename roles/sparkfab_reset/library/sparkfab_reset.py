@@ -14,7 +14,7 @@ module: sparkfab_reset
 short_description: Remove what sparkfab installed on a host and restore what it moved aside
 description:
   - Files - sparkfab's netplan file, everything under /etc/sparkfab, its sysctl.d and lldpd.d
-    files, its units (the firewall's and the DOCKER-USER one), the include line in
+    files, its units (the firewall's, the DOCKER-USER one and the exporter, which is stopped), the include line in
     /etc/nftables.conf that earlier versions wrote.
   - Netplan files that apply moved aside (--take-over-netplan) go back where they were, unless
     something else took their place (then they stay in the backup and the result says so).
@@ -50,7 +50,9 @@ ETC = "/etc/sparkfab"
 BACKUP = "/etc/sparkfab/backup/netplan"
 BEFORE = "/etc/sparkfab/before"
 FILES = ("/etc/sysctl.d/60-sparkfab.conf", "/etc/lldpd.d/sparkfab.conf")
-UNITS = ("sparkfab-firewall.service", "sparkfab-docker-user.service")
+UNITS = ("sparkfab-firewall.service", "sparkfab-docker-user.service", "sparkfab-exporter.service")
+#: units that run a process: stopped as well as disabled
+RUNNING_UNITS = ("sparkfab-exporter.service",)
 NFT_INCLUDE = 'include "/etc/sparkfab/firewall.nft"'
 COMMENT = "sparkfab"
 
@@ -158,7 +160,8 @@ class Reset:
         systemd = os.path.isdir("/run/systemd/system") and have("systemctl")
         for unit in found:
             if systemd:
-                self.do(f"disable {unit}", sh, ["systemctl", "disable", unit])
+                now = ["--now"] if unit in RUNNING_UNITS else []
+                self.do(f"disable {' '.join(now + [unit])}", sh, ["systemctl", "disable", *now, unit])
             self.remove_file(f"/etc/systemd/system/{unit}")
         if found and systemd:
             self.do("systemctl daemon-reload", sh, ["systemctl", "daemon-reload"])

@@ -191,3 +191,68 @@ def test_as_root_names_why_it_cannot(host, error, message):
     with pytest.raises(Exception) as exc:
         as_root(host)
     assert (type(exc.value).__name__, str(exc.value)) == (error, message)
+
+
+def _sudo_that_asks(tmp_path: Path, monkeypatch) -> None:
+    """A login that is not root (`id` says ops/1000) and a sudo that wants ops's password on
+    stdin (-S) and refuses -n, as a Spark owner's sudo does; then the command runs as root."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "id").write_text(
+        '#!/bin/sh\nif [ -n "$AS_ROOT" ]; then u=root; n=0; else u=ops; n=1000; fi\n'
+        'case "$1" in -un) echo $u ;; -u) echo $n ;; esac\n'
+    )
+    (bin_dir / "sudo").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = -n ]; then echo "sudo: a password is required" >&2; exit 1; fi\n'
+        '[ "$1" = -S ] || exit 2\n'
+        'read -r pw\n[ "$pw" = "s3cret" ] || { echo "Sorry, try again." >&2; exit 1; }\n'
+        'shift 3\nexec env AS_ROOT=1 SUDO_USER=ops "$@"\n'
+    )
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def _local(become) -> object:
+    """A testinfra host of this machine, its own (get_host would hand out one cached host)."""
+    import testinfra.backend
+    import testinfra.host
+
+    backend = testinfra.backend.get_backend("local://")
+    th = testinfra.host.Host(backend)
+    backend.set_host(th)
+    th.sparkfab_become = become
+    return th
+
+
+def test_the_become_password_reaches_sudo_on_stdin_not_on_a_command_line(tmp_path, monkeypatch):
+    from sparkfab.connection import Become
+    from sparkfab.verify.checks import NoRoot, as_root
+
+    _sudo_that_asks(tmp_path, monkeypatch)
+    th = as_root(_local(Become("sudo", "s3cret")))
+    assert th.run("id -u").stdout.strip() == "0" and th.run("echo $SUDO_USER").stdout.strip() == "ops"
+    assert th.sparkfab_how == "sudo with the become password"
+    sent = th.backend.get_command("id -u")
+    assert "s3cret" not in sent and sent.startswith("sudo -S -p ''")
+    with pytest.raises(NoRoot, match="ops cannot become root with sudo with the become password: Sorry, try again"):
+        as_root(_local(Become("sudo", "wrong")))
+    with pytest.raises(NoRoot, match="ops cannot become root with sudo -n: sudo: a password is required"):
+        as_root(_local(Become()))
+    with pytest.raises(NoRoot, match=r"with su \(ansible_become_method\): sparkfab.s checks use sudo only"):
+        as_root(_local(Become("su", "s3cret")))
+
+
+def test_each_hosts_become_comes_from_its_variables(tmp_path):
+    from sparkfab.connection import Become, become_of
+    from sparkfab.resolve import load_plan
+
+    text = (REPO / "inventory/pair-1cable.yml").read_text()
+    text = text.replace(
+        "spark-b: {ansible_host: 10.0.0.22}",
+        "spark-b: {ansible_host: 10.0.0.22, ansible_sudo_pass: pw-b, ansible_become_method: sudo}",
+    )
+    path = tmp_path / "pair.yml"
+    path.write_text(text)
+    assert become_of(load_plan(str(path))) == {"spark-a": Become("sudo", None), "spark-b": Become("sudo", "pw-b")}

@@ -37,13 +37,13 @@ NCCL_FILES = ("nccl.env", "nccl-graph.xml")
 
 
 def golden_view(files: dict[str, str], mode: str = "200") -> dict[str, str]:
-    """What goldens pin: generated files (not the shipped collective.py, not the derived bundles);
+    """What goldens pin: generated files (not the shipped collective.py and exporter.py, not the derived bundles);
     at 100e only the NCCL files, since every other file is the 200 one (test_100e_differs_only_in_nccl)."""
     return {
         k: v
         for k, v in files.items()
         if not k.startswith("bundles/")
-        and not k.endswith("collective.py")
+        and not k.endswith(("collective.py", "exporter.py"))
         and k != ".sparkfab-output"
         and (mode != "100e" or k.endswith(NCCL_FILES))
     }
