@@ -78,7 +78,7 @@ def _build(
     daemons.wait_sshd(spec)
     if engine.runtime(engine_name) == "docker":  # the lab image into every Spark's Docker
         t1 = time.perf_counter()
-        engine.load_image(spec, ms, engine_name)
+        engine.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine_name)
         t["image_import_s"] = time.perf_counter() - t1
     wire.link_speed(spec, mode)
     return LabState(spec.cluster, inventory, engine_name, mode, spec, pids, t)

@@ -55,7 +55,7 @@ def start_switches(spec: LabSpec, conf: Path) -> dict[str, int]:
 
 def wait_sshd(spec: LabSpec, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
-    pending = {n.mgmt_ip for n in spec.sparks}
+    pending = {n.mgmt_ip for n in spec.machines}
     while pending and time.monotonic() < deadline:
         for ip in sorted(pending):
             try:

@@ -25,7 +25,7 @@ def make(spec: LabSpec) -> str:
     if not key.exists():
         proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"sparkfab-lab-{spec.cluster}", "-f", str(key)])
     known = []
-    for n in spec.sparks:
+    for n in spec.machines:
         hk = d / f"{n.name}.host"
         if not hk.exists():
             proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", n.name, "-f", str(hk)])
@@ -40,9 +40,9 @@ def make(spec: LabSpec) -> str:
 def ssh_config(spec: LabSpec) -> str:
     d = spec.dir
     blocks = [
-        Block((n.name, n.mgmt_ip), (f"HostName {n.mgmt_ip}", f"User {login.login_of(spec, n)}")) for n in spec.sparks
+        Block((n.name, n.mgmt_ip), (f"HostName {n.mgmt_ip}", f"User {login.login_of(spec, n)}")) for n in spec.machines
     ]
-    every = (*(n.mgmt_ip for n in spec.sparks), *(n.name for n in spec.sparks))
+    every = (*(n.mgmt_ip for n in spec.machines), *(n.name for n in spec.machines))
     common = (
         f"IdentityFile {directory(spec)}/id_ed25519",
         "IdentitiesOnly yes",

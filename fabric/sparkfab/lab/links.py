@@ -56,7 +56,7 @@ def mgmt(spec: LabSpec) -> None:
         br = ip.link_lookup(ifname=spec.bridge)[0]
         ip.addr("add", index=br, address=spec.root_ip, prefixlen=24)
         ip.link("set", index=br, state="up")
-    for n in spec.sparks:
+    for n in spec.machines:
         mgmt_link(spec, n)
 
 

@@ -58,7 +58,7 @@ class Machine:
 
 
 def machines(spec: LabSpec) -> list[Machine]:
-    return [Machine(n, spec.dir / "machines" / n.name) for n in spec.sparks]
+    return [Machine(n, spec.dir / "machines" / n.name) for n in spec.machines]
 
 
 # ------------------------------------------------------------------------------ its disk

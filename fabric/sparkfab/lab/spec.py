@@ -17,6 +17,8 @@ from sparkfab import spark
 from sparkfab.paths import lab_dir
 from sparkfab.plan import Plan
 
+#: the management interface of a lab host that is not a Spark
+OTHER_MGMT_IF = "eth0"
 #: RFC 2544 benchmarking range: never routed on real networks.
 MGMT_BASE = ipaddress.IPv4Network("198.18.0.0/15")
 
@@ -42,7 +44,7 @@ def mgmt_net(cluster: str) -> ipaddress.IPv4Network:
 class Node:
     name: str
     ns: str
-    kind: str  # spark | switch
+    kind: str  # spark | switch | host (a machine of the inventory that is not in the cluster)
     mgmt_if: str = ""
     mgmt_ip: str = ""
     root_peer: str = ""
@@ -85,6 +87,11 @@ class LabSpec:
     def sparks(self) -> tuple[Node, ...]:
         return tuple(n for n in self.nodes if n.kind == "spark")
 
+    @property
+    def machines(self) -> tuple[Node, ...]:
+        """Every booted machine: the Sparks, and the inventory's hosts outside the cluster."""
+        return tuple(n for n in self.nodes if n.kind in ("spark", "host"))
+
     def describe(self) -> list[str]:
         lines = [
             f"lab {self.cluster} (id {self.id}) in {self.dir}",
@@ -95,6 +102,8 @@ class LabSpec:
                 f"{n.mgmt_if} {n.mgmt_ip} <-> {n.root_peer}, a booted machine: systemd, sshd, systemd-networkd, "
                 "lldpd, nftables, Docker"
                 if n.kind == "spark"
+                else f"{n.mgmt_if} {n.mgmt_ip}, a booted machine outside the cluster (sparkfab leaves it alone)"
+                if n.kind == "host"
                 else "lldpd"
             )
             lines.append(f"namespace {n.ns} ({n.kind} {n.name}): {what}")
@@ -114,6 +123,12 @@ def spec(plan: Plan) -> LabSpec:
     nodes = [
         Node(h.name, ns_prefix(c) + h.name, "spark", h.mgmt_if, str(hosts[i]), f"{rp}m{i}", ",".join(spark.NETDEVS))
         for i, h in enumerate(plan.hosts)
+    ]
+    # the inventory's other hosts (a monitoring box): booted too, so that a touch would show
+    first = len(plan.hosts)
+    nodes += [
+        Node(name, ns_prefix(c) + name, "host", OTHER_MGMT_IF, str(hosts[first + i]), f"{rp}m{first + i}")
+        for i, name in enumerate(plan.left_out)
     ]
     switches = sorted({i.switch for h in plan.hosts for i in h.ifaces if i.switch})
     nodes += [Node(s, ns_prefix(c) + "sw." + s, "switch", lldp_ifs="p*") for s in switches]
