@@ -270,9 +270,13 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
     """The discovered cables equal the originals and give the same ranks."""
     import yaml
 
+    from sparkfab.lab.image import LOGIN_PASSWORD
     from sparkfab.paths import lab_dir
     from sparkfab.resolve import load_plan
 
+    secret = tmp_path / "become-pass"  # the last Spark's owner is asked for it by sudo
+    secret.write_text(LOGIN_PASSWORD + "\n")
+    secret.chmod(0o600)
     with lab(inventory, cluster):
         out = tmp_path / "found.yml"
         res = sparkfab(
@@ -280,6 +284,8 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
             *_mgmt_ips(cluster),
             "--ssh-config",
             str(lab_dir(cluster) / "ssh_config"),
+            "--become-password-file",
+            str(secret),
             "--cluster",
             cluster,
             "-o",

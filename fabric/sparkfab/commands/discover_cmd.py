@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
-from sparkfab.connection import connect
+from sparkfab.connection import Become, connect
 from sparkfab.discover import discover, merge
 from sparkfab.errors import Exit, Unavailable, UsageError
 from sparkfab.outputs import check_file, write_file
@@ -22,6 +22,15 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inventory", help="discover the Sparks of this inventory and merge the cables into it")
     p.add_argument("--lab", action="store_true", help="reach the Sparks of --inventory through its lab")
     p.add_argument("--ssh-config", help="ssh_config for HOSTS (user, key, known_hosts)")
+    become = p.add_mutually_exclusive_group()
+    become.add_argument(
+        "--become-password-file",
+        metavar="FILE",
+        help="HOSTS: the password sudo asks the login for (its first line), as Ansible's become password",
+    )
+    become.add_argument(
+        "-K", "--ask-become-pass", action="store_true", help="HOSTS: ask for the password sudo asks the login for"
+    )
     p.add_argument("--cluster", default="discovered", help="cluster name of a new inventory")
     p.add_argument(
         "--settle", type=at.number(0, 120), default=2.5, help="seconds to let LLDP announce after bringing ports up"
@@ -56,7 +65,10 @@ def discover_cmd(args: argparse.Namespace) -> int:
     else:
         if not args.ssh_config:
             raise UsageError("HOSTS need --ssh-config (user, key and known_hosts to reach them)")
+        become = Become("sudo", _become_password(args))
         targets = [(h, h, connect(h, args.ssh_config)) for h in args.hosts]
+        for _, _, th in targets:
+            th.sparkfab_become = become  # an inventory gives its own; here the flags say
         result = discover(targets, args.settle, by_hostname=True)
         cluster = args.cluster
     for line in result.odd:
@@ -71,6 +83,24 @@ def discover_cmd(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return Exit.CHECK if result.odd else Exit.OK
+
+
+def _become_password(args: argparse.Namespace) -> str | None:
+    """The password sudo asks for, from --become-password-file or asked for (-K); None: sudo -n."""
+    if args.become_password_file:
+        from sparkfab import userfile
+
+        lines = userfile.read_text(args.become_password_file, "become password file", 4096).splitlines()
+        if not lines or not lines[0]:
+            raise UsageError(f"--become-password-file {args.become_password_file}: the first line is empty")
+        return lines[0]
+    if args.ask_become_pass:
+        import getpass
+
+        if not sys.stdin.isatty():
+            raise UsageError("-K asks on a terminal: without one, give --become-password-file FILE")
+        return getpass.getpass("BECOME password: ")
+    return None
 
 
 VERBS = (
