@@ -61,3 +61,32 @@ def test_the_lab_inventory_and_its_recipes_are_written_only_when_they_change(tmp
     (user / "launchers/README.txt").write_text("# changed\n")
     lab_inv.write(str(user / "pair.yml"), sp, "collective", into)
     assert copy.read_text() == "# changed\n" and out.stat().st_mtime_ns == 1
+
+
+def test_a_host_outside_the_cluster_is_a_machine_of_the_lab_and_not_a_spark(tmp_path):
+    """`[monitoring] prom1` beside a cluster group: the lab boots it (own namespace, management
+    address, host key and ssh_config entry, reached as root) but it is no Spark (no veth, no
+    lab inventory entry, no password sudo)."""
+    import shutil
+
+    from sparkfab.lab import keys
+    from sparkfab.lab.image import LOGIN
+    from sparkfab.lab.login import login_of
+
+    d = tmp_path / "site"
+    shutil.copytree(REPO / "tests/data/split/ring4-ini", d)
+    gv = d / "group_vars/all.yml"
+    gv.write_text(gv.read_text().replace("cluster: ring4", "cluster: ring4\n  group: sparks"))
+    hosts = d / "hosts.ini"
+    hosts.write_text(hosts.read_text() + "\n[monitoring]\nprom1 ansible_host=10.255.0.50\n")
+    plan = load_plan(str(hosts))
+    assert plan.left_out == ("prom1",)
+    lab = spec(plan)
+    prom = lab.node("prom1")
+    assert prom.kind == "host" and prom.mgmt_ip and prom.ns == "sf-ring4-prom1"
+    assert [n.name for n in lab.machines] == [*(h.name for h in plan.hosts), "prom1"]
+    assert "prom1" not in {n.name for n in lab.sparks}
+    assert not [v for v in lab.veths if "prom1" in (v.a_ns, v.b_ns) or v.b_ns.endswith("prom1")]
+    assert len({n.mgmt_ip for n in lab.machines}) == 5 and prom.mgmt_ip != lab.root_ip
+    assert login_of(lab, prom) == "root" and login_of(lab, lab.sparks[-1]) == LOGIN
+    assert f"Host prom1 {prom.mgmt_ip}" in keys.ssh_config(lab)
