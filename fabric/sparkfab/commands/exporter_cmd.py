@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from importlib import resources
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -131,37 +132,55 @@ STATUS = (
 )
 
 
+def row(host: str, remote: Any, port: int) -> dict[str, Any]:
+    """One host's exporter as its systemd and its own /metrics say; a host that does not answer
+    is a row that says so (`unreachable`), not the end of the verb."""
+    try:
+        res = remote.run(STATUS.format(unit=files.UNIT, port=port))
+    except Exception as exc:  # testinfra raises on ssh's own failure (exit 255)
+        detail = str(getattr(exc.args[0], "stderr", "") if exc.args else "") or str(exc)
+        lines = detail.strip().splitlines()
+        return {
+            "host": host,
+            "state": "unreachable",
+            "since": "",
+            "series": 0,
+            "links_up": 0,
+            "links": 0,
+            "missed": None,
+            "detail": lines[-1][:200] if lines else type(exc).__name__,
+        }
+    head, _, metrics = res.stdout.partition("@@")
+    props = dict(x.split("=", 1) for x in head.splitlines() if "=" in x)
+    lines = [x for x in metrics.splitlines() if x.strip()]
+    up = [x for x in lines if x.startswith("sparkfab_fabric_link_up")]
+    return {
+        "host": host,
+        "state": props.get("ActiveState", "").strip() or "unknown",
+        "since": props.get("ActiveEnterTimestamp", "").strip(),
+        "series": sum(1 for x in lines if x.startswith("sparkfab_fabric_transmit_bytes_total")),
+        "links_up": sum(1 for x in up if x.rsplit(" ", 1)[-1] == "1"),
+        "links": len(up),
+        "missed": next((int(float(x.rsplit(" ", 1)[-1])) for x in lines if "missed" in x), None),
+        "detail": "",
+    }
+
+
 def _status(target: Target, args: argparse.Namespace) -> int:
     plan = target.plan
     assert plan.exporter is not None
     conn = target.connection("exporter")
     limited = target.limited(getattr(args, "limit", None))
-    rows = []
-    for h in plan.hosts:
-        if not h.ifaces or (limited is not None and h.name not in limited):
-            continue
-        res = conn.remote(h.name).run(STATUS.format(unit=files.UNIT, port=plan.exporter.port))
-        head, _, metrics = res.stdout.partition("@@")
-        props = dict(x.split("=", 1) for x in head.splitlines() if "=" in x)
-        state, since = props.get("ActiveState", ""), props.get("ActiveEnterTimestamp", "")
-        lines = [x for x in metrics.splitlines() if x.strip()]
-        up = [x for x in lines if x.startswith("sparkfab_fabric_link_up")]
-        rows.append(
-            {
-                "host": h.name,
-                "state": state.strip() or "unknown",
-                "since": since.strip(),
-                "series": sum(1 for x in lines if x.startswith("sparkfab_fabric_transmit_bytes_total")),
-                "links_up": sum(1 for x in up if x.rsplit(" ", 1)[-1] == "1"),
-                "links": len(up),
-                "missed": next((int(float(x.rsplit(" ", 1)[-1])) for x in lines if "missed" in x), None),
-            }
-        )
+    rows = [
+        row(h.name, conn.remote(h.name), plan.exporter.port)
+        for h in plan.hosts
+        if h.ifaces and (limited is None or h.name in limited)
+    ]
     if args.format == "json":
         sys.stdout.write(json.dumps({"cluster": plan.cluster, "exporters": rows}, indent=2) + "\n")
     else:
         t = Table(title=f"fabric exporters of {plan.cluster} (port {plan.exporter.port})")
-        for col in ("host", "state", "since", "series", "links up", "missed samples"):
+        for col in ("host", "state", "since", "series", "links up", "missed samples", "detail"):
             t.add_column(col)
         for r in rows:
             style = "green" if r["state"] == "active" and r["series"] else "red"
@@ -172,6 +191,7 @@ def _status(target: Target, args: argparse.Namespace) -> int:
                 str(r["series"]),
                 f"{r['links_up']}/{r['links']}",
                 "-" if r["missed"] is None else str(r["missed"]),
+                Text(str(r["detail"])),
             )
         Console(width=160).print(t)
     return Exit.OK if all(r["state"] == "active" and r["series"] for r in rows) else Exit.CHECK

@@ -107,3 +107,55 @@ def _served(root: Path) -> str:
         (net / "statistics" / name).write_text("0\n")
     cfg = {"host": "h", "devices": [{"netdev": "eth0", "rdma": "", "rail": "r", "peer": ""}]}
     return str(mod.Exporter(cfg, str(root)).exposition(True))
+
+
+def test_status_rows_from_a_live_exporter_and_from_a_host_that_does_not_answer(tmp_path):
+    """`exporter status` reads each host's own /metrics (here: an exporter on this machine's
+    loopback, through testinfra's local backend) and names a host whose ssh fails instead of
+    ending the verb (a port nothing listens on, on loopback)."""
+    import socket
+    import sys
+    import time
+    import urllib.request
+
+    import testinfra.backend
+    import testinfra.host
+
+    from sparkfab.commands.exporter_cmd import row
+    from sparkfab.connection import connect
+
+    root = tmp_path / "root"
+    cfg = tmp_path / "exporter.json"
+    net = root / "sys/class/net/eth9"
+    (net / "statistics").mkdir(parents=True)
+    for name in ("tx_bytes", "rx_bytes"):
+        (net / "statistics" / name).write_text("5\n")
+    (net / "operstate").write_text("up\n")
+    (net / "carrier").write_text("1\n")
+    cfg.write_text(json.dumps({"host": "h", "devices": [{"netdev": "eth9", "rdma": "", "rail": "r0", "peer": ""}]}))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    asset = REPO / "fabric/sparkfab/assets/exporter.py"
+    argv = [sys.executable, str(asset), "--config", str(cfg), "--root", str(root), "--listen", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        backend = testinfra.backend.get_backend("local://")
+        here = testinfra.host.Host(backend)
+        backend.set_host(here)
+        live = row("h", here, port)
+        assert (live["series"], live["links_up"], live["links"]) == (1, 1, 1) and live["missed"] is not None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    (tmp_path / "ssh_config").write_text("Host nowhere\n  HostName 127.0.0.1\n  Port 1\n  BatchMode yes\n")
+    gone = row("nowhere", connect("nowhere", str(tmp_path / "ssh_config")), port)
+    assert gone["state"] == "unreachable" and "refused" in gone["detail"].lower(), gone
