@@ -14,6 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers.server import ended
+
 PORT = 9090
 #: what Grafana puts in the place of the dashboard's variables before it asks Prometheus
 GRAFANA = {"$cluster": "pair1", "$source": "netdev", "$__rate_interval": "1m", "${datasource}": "x"}
@@ -92,12 +94,7 @@ def running(netns: str, config_text: str, workdir: Path, interval: str = "1s") -
                 time.sleep(0.3)
         yield prom
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        ended(proc, 20)
         log.close()
 
 

@@ -34,12 +34,17 @@ def serving(
             )
             yield proc
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            ended(proc, 30)
+
+
+def ended(proc: subprocess.Popen[Any], timeout: float) -> None:
+    """End a process a test started: SIGTERM, and SIGKILL when it has not gone within `timeout`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _wait(proc: subprocess.Popen[bytes], url: str, deadline: float, why: Callable[[], str]) -> None:
