@@ -59,7 +59,23 @@ def _short(text: str, width: int = 300) -> str:
     """Messages stay readable whatever the input held: control characters shown, not obeyed
     (an ESC from a name would set the terminal's title or clear it), long lines cut."""
     text = text.translate(_CONTROLS)
-    return "\n".join(line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines())
+    return "\n".join(line if len(line) <= width else _middle(line, width) for line in text.splitlines())
+
+
+def _middle(line: str, width: int) -> str:
+    """A long line fitted to `width`: its longest word (a path, a value) shortened in the middle
+    first, so both the culprit and the reason after it stay (`PATH: File name too long`), then
+    the line itself in its middle."""
+    words = line.split(" ")
+    longest = max(range(len(words)), key=lambda i: len(words[i]))
+    over = len(line) - width
+    word = words[longest]
+    if len(word) - over >= 24:
+        keep = len(word) - over - 3
+        words[longest] = word[: keep // 2] + "..." + word[len(word) - (keep - keep // 2) :]
+        return " ".join(words)
+    tail = width // 3
+    return line[: width - tail - 5] + " ... " + line[-tail:]
 
 
 #: C0 and C1 control characters but line feed and tab, as Python writes them in a literal
@@ -134,8 +150,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # a C locale or PYTHONIOENCODING=ascii: text sparkfab did not choose (labels, names, answers)
-    # is written escaped rather than ending the command
+    # a C locale or PYTHONIOENCODING=ascii: the files sparkfab writes and reads are UTF-8 all the
+    # same (reports, records, rendered trees), and text on the terminal that its encoding cannot
+    # show (labels, names, answers) is written escaped rather than ending the command
+    _utf8_files()
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
@@ -151,6 +169,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _utf8_files() -> None:
+    """open() and Path.read_text/write_text without an encoding take the locale's: make it UTF-8
+    for this process (not its children, whose environment is left as it is)."""
+    import locale
+
+    if locale.getpreferredencoding(False).lower().replace("-", "") != "utf8":
+        for name in ("C.UTF-8", "C.utf8", "en_US.UTF-8"):
+            try:
+                locale.setlocale(locale.LC_CTYPE, name)
+                return
+            except locale.Error:
+                continue
 
 
 def _inventory(args: argparse.Namespace) -> None:

@@ -28,12 +28,12 @@ from sparkfab.paths import repo_dir
 #: A Hugging Face id (org/name) or an absolute path inside the container.
 MODEL = re.compile(r"^(/[^\s]+|[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*)$")
 #: repository[:tag][@sha256:digest], as docker reads an image reference
-IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
+IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?\Z")
 #: the API server's own start after the engine is ready (tokenizer, routes), with room
 API_START_S = 120
 #: the host's root-only KEY=VALUE file the secrets come from (apply writes it; never rendered)
 SECRETS_FILE = "/etc/sparkfab/secrets.env"
-_SECRET_NAME = re.compile(r"(^|_)(TOKEN|API_KEY|ACCESS_KEY|SECRET|SECRET_KEY|PASSWORD|PASSWD|CREDENTIALS)$")
+_SECRET_NAME = re.compile(r"(^|_)(TOKEN|API_KEY|ACCESS_KEY|SECRET|SECRET_KEY|PASSWORD|PASSWD|CREDENTIALS)\Z")
 
 
 def is_secret_name(name: str) -> bool:
@@ -138,12 +138,12 @@ class Recipe(BaseModel):
     def _servable(self) -> Recipe:
         if not self.engine_spec.needs_image:
             return self
-        if not IMAGE.match(self.image) or "@" in self.image.split(":")[0]:
+        if not IMAGE.fullmatch(self.image) or "@" in self.image.split(":")[0]:
             raise ValueError(f"image {self.image!r} is not an image reference")
         tagged = "@sha256:" in self.image or ":" in self.image.rsplit("/", 1)[-1]
         if not self.build and (not tagged or self.image.endswith(":latest")):
             raise ValueError(f"image {self.image!r}: pin a tag or digest (every rank must run the same image)")
-        if not MODEL.match(self.model):
+        if not MODEL.fullmatch(self.model):
             raise ValueError(f"model {self.model!r}: a Hugging Face id (org/name) or an absolute path")
         return self
 

@@ -11,9 +11,11 @@ replaced only when it is a kind sparkfab wrote (the caller says how to recognise
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -83,7 +85,24 @@ def check_dir(path: Path, kind: str, inputs: Iterable[Path | str] = (), flag: st
                 f"{flag} {path} holds files sparkfab {kind} did not write ({shown}): "
                 "choose a new or empty directory, or remove them"
             )
+        edited = _edited(path)
+        if edited:
+            shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
+            sys.stderr.write(f"warning: {flag} {path}: {shown} changed since sparkfab wrote it; replaced now\n")
     return path
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _edited(directory: Path) -> list[str]:
+    """Files of an earlier output whose contents differ from what the manifest says was written."""
+    try:
+        sums = json.loads((directory / MANIFEST).read_text(encoding="utf-8")).get("sha256") or {}
+        return sorted(rel for rel, want in sums.items() if _digest(directory / rel) != want)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return []
 
 
 def replace_dir(
@@ -101,7 +120,9 @@ def replace_dir(
     try:
         written = write(tmp)
         rel = sorted(str(p.relative_to(tmp)) for p in written)
-        (tmp / MANIFEST).write_text(json.dumps({"kind": kind, "files": rel}, indent=1) + "\n", encoding="utf-8")
+        sums = {r: _digest(tmp / r) for r in rel if (tmp / r).is_file() and not (tmp / r).is_symlink()}
+        manifest = {"kind": kind, "files": rel, "sha256": sums}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         tmp.chmod(0o755)
         with signals_deferred():  # the swap is whole: a signal in it would leave no tree at `path`
             old = None

@@ -24,8 +24,8 @@ def starter(topology: str, sparks: int | None = None, cluster: str | None = None
         raise UsageError(f"--sparks {n}: a switchless ring has 3 to 16 Sparks")
     if topology == "switch" and not 2 <= n <= SWITCH_MAX:
         raise UsageError(f"--sparks {n}: this starter puts 2 to {SWITCH_MAX} Sparks on one CRS804 at 200 Gb/s")
-    name = cluster or {"pair": "pair", "ring": f"ring{n}", "switch": f"sw{n}"}[topology]
-    if not re.match(CLUSTER_PATTERN, name):
+    name = {"pair": "pair", "ring": f"ring{n}", "switch": f"sw{n}"}[topology] if cluster is None else cluster
+    if not re.fullmatch(CLUSTER_PATTERN, name):
         raise UsageError(f"--cluster {name!r}: lower-case letters, digits and '-', at most 20 characters")
     hosts = [f"spark-{i + 1:02d}" for i in range(n)]
     lines = [

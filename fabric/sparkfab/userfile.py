@@ -49,8 +49,11 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_BYTES) -> 
         # O_NONBLOCK: should the path turn into a FIFO after the check, the open does not wait
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
                 raise BadFile(p, f"is not a regular file: sparkfab reads a {what} from a file")
+            if st.st_size > limit:  # refused before a byte is read (a sparse file of terabytes)
+                raise BadFile(p, f"is larger than {_size(limit)}: not a {what} sparkfab reads")
             data = f.read(limit + 1)
     except OSError as exc:
         raise Unavailable(f"{p}: {exc.strerror or exc}") from None

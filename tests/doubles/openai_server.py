@@ -62,6 +62,8 @@ class FakeServer:
     root: str | None = None
     #: the /metrics histograms vLLM exports, as sums and counts (seconds)
     histograms: dict[str, list[float]] = field(default_factory=dict)
+    #: one path that answers this status and body as given, whatever was asked (a misbehaving server)
+    odd: tuple[str, int, bytes] | None = None
 
     def start(self, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None) -> str:
         handler = type("Handler", (_Handler,), {"server_state": self})
@@ -147,8 +149,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(401, {"error": "Unauthorized"})
         return False
 
+    def _odd(self) -> bool:
+        odd = self.server_state.odd
+        if odd is None or self.path != odd[0]:
+            return False
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(odd[1])
+        self.send_header("Content-Type", "text/event-stream" if odd[2].startswith(b"data:") else "application/json")
+        self.send_header("Content-Length", str(len(odd[2])))
+        self.end_headers()
+        self.wfile.write(odd[2])
+        return True
+
     def do_GET(self) -> None:
-        if not self._authorized():
+        if self._odd() or not self._authorized():
             return
         if self.path == "/health":
             self._json(200, {"ok": True})
@@ -172,6 +187,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": "not found"})
 
     def do_POST(self) -> None:
+        if self._odd():
+            return
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         if not self._authorized():
             return

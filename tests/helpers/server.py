@@ -59,3 +59,16 @@ def _wait(proc: subprocess.Popen[bytes], url: str, deadline: float, why: Callabl
             proc.kill()
             pytest.fail(why())
         time.sleep(0.3)
+
+
+@contextlib.contextmanager
+def odd_server(path: str, status: int, body: bytes) -> Iterator[str]:
+    """The protocol double in this process, with `path` answering `status` and `body` as given."""
+    from tests.doubles.openai_server import FakeServer
+
+    srv = FakeServer(model="m", odd=(path, status, body))
+    url = srv.start()
+    try:
+        yield url
+    finally:
+        srv.stop()

@@ -197,3 +197,71 @@ def test_any_run_directory(row_key: str, row_value: Any, meta_key: str, meta_val
             (Path(d) / rel).parent.mkdir(parents=True, exist_ok=True)
             (Path(d) / rel).write_text(text)
         _judge(Path(d), "report", str(Path(d) / "r"), "-o", str(Path(d) / "out"))
+
+
+INI = "[all]\nspark-a ansible_host=10.0.0.21\nspark-b ansible_host=10.0.0.22\n"
+GROUP_VARS = {"sparkfab": EXAMPLES["pair-1cable"]["all"]["vars"]["sparkfab"]}
+GROUP_PLACES = _paths(GROUP_VARS)
+
+
+@settings(SETTINGS, max_examples=max(5, EXAMPLES_PER_TEST // 4))  # each reads through Ansible's child
+@given(place=st.sampled_from(GROUP_PLACES), value=VALUES, host_var=VALUES)
+def test_any_value_in_group_vars_and_host_vars(place: tuple[Any, ...], value: Any, host_var: Any) -> None:
+    """The INI path: Ansible's own reader, group_vars/ and host_vars/ beside hosts.ini."""
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "group_vars").mkdir()
+        (Path(d) / "host_vars").mkdir()
+        (Path(d) / "hosts.ini").write_text(INI)
+        (Path(d) / "group_vars/all.yml").write_text(yaml.safe_dump(_replace(GROUP_VARS, place, value)))
+        (Path(d) / "host_vars/spark-a.yml").write_text(yaml.safe_dump({"ansible_host": host_var}, allow_unicode=True))
+        _judge(Path(d), "validate", str(Path(d) / "hosts.ini"))
+
+
+PLAN_ROW = {"name": "t", "requests": 1, "prompt_tokens": 20, "output_tokens": 4}
+
+
+@SETTINGS
+@given(key=st.sampled_from([*PLAN_ROW, "other"]), value=VALUES, rows=st.integers(0, 3))
+def test_any_value_in_a_plan_file(key: str, value: Any, rows: int) -> None:
+    plan = [PLAN_ROW] * rows + [{**PLAN_ROW, key: value}]
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "p.yml").write_text(yaml.safe_dump(plan, allow_unicode=True))
+        _judge(Path(d), "estimate", "--plan", str(Path(d) / "p.yml"))
+
+
+@SETTINGS
+@given(text=st.text(max_size=600) | st.sampled_from(["", '# TYPE x histogram\nx_sum{a="}"} 1\n', "x_count 1e999\n"]))
+def test_any_prometheus_text_from_a_server(text: str) -> None:
+    """/metrics as the server sends it: figures or none, never an exception."""
+    from sparkfab.measure.vllmstats import parse_prometheus
+
+    got = parse_prometheus(text)
+    assert got is None or all(isinstance(v, float) for v in got.values())
+
+
+#: where a server's answer reaches sparkfab: the probe (/tokenize, /v1/completions), /version,
+#: /v1/models, /metrics, a stream's SSE chunks, and battery's chat answer
+SERVER_PATHS = ["/tokenize", "/v1/completions", "/version", "/v1/models", "/metrics", "/v1/chat/completions"]
+ANSWERS = st.one_of(
+    st.binary(max_size=300),
+    VALUES.map(lambda v: json.dumps(v).encode()),
+    st.lists(VALUES.map(json.dumps), max_size=4).map(lambda xs: "".join(f"data: {x}\n\n" for x in xs).encode()),
+    st.sampled_from([b"[" * 50_000 + b"]" * 50_000, b'{"tokens": [1e999]}', b"data: [DONE]\n\n"]),
+)
+
+
+@settings(SETTINGS, max_examples=max(5, EXAMPLES_PER_TEST // 2))
+@given(path=st.sampled_from(SERVER_PATHS), body=ANSWERS, status=st.sampled_from([200, 200, 404, 500]))
+def test_any_server_answer(path: str, body: bytes, status: int) -> None:
+    """One path answers anything (a status, a body as JSON or SSE, or bytes); the others answer
+    as a small vLLM does. bench ends 0, 2 or 5; battery also 4 (a check failed)."""
+    from tests.helpers.server import odd_server
+
+    with tempfile.TemporaryDirectory() as d, odd_server(path, status, body) as url:
+        _judge(
+            Path(d),
+            "bench", "--url", url, "--model", "m", "--plan", "P1", "--rounds", "1", "--warmup", "0",
+            "--idle-seconds", "0", "--output-tokens", "4", "--timeout", "3", "-o", str(Path(d) / "run"),
+        )  # fmt: skip
+        code, err = _run("battery", "--url", url, "--model", "m", "--checks", "count", "--timeout", "3")
+        assert code in {*ALLOWED, 4} and "internal error" not in err, (code, err[-600:])

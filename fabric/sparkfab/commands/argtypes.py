@@ -118,7 +118,7 @@ def http_url(text: str) -> str:
     return text.rstrip("/")
 
 
-_DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}\Z")
 
 
 def device_list(text: str) -> list[str]:
@@ -152,6 +152,18 @@ def path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path: name a file or directory")
     return Path(text)
+
+
+def line(most: int) -> Callable[[str], str]:
+    """Printable text on one line, not empty, at most `most` characters (a model name, a label)."""
+
+    def parse(text: str) -> str:
+        if not text.strip() or len(text) > most or not text.isprintable():
+            raise argparse.ArgumentTypeError(f"{text[:80]!r}: printable text on one line, 1-{most} characters")
+        return text
+
+    parse.__name__ = "text"
+    return parse
 
 
 def host_name(text: str) -> str:

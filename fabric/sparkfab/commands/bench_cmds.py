@@ -30,7 +30,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--url", required=True, type=at.http_url, help="the OpenAI-compatible server, e.g. http://10.0.0.11:8000"
     )
-    p.add_argument("--model", required=True, help="the model name the server answers to (its served-model-name)")
+    p.add_argument(
+        "--model", required=True, type=at.line(256), help="the model name the server answers to (its served-model-name)"
+    )
     p.add_argument(
         "--plan", help="tests P1,...,P6 (default all), or a YAML file of {name, requests, prompt_tokens, output_tokens}"
     )
@@ -262,7 +264,7 @@ def _battery_args(p: argparse.ArgumentParser) -> None:
     from sparkfab.measure.battery import CHECKS
 
     p.add_argument("--url", required=True, type=at.http_url, help="the OpenAI-compatible server")
-    p.add_argument("--model", required=True, help="the model name the server answers to")
+    p.add_argument("--model", required=True, type=at.line(256), help="the model name the server answers to")
     p.add_argument("--checks", type=at.choices(CHECKS), help=f"{','.join(CHECKS)} (default all)")
     add_format(p)
     p.add_argument(
@@ -307,6 +309,10 @@ def report_cmd(args: argparse.Namespace) -> int:
 
     if len(args.runs) > 2:
         raise UsageError("report compares one or two runs")
+    if args.model and args.config:
+        raise UsageError("--model and --config both name the served model: give one")
+    if (args.model or args.config or args.tp) and not args.estimate:
+        raise UsageError("--model, --config and --tp are for --estimate: add it, or leave them out")
     inputs = [*args.runs, *([args.config] if args.config else [])]
     check_dir(args.output, "report", inputs)
     runs = [load_run(r) for r in args.runs]
@@ -325,6 +331,7 @@ def report_cmd(args: argparse.Namespace) -> int:
         spec = models.from_config(args.config) if args.config else models.preset(args.model)
         tp = args.tp or served_tp(runs[0]) or 8
         setup = Setup(spec, tp)
+        setup.check()  # as estimate does: a TP the model's heads do not divide into is named
         source = f"--config {args.config}" if args.config else f"preset {args.model}"
         pairs = zip(runs, (200.0, 100.0), strict=False)
         links = " -> ".join(f"{r.label} = {link_gbps(r, d):g} Gb/s" for r, d in pairs)
@@ -337,7 +344,7 @@ def report_cmd(args: argparse.Namespace) -> int:
         return [Path(f) for f in result["files"]] + [d / "tables.json"]
 
     written = replace_dir(args.output, "report", make, inputs)
-    sys.stdout.write((args.output / "report.md").read_text())
+    sys.stdout.write((args.output / "report.md").read_text(encoding="utf-8"))
     sys.stderr.write("wrote " + ", ".join(str(p) for p in written if p.name != "tables.json") + "\n")
     return Exit.OK
 

@@ -17,7 +17,8 @@ from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import model as models
 from sparkfab.measure.estimate import Estimate, Measured, Setup, TpRow, estimate
 
-GBPS = at.number(0, 1e6, lo_open=True)
+#: a link speed in Gb/s: from a slow 100 Mb/s link to 100 Tb/s (a bound, so the figures stay finite)
+GBPS = at.number(0.1, 1e5)
 
 
 def _args(p: argparse.ArgumentParser) -> None:

@@ -94,10 +94,11 @@ def _traffic_args(p: argparse.ArgumentParser) -> None:
 def _export_target(args: argparse.Namespace) -> Path | None:
     if not args.export:
         return None
-    if args.export.suffix not in (".csv", ".prom"):
+    kind = args.export.suffix.lower()  # the same case rule as --plot's .png
+    if kind not in (".csv", ".prom"):
         raise UsageError(f"--export {args.export}: name a .csv or a .prom file")
     csv_ours = (traffic.CSV_HEADER + "\n").encode()
-    ours = starts_with(csv_ours) if args.export.suffix == ".csv" else starts_with(b"# HELP sparkfab_")
+    ours = starts_with(csv_ours) if kind == ".csv" else starts_with(b"# HELP sparkfab_")
     return check_file(args.export, [args.file], ours, "--export")
 
 
@@ -113,7 +114,7 @@ def traffic_cmd(args: argparse.Namespace) -> int:
     s = traffic.summary(sr)
     peaks = traffic.peaks(sr, intervals, args.direction, window)
     if export:
-        if export.suffix == ".csv":
+        if export.suffix.lower() == ".csv":
             rows = traffic.export_rows(sr, args.export_interval, window)
             text = traffic.to_csv(rows)
         else:

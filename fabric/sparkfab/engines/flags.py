@@ -15,7 +15,7 @@ from sparkfab.paths import repo_dir
 
 #: what a flag takes, as the table says
 SWITCHES = ("switch", "bool")
-_SIZE = re.compile(r"^(\d+|\d+(\.\d+)?[kmgt]|\d+[KMGT])$")
+_SIZE = re.compile(r"^(\d+|\d+(\.\d+)?[kmgt]|\d+[KMGT])\Z")
 
 
 @dataclass(frozen=True)

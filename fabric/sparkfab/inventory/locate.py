@@ -40,10 +40,38 @@ def line_of(raw: Any, path: tuple[Any, ...]) -> int | None:
     return line
 
 
-_SUFFIX = re.compile(r"^(.*):([^:]+)$")
+_SUFFIX = re.compile(r"^(.*):([^:]+)\Z")
 
 
 def split_end(end: str) -> tuple[str, str]:
     m = _SUFFIX.match(end)
     assert m is not None  # guaranteed by EndRef
     return m.group(1), m.group(2)
+
+
+def present(loc: tuple[Any, ...], tree: Any) -> tuple[Any, ...]:
+    """`loc` without pydantic's own steps (`[key]`, `function-after[...]`, a union's branch such as
+    `int` or `str`): each part kept is a key or index the tree holds, or the first one it lacks
+    (an unknown or missing key), so a user's key that looks like a tag (`mtu[1]`) stays."""
+    out: list[Any] = []
+    node = tree
+    for part in loc:
+        here = (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and -len(node) <= part < len(node)
+        )
+        if here:
+            out.append(part)
+            node = node[part]
+        elif not _pydantic_step(part) and node is not _GONE:
+            out.append(part)  # the key the error is about, not in the tree
+            node = _GONE
+    return tuple(out)
+
+
+_GONE = object()
+
+
+def _pydantic_step(part: Any) -> bool:
+    return isinstance(part, str) and (
+        "[" in part or part.startswith("function-") or part in ("int", "float", "str", "bool", "none", "list", "dict")
+    )

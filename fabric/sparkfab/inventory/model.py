@@ -69,6 +69,9 @@ def hostname(v: str) -> str:
         if not _HOSTNAME.match(v):
             raise ValueError(f"{v!r} is neither an IP address nor a host name") from None
         return v
+    if addr.is_unspecified or addr.is_multicast or (addr.version == 4 and addr.is_reserved):
+        # 0.0.0.0, ::, 224/4, ff00::/8, 240/4 and the broadcast: no host answers ssh there
+        raise ValueError(f"{v!r} is not the address of one host (unspecified, multicast or broadcast)")
     scope = getattr(addr, "scope_id", None)
     if scope is not None and not _SCOPE.match(scope):
         raise ValueError(f"{v!r}: an IPv6 scope is an interface name ([A-Za-z0-9_.:-], at most 15), not {scope!r}")
@@ -76,8 +79,8 @@ def hostname(v: str) -> str:
 
 
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOSTNAME = re.compile(rf"^(?=.{{1,254}}$){_LABEL}(\.{_LABEL})*\.?$")
-_SCOPE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
+_HOSTNAME = re.compile(rf"^(?=.{{1,254}}\Z){_LABEL}(\.{_LABEL})*\.?\Z")
+_SCOPE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}\Z")
 Subnet = Annotated[ipaddress.IPv4Network, AfterValidator(_private)]
 #: A Unix port an engine may listen on: unprivileged (not sshd's 22), below the top one
 Port = Annotated[int, Field(ge=1024, le=65535), _NO_BOOL]
@@ -209,3 +212,30 @@ class Inventory(Strict):
     #: the inventory's hosts outside the cluster (not planned, rendered or touched)
     left_out: list[str] = Field(default_factory=list)
     source: str = ""
+
+
+def model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model that holds the value at a pydantic error's location (None: a plain mapping)."""
+    model: type[BaseModel] | None = Inventory
+    for part in loc:
+        if model is None:
+            return None
+        if isinstance(part, int) or (isinstance(part, str) and part.startswith("function-")):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            # a dict key (host name, switch name, instance name): keep the value model
+            continue
+        model = _inner_model(field.annotation)
+    return model
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _inner_model(arg)
+        if found:
+            return found
+    meta = getattr(annotation, "__origin__", None)
+    return _inner_model(meta) if meta is not None and meta is not annotation else None

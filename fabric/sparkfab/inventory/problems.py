@@ -3,20 +3,20 @@ path, its line and a hint (pydantic's errors mapped to the words of the file).""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from typing import Any
 
 from pydantic import (
-    BaseModel,
     ValidationError,
 )
 
 from sparkfab import yamlload
 from sparkfab.ansible_inventory import LEFT_OUT
 from sparkfab.errors import InventoryError, Problem
-from sparkfab.inventory.locate import line_of, path_text, walk
-from sparkfab.inventory.model import Inventory
+from sparkfab.inventory.locate import line_of, path_text, present, walk
+from sparkfab.inventory.model import Inventory, model_at
 
 _TOP_KEYS = ("all",)
 _ALL_KEYS = ("hosts", "vars", "children")
@@ -66,7 +66,7 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
             break
         except ValidationError as exc:
             if attempt == 0:
-                problems += [_from_pydantic(err, raw) for err in exc.errors()]
+                problems += _one_per_place([_from_pydantic(err, raw) for err in exc.errors()], exc.errors())
             if not _repair(data, exc.errors()):
                 return None, problems
     if inv is None:
@@ -86,7 +86,7 @@ _STAND_INS = {("sparkfab", "cluster"): "invalid-name"}
 
 
 #: Ansible variables sparkfab also writes into an ssh_config, with the form each must have.
-_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}\Z")
 
 
 def _port_ok(v: Any) -> bool:
@@ -94,9 +94,14 @@ def _port_ok(v: Any) -> bool:
     return text.isascii() and text.isdigit() and 1 <= int(text) <= 65535
 
 
+def _user_ok(v: Any) -> bool:
+    return isinstance(v, str) and bool(_USER.match(v))
+
+
+#: every spelling Ansible (and the ssh_config sparkfab writes, connection.py) takes for them
 _SSH_VARS: dict[str, Any] = {
-    "ansible_user": lambda v: isinstance(v, str) and bool(_USER.match(v)),
-    "ansible_port": _port_ok,
+    **dict.fromkeys(("ansible_user", "ansible_ssh_user", "ansible_remote_user"), _user_ok),
+    **dict.fromkeys(("ansible_port", "ansible_ssh_port"), _port_ok),
 }
 
 
@@ -125,7 +130,7 @@ def _ansible_vars(hosts: dict[str, dict[str, Any]], group: dict[str, Any], raw: 
                 Problem(
                     path_text(path),
                     f"{str(value)[:60]!r} is not a valid {key}",
-                    _HINTS.get(key, ""),
+                    _HINTS.get(key.replace("_ssh_", "_").replace("_remote_", "_"), ""),
                     line_of(raw, path),
                 )
             )
@@ -167,6 +172,16 @@ def _top(raw: Any, source: str) -> tuple[dict[str, Any], dict[str, Any], list[Pr
     ]
     if shape:
         raise InventoryError(problems + shape, source)
+    problems += [
+        Problem(
+            "all.hosts",
+            f"a host named {name!r}: YAML read the name as a {type(name).__name__}, not as text",
+            "quote it ('no', '1.10'): YAML 1.1, which Ansible reads, takes yes/no/on/off and numbers as values",
+            line_of(raw, ("all", "hosts", name)),
+        )
+        for name in parts["hosts"]
+        if not isinstance(name, str)
+    ]
     return parts["hosts"], parts["vars"], problems
 
 
@@ -174,14 +189,15 @@ def _repair(data: dict[str, Any], errors: list[Any]) -> bool:
     """Drop every key an error points at if the model can do without it (an instance or a host
     entry that cannot be read goes as a whole; a required value gets a stand-in)."""
     for err in errors:
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        loc = list(present(tuple(err["loc"]), data))
         parent = walk(data, tuple(loc[:-1]))
         key = loc[-1] if loc else None
-        model = _model_at(tuple(err["loc"][:-1]))
+        model = model_at(tuple(loc[:-1]))
         optional = model is not None and key in model.model_fields and not model.model_fields[str(key)].is_required()
+        free = model is None and len(loc) >= 2 and model_at(tuple(loc[:-2])) is not None  # env, flags: user keys
         if tuple(loc) in _STAND_INS and isinstance(parent, dict):
             parent[key] = _STAND_INS[tuple(loc)]
-        elif isinstance(parent, dict) and key in parent and (err["type"] == "extra_forbidden" or optional):
+        elif isinstance(parent, dict) and key in parent and (err["type"] == "extra_forbidden" or optional or free):
             del parent[key]
         elif len(loc) >= 3 and loc[:2] == ["sparkfab", "instances"] and isinstance(data["sparkfab"], dict):
             data["sparkfab"]["instances"].pop(loc[2], None)
@@ -271,7 +287,7 @@ def _raw_loc(loc: tuple[Any, ...], raw: Any) -> tuple[Any, ...]:
         return ("all",)
     head, *rest = loc
     if head == "hosts":
-        return ("all", "hosts", *rest)
+        return present(("all", "hosts", *rest), raw)
     out: list[Any] = ["all", "vars", "sparkfab"]
     rest_t = tuple(rest)
     i = 0
@@ -284,10 +300,35 @@ def _raw_loc(loc: tuple[Any, ...], raw: Any) -> tuple[Any, ...]:
                 out.append(rest_t[i + 1])
                 i += 3
                 continue
-        if isinstance(part, str) and part.startswith("function-"):
-            out.pop()
         i += 1
-    return tuple(p for p in out if not (isinstance(p, str) and "[" in p))
+    return present(tuple(out), raw)
+
+
+def _one_per_place(problems: list[Problem], errors: list[Any]) -> list[Problem]:
+    """A value that fits none of a union's forms is one problem, not one per form (pydantic
+    reports each branch: `.int`, `.str`, ...)."""
+    out: list[Problem] = []
+    unions: dict[str, tuple[int, list[str]]] = {}  # path -> (its place in out, the forms tried)
+    for p, err in zip(problems, errors, strict=True):
+        branch = [_FORMS[x] for x in err["loc"] if isinstance(x, str) and x in _FORMS]
+        if not branch:
+            out.append(p)
+            continue
+        if p.path not in unions:
+            unions[p.path] = (len(out), branch)
+            out.append(p)
+            continue
+        at, forms = unions[p.path]
+        forms += branch
+        value = err.get("input")
+        shown = f"a {type(value).__name__}" if isinstance(value, dict | list) else repr(value)[:60]
+        out[at] = dataclasses.replace(
+            out[at], message=f"{shown} is none of the forms it takes ({', '.join(forms)})", hint=""
+        )
+    return out
+
+
+_FORMS = {"int": "a whole number", "float": "a number", "str": "text", "bool": "true/false", "none": "null"}
 
 
 def _from_pydantic(err: Any, raw: Any) -> Problem:
@@ -295,7 +336,7 @@ def _from_pydantic(err: Any, raw: Any) -> Problem:
     kind = err["type"]
     key = loc[-1] if loc else ""
     if kind == "extra_forbidden":
-        model = _model_at(tuple(err["loc"][:-1]))
+        model = model_at(tuple(err["loc"][:-1]))
         fields = [f for f in (model.model_fields if model else {}) if f != "ansible"]
         return Problem(path_text(loc), f"unknown key '{key}'", _did_you_mean(str(key), fields), line_of(raw, loc))
     msg = _message(err)
@@ -311,7 +352,10 @@ def _message(err: Any) -> str:
     if kind == "literal_error":
         return f"'{value}' is not one of {ctx.get('expected')}"
     if kind == "string_pattern_mismatch":
-        return f"'{value}' is not a valid {err['loc'][-1] if isinstance(err['loc'][-1], str) else 'value'}"
+        loc = err["loc"]
+        if loc[-1] == "[key]" and len(loc) >= 3:  # a key of a mapping (env, flags)
+            return f"'{value}' is not a valid {str(loc[-3]).removesuffix('s')} name"
+        return f"'{value}' is not a valid {loc[-1] if isinstance(loc[-1], str) else 'value'}"
     text = str(err["msg"]).removeprefix("Value error, ")
     return f"{text} (got {value!r})" if not isinstance(value, dict | list) else text
 
@@ -337,29 +381,3 @@ def _hint_for(key: Any, kind: str) -> str:
     if kind == "missing" and key == "cluster":
         return "name the cluster, e.g. 'cluster: ring4'"
     return _HINTS.get(str(key), "")
-
-
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    model: type[BaseModel] | None = Inventory
-    for part in loc:
-        if model is None:
-            return None
-        if isinstance(part, int) or (isinstance(part, str) and part.startswith("function-")):
-            continue
-        field = model.model_fields.get(str(part))
-        if field is None:
-            # a dict key (host name, switch name, instance name): keep the value model
-            continue
-        model = _inner_model(field.annotation)
-    return model
-
-
-def _inner_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()) or ():
-        found = _inner_model(arg)
-        if found:
-            return found
-    meta = getattr(annotation, "__origin__", None)
-    return _inner_model(meta) if meta is not None and meta is not annotation else None

@@ -23,7 +23,7 @@ from sparkfab.lab.rates import RATE_MBIT, rate_text
 from sparkfab.lab.spec import LabSpec, Veth
 from sparkfab.spark import LinkSpeed
 
-_REF = re.compile(r"^cables\[(\d+)\](?:\.r([01]))?$")
+_REF = re.compile(r"^cables\[(\d+)\](?:\.r([01]))?\Z")
 
 
 def _wiring_file(spec: LabSpec) -> Path:

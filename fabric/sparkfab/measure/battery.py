@@ -52,7 +52,7 @@ async def _chat(c: httpx.AsyncClient, model: str, messages: list[dict[str, Any]]
         json={"model": model, "messages": messages, "temperature": 0.0, "max_tokens": kw.pop("max_tokens", 512), **kw},
     )
     r.raise_for_status()
-    return dict(r.json()["choices"][0]["message"])
+    return dict(http.decode(r)["choices"][0]["message"])
 
 
 def _filler(chars: int) -> str:
@@ -103,7 +103,7 @@ async def tools(c: httpx.AsyncClient, model: str) -> Check:
         return Check("tools", False, f"no tool call; answered {str(msg.get('content'))[:80]!r}")
     fn = calls[0].get("function", {})
     try:
-        args = json.loads(fn.get("arguments") or "")
+        args = http.decode(fn.get("arguments") or "")
     except ValueError:
         return Check("tools", False, f"arguments are not JSON: {fn.get('arguments')!r}")
     ok = fn.get("name") == "get_weather" and isinstance(args, dict) and "istanbul" in str(args.get("city", "")).lower()

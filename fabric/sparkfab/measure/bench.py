@@ -11,6 +11,7 @@ summary.json is computed from that file at the end.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import secrets
@@ -23,13 +24,13 @@ from typing import Any, TypeAlias
 
 import httpx
 
-from sparkfab import __version__, engines, lock
+from sparkfab import __version__, lock, userfile
 from sparkfab.errors import BenchError, ServerError, Unavailable, UsageError
 from sparkfab.measure import http, sampler, traffic, vllmstats
 from sparkfab.measure.access import Access
 from sparkfab.measure.plans import Test
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
-from sparkfab.measure.records import Summary, read_lines, read_requests, summarize
+from sparkfab.measure.records import Summary, read_lines, read_requests, read_server, summarize
 from sparkfab.measure.stream import RequestResult, stream_completion
 
 #: the served checkpoint's config.json, kept in the run directory
@@ -84,8 +85,8 @@ class Run:
 
     def _earlier_salt(self) -> str:
         try:
-            meta = json.loads((self.opt.out / "run.json").read_text())
-        except (OSError, ValueError):
+            meta = userfile.read_json(self.opt.out / "run.json", "run.json")
+        except (UsageError, Unavailable):
             return ""
         salt = meta.get("prompt_salt") if isinstance(meta, dict) else None
         return salt if isinstance(salt, str) and len(salt) <= 64 else ""
@@ -147,7 +148,7 @@ class Run:
                 )
             except TimeoutError:
                 raise ServerError(f"{opt.url} did not finish the probe within {opt.timeout_s * 4:g} s") from None
-            engine = await engine_info(client, self.opt.model)
+            engine = await vllmstats.engine_info(client, self.opt.model, METADATA_S)
         if on_server:
             on_server(server)
         try:
@@ -155,7 +156,12 @@ class Run:
         except OSError as exc:
             raise Unavailable(f"-o {opt.out}: {exc.strerror or exc}") from None
         with lock.held(opt.out, f"run directory {opt.out}", "bench", name=LOCK):
-            return await self._measure(server, prompts, engine)
+            try:
+                return await self._measure(server, prompts, engine)
+            except OSError as exc:
+                if exc.filename is None and exc.errno in _DISK_ERRORS:  # a write into the run ran out
+                    raise Unavailable(f"-o {opt.out}: writing the run: {exc.strerror}") from None
+                raise
 
     async def _measure(self, server: ServerInfo, prompts: PromptMaker, engine: dict[str, Any]) -> Summary:
         """The run proper, with the run directory held: one bench writes it at a time."""
@@ -209,7 +215,7 @@ class Run:
 
     def save_server_side(self, test: str, before: dict[str, float] | None, after: dict[str, float] | None) -> None:
         path = self.opt.out / "server.json"
-        data = json.loads(path.read_text()) if path.exists() else {}
+        data = read_server(self.opt.out)
         data[test] = vllmstats.server_side(before, after) if before is not None and after is not None else {}
         tmp = path.with_name(".server.json.tmp")
         tmp.write_text(json.dumps(data, indent=2))
@@ -217,9 +223,7 @@ class Run:
 
     def save_results(self, rows: list[dict[str, Any]], engine: dict[str, Any]) -> None:
         """result_<test>.json: one `vllm bench serve --save-result` document per test."""
-        server = (
-            json.loads((self.opt.out / "server.json").read_text()) if (self.opt.out / "server.json").exists() else {}
-        )
+        server = read_server(self.opt.out)
         for t in self.tests:
             mine = [r for r in rows if r["test"] == t.name]
             doc = {
@@ -247,9 +251,10 @@ class Run:
         """Rounds the earlier run finished; requests.jsonl keeps only them (a round cut short
         runs again whole, so no round mixes two sittings)."""
         try:
-            meta = json.loads((self.opt.out / "run.json").read_text())
-        except (OSError, ValueError):
-            raise BenchError(f"{self.opt.out}: no readable run.json to resume") from None
+            meta = userfile.read_json(self.opt.out / "run.json", "run.json")
+        except (UsageError, Unavailable) as exc:
+            raise BenchError(f"{self.opt.out}: no readable run.json to resume ({exc})") from None
+        read_server(self.opt.out)
         want = {
             "url": self.opt.url,
             "model": self.opt.model,
@@ -349,30 +354,8 @@ class Run:
                 os.fsync(f.fileno())
 
 
-async def engine_info(client: httpx.AsyncClient, model: str = "") -> dict[str, Any]:
-    """The engine and its version as the server reports them (the first engine of the seam whose
-    version path answers: vLLM's GET /version, SGLang's /server_info), and where the served model
-    was loaded from (vLLM's /v1/models `root`: a local checkpoint's path)."""
-    info: dict[str, Any] = {"name": "unknown", "version": None}
-    for spec in engines.served():
-        assert spec.metrics is not None
-        try:
-            r = await http.answer(client, "GET", spec.metrics.version_path, total_s=METADATA_S, max_bytes=1 << 20)
-            version = r.json().get("version") if r.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
-            version = None
-        if version:
-            info = {"name": spec.name, "version": str(version)}
-            break
-    try:
-        r = await http.answer(client, "GET", "/v1/models", total_s=METADATA_S, max_bytes=4 << 20)
-        rows = r.json().get("data", []) if r.status_code == 200 else []
-        root = next((m.get("root") for m in rows if isinstance(m, dict) and m.get("id") == model), None)
-    except (httpx.HTTPError, ValueError, AttributeError):
-        root = None
-    if isinstance(root, str) and root:
-        info["model_root"] = root[:4096]
-    return info
+#: the errors of a write that the disk, not the server, gives (full, over quota, read-only, failing)
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG}
 
 
 def _windows(sr: traffic.Series, r: RequestResult) -> dict[str, Any]:

@@ -28,6 +28,15 @@ class HttpError(Exception):
     pass
 
 
+def decode(body: str | bytes | httpx.Response) -> Any:
+    """JSON from a server (an answer, an SSE chunk): nesting too deep for Python's parser is a
+    ValueError like any other body that is not JSON, which every caller already handles."""
+    try:
+        return json.loads(body.content if isinstance(body, httpx.Response) else body)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+
+
 MAX_LINE = 1 << 20  # a status line, header block or chunk-size line longer than this is not HTTP
 MAX_CHUNK = 64 << 20
 

@@ -47,6 +47,8 @@ MAX_PROMPT_TOKENS = 1 << 21
 MAX_OUTPUT_TOKENS = 1 << 20
 MAX_REQUESTS = 256
 _ROW_KEYS = {"name": str, "requests": int, "prompt_tokens": int, "output_tokens": int}
+#: the prompt tokens of one test together (a round's prompts are all built before it is sent)
+MAX_TEST_TOKENS = 1 << 24
 _ROW_BOUNDS = {"requests": MAX_REQUESTS, "prompt_tokens": MAX_PROMPT_TOKENS, "output_tokens": MAX_OUTPUT_TOKENS}
 
 
@@ -96,11 +98,16 @@ def _plan_row(path: Path, i: int, row: Any) -> Test:
     for key in ("name", "prompt_tokens"):
         if key not in row:
             raise BenchError(f"{where}: {key} is missing")
-    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$", str(row["name"])):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}", str(row["name"])):
         raise BenchError(f"{where}: name {str(row['name'])[:40]!r} is not a short name (letters, digits, _ . -)")
     values = {"requests": row.get("requests", 1), "output_tokens": row.get("output_tokens", 1024)}
     values["prompt_tokens"] = row["prompt_tokens"]
     for key, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _ROW_BOUNDS[key]:
             raise BenchError(f"{where}: {key} is {value!r}, not a whole number in 1-{_ROW_BOUNDS[key]:,}")
+    if values["requests"] * values["prompt_tokens"] > MAX_TEST_TOKENS:
+        raise BenchError(
+            f"{where}: {values['requests']:,} requests of {values['prompt_tokens']:,} prompt tokens is more than "
+            f"{MAX_TEST_TOKENS:,} tokens at once (each prompt is built before the test is sent)"
+        )
     return Test(str(row["name"]), values["requests"], values["prompt_tokens"], values["output_tokens"])

@@ -163,7 +163,16 @@ async def probe(client: httpx.AsyncClient, model: str, seed: int | str) -> tuple
             return await counter.count(HEAD + w) - head
 
     costs = dict(zip(words, await asyncio.gather(*(cost(w) for w in words)), strict=True))
+    # a token is at least one byte of ASCII text (the head's count may add a few special tokens,
+    # a BOS): a count above that is the server's mistake, not a plan's
+    wrong = [(t, c) for t, c in ((HEAD, head - 8), *costs.items()) if c > len(t.encode())]
     costs = {w: c for w, c in costs.items() if c > 0}
+    if wrong or not costs:
+        text, count = wrong[0] if wrong else (HEAD, head)
+        raise ServerError(
+            f"the server's token counts cannot be used for exact prompts ({count} tokens for {text[:40]!r},"
+            f" {len(costs)} word(s) of the prompt set cost any); give the server a /tokenize endpoint"
+        )
     rng = random.Random(seed)
     mix = list(costs) * 2
     rng.shuffle(mix)
@@ -201,7 +210,7 @@ async def _vocab(client: httpx.AsyncClient, model: str) -> list[int] | None:
         r = await _post(client, "/tokenize", {"model": model, "prompt": FIXED_TEXT})
         if r.status_code != 200:
             return None
-        tokens = r.json()["tokens"]
+        tokens = http.decode(r)["tokens"]
         return sorted({t for t in tokens if isinstance(t, int) and not isinstance(t, bool)})
     except httpx.TransportError as exc:
         raise server_error(client.base_url, exc, _timeout(client)) from None
@@ -236,7 +245,7 @@ class _Counter:
             raise server_error(self.client.base_url, exc, _timeout(self.client)) from None
         try:
             r.raise_for_status()
-            return int(r.json()["usage"]["prompt_tokens"])
+            return int(http.decode(r)["usage"]["prompt_tokens"])
         except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
             raise ServerError(
                 f"cannot count tokens with /v1/completions: HTTP {r.status_code}: {r.text[:200]}"

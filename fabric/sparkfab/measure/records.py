@@ -95,6 +95,18 @@ def read_requests(run_dir: Path) -> list[dict[str, Any]]:
     return merge(read_lines(run_dir / "requests.jsonl")[0])
 
 
+def read_server(run_dir: Path) -> dict[str, Any]:
+    """server.json as bench writes it (each test's server-side figures); any other shape is a
+    BadFile naming it (a resumed run reads it before a request is sent)."""
+    path = run_dir / "server.json"
+    if not path.exists():
+        return {}
+    data = userfile.read_json(path, "server.json")
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise userfile.BadFile(path, "not the mapping of each test to its server-side figures that bench writes")
+    return data
+
+
 def read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The records of a requests.jsonl and how many lines were skipped: torn (a killed bench
     leaves half a line), not JSON, or not a record of the shape bench writes."""
@@ -107,7 +119,7 @@ def read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             skipped += 1
             continue
         if _well_formed(rec):
@@ -129,6 +141,13 @@ def _whole(v: Any) -> bool:
 def _ns(v: Any) -> bool:
     """A monotonic time in nanoseconds, as bench writes it (a machine's uptime, at most a century)."""
     return _whole(v) and 0 <= v < 2**62
+
+
+def _sample_name(v: Any) -> bool:
+    """A sample file's name inside the run's traffic/ folder, as bench writes it (never a path)."""
+    return v is None or (
+        isinstance(v, str) and 0 < len(v) < 256 and "/" not in v and "\0" not in v and v not in (".", "..")
+    )
 
 
 def _chunks(v: Any) -> bool:
@@ -153,6 +172,7 @@ _FIELDS: dict[str, Any] = {
     "label": lambda v: v is None or isinstance(v, str),
     "ttft_s": lambda v: v is None or (_num(v) and 0 <= v < 1e7),
     "decode_tps": lambda v: v is None or (_num(v) and 0 <= v < 1e9),
+    "traffic_file": _sample_name,
 }
 
 
@@ -162,7 +182,9 @@ def _well_formed(rec: Any) -> bool:
     if not (_whole(rec.get("round")) and _whole(rec.get("index"))):
         return False
     if rec.get("kind") == "traffic":
-        return all(_num(v) for k, v in rec.items() if k.endswith(("_bytes", "_gbps")))
+        return _sample_name(rec.get("traffic_file")) and all(
+            _num(v) for k, v in rec.items() if k.endswith(("_bytes", "_gbps"))
+        )
     if not isinstance(rec.get("error"), str | None) or "send_ns" not in rec:
         return False
     if not all(check(rec[k]) for k, check in _FIELDS.items() if k in rec):

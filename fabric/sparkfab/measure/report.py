@@ -351,8 +351,8 @@ def write(a: Run, b: Run | None, setup: Setup | None, out: Path, assumption: str
     except Unavailable as exc:  # matplotlib is an extra: the tables are the report
         sys.stderr.write(f"report: no figures ({exc})\n")
         pngs = []
-    (out / "report.md").write_text(md)
-    (out / "tables.json").write_text(json.dumps(t, indent=2))
+    (out / "report.md").write_text(md, encoding="utf-8")
+    (out / "tables.json").write_text(json.dumps(t, indent=2), encoding="utf-8")
     figures = [(f"data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}", _caption(p)) for p in pngs]
     page = fill_html(
         "report.html.j2",
@@ -361,5 +361,5 @@ def write(a: Run, b: Run | None, setup: Setup | None, out: Path, assumption: str
         assumption=assumption,
         figures=figures,
     )
-    (out / "report.html").write_text(page)
+    (out / "report.html").write_text(page, encoding="utf-8")
     return {"tables": t, "files": [str(p) for p in [out / "report.md", out / "report.html", *pngs]]}

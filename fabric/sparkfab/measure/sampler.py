@@ -249,6 +249,8 @@ def source_of(counters: list[dict[str, Any]]) -> str:
 
 
 MAX_HEADER = 1 << 20
+#: bytes per counter unit (RDMA data counters count 4-byte words, netdev counters bytes)
+MAX_UNIT = 1 << 20
 #: an hour at 1 ms of eight counters is about 250 MB; a file beyond this is not one sparkfab wrote
 MAX_SAMPLE_BYTES = 2 << 30
 
@@ -265,11 +267,12 @@ def read(path: str | Path) -> Samples:
         raise UsageError(f"{path}: the header length ({n} bytes) does not fit the file")
     try:
         header = json.loads(data[off + 4 : off + 4 + n])
-    except ValueError:
-        raise UsageError(f"{path}: the header is not JSON") from None
+    except (ValueError, RecursionError):
+        raise UsageError(f"{path}: the header is not JSON sparkfab reads") from None
     if not isinstance(header, dict):
         raise UsageError(f"{path}: the header is not a JSON object")
     _check_counters(path, header.get("counters"))
+    _check_anchor(path, header.get("anchor", {}))
     off += 4 + n
     rec = record_struct(len(header["counters"]))
     count = (len(data) - off) // rec.size
@@ -279,7 +282,27 @@ def read(path: str | Path) -> Samples:
         t1.append(b)
         missed.append(m)
         values.append(v)
+    _check_times(path, t0, t1)
     return Samples(header, t0, t1, missed, values)
+
+
+def _check_anchor(path: str | Path, anchor: Any) -> None:
+    ok = isinstance(anchor, dict) and all(
+        isinstance(anchor.get(k, 0), int) and not isinstance(anchor.get(k, 0), bool) and 0 <= anchor.get(k, 0) < 2**63
+        for k in ("wall_ns", "mono_ns")
+    )
+    if not ok:
+        raise UsageError(f"{path}: the header's anchor is not {{wall_ns, mono_ns}} in whole nanoseconds")
+
+
+def _check_times(path: str | Path, t0: list[int], t1: list[int]) -> None:
+    """Each record's read bracket in order, and the records later one after another, as the
+    sampler's monotonic clock writes them; anything else would divide by a span of zero or less."""
+    for i, (a, b) in enumerate(zip(t0, t1, strict=True)):
+        if a < 0 or b < a:
+            raise UsageError(f"{path}: record {i}: its read ends ({b} ns) before it starts ({a} ns)")
+        if i and a <= t0[i - 1]:
+            raise UsageError(f"{path}: record {i} is not later than the one before ({a} <= {t0[i - 1]} ns)")
 
 
 def _check_counters(path: str | Path, counters: Any) -> None:
@@ -288,10 +311,13 @@ def _check_counters(path: str | Path, counters: Any) -> None:
         isinstance(counters, list)
         and 0 < len(counters) <= 4096
         and all(isinstance(c, dict) and all(isinstance(c.get(k), t) for k, t in fields.items()) for c in counters)
-        and all(c["direction"] in ("tx", "rx") and c["unit"] > 0 for c in counters)
+        and all(c["direction"] in ("tx", "rx") and 0 < c["unit"] <= MAX_UNIT for c in counters)
     )
     if not ok:
-        raise UsageError(f"{path}: the header's counters are not a list of {{path, device, direction, unit}}")
+        raise UsageError(
+            f"{path}: the header's counters are not a list of {{path, device, direction, unit}}"
+            f" (direction tx or rx, unit 1-{MAX_UNIT} bytes)"
+        )
 
 
 def rate_since(counters: list[Counter], window_s: float) -> float:

@@ -10,11 +10,11 @@ may come alone (vLLM) or on the chunk with the finish reason (transformers serve
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sparkfab.measure import http
 from sparkfab.measure.access import Access
 from sparkfab.measure.http import HttpError, sse_post
 
@@ -90,7 +90,7 @@ async def stream_completion(
         async for now, payload in sse_post(url, body, timeout_s, sent, idle_s, connect_s, access):
             if payload == "[DONE]":
                 continue  # read on to the end of the response so the connection can be reused
-            seen = _take(result, now, json.loads(payload), seen)
+            seen = _take(result, now, http.decode(payload), seen)
     except (TimeoutError, OSError, HttpError, asyncio.IncompleteReadError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"[:300]
     except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON that is not a chunk

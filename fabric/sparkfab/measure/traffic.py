@@ -35,6 +35,13 @@ class Series:
     def total(self) -> dict[str, int]:
         return {d: sum(v) for d, v in self.deltas.items()}
 
+    def of(self, direction: str) -> list[int]:
+        """The bytes per interval in one direction; a file without its counters says so."""
+        if direction not in self.deltas:
+            has = " and ".join(sorted(self.deltas)) or "no"
+            raise UsageError(f"the samples hold no {direction} counters (they hold {has}): choose --direction")
+        return self.deltas[direction]
+
     def wall_ns(self, mono_ns: int) -> int:
         return self.anchor.get("wall_ns", 0) + mono_ns - self.anchor.get("mono_ns", 0)
 
@@ -123,7 +130,7 @@ def rates(
             f"{(hi - lo) / 1e9:g} s in bins of {width_s:g} s is {n:,} bins, more than {MAX_BINS:,}: "
             "choose a longer interval or a --window"
         )
-    bins = spread(t, sr.deltas[direction], lo, width, n)
+    bins = spread(t, sr.of(direction), lo, width, n)
     return [(lo - origin + k * width) / 1e9 for k in range(n)], [b * 8 / width_s / 1e9 for b in bins]
 
 
@@ -172,14 +179,14 @@ def window_bytes(sr: Series, direction: str, window: tuple[float, float] | None)
     if len(t) < 2:
         return 0, 0.0
     if window is None:
-        return sum(sr.deltas[direction]), (t[-1] - t[0]) / 1e9
+        return sum(sr.of(direction)), (t[-1] - t[0]) / 1e9
     width = int((window[1] - window[0]) * 1e9)
     if width < 1:
         raise UsageError(f"--window {window[0]:g}:{window[1]:g} is narrower than a nanosecond")
     lo = t[0] + int(window[0] * 1e9)
     if lo >= t[-1]:
         raise UsageError(f"--window starts at {window[0]:g} s, after the samples end ({(t[-1] - t[0]) / 1e9:g} s)")
-    return spread(t, sr.deltas[direction], lo, width, 1)[0], window[1] - window[0]
+    return spread(t, sr.of(direction), lo, width, 1)[0], window[1] - window[0]
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,10 @@ import math
 import statistics
 from typing import Any
 
+import httpx
+
 from sparkfab import engines
+from sparkfab.measure import http
 
 PERCENTILES = (50, 90, 95, 99)
 METRICS = ("ttft", "tpot", "itl", "e2el")
@@ -172,3 +175,29 @@ def console_block(test: str, result: dict[str, Any], server: dict[str, float] | 
             row("Client - server TTFT (ms):", float(result["mean_ttft_ms"] - server["server_mean_ttft_ms"]))
     lines.append("=" * 50)
     return "\n".join(lines) + "\n"
+
+
+async def engine_info(client: httpx.AsyncClient, model: str = "", total_s: float = 10.0) -> dict[str, Any]:
+    """The engine and its version as the server reports them (the first engine of the seam whose
+    version path answers: vLLM's GET /version, SGLang's /server_info), and where the served model
+    was loaded from (vLLM's /v1/models `root`: a local checkpoint's path)."""
+    info: dict[str, Any] = {"name": "unknown", "version": None}
+    for spec in engines.served():
+        assert spec.metrics is not None
+        try:
+            r = await http.answer(client, "GET", spec.metrics.version_path, total_s=total_s, max_bytes=1 << 20)
+            version = http.decode(r).get("version") if r.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            version = None
+        if isinstance(version, str) and 0 < len(version) <= 64 and version.isprintable():
+            info = {"name": spec.name, "version": version}  # anything else is not a version string
+            break
+    try:
+        r = await http.answer(client, "GET", "/v1/models", total_s=total_s, max_bytes=4 << 20)
+        rows = http.decode(r).get("data", []) if r.status_code == 200 else []
+        root = next((m.get("root") for m in rows if isinstance(m, dict) and m.get("id") == model), None)
+    except (httpx.HTTPError, ValueError, AttributeError):
+        root = None
+    if isinstance(root, str) and root:
+        info["model_root"] = root[:4096]
+    return info

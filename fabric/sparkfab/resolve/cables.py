@@ -10,7 +10,7 @@ from sparkfab import catalog, spark
 from sparkfab.inventory import Inventory, split_end, walk
 from sparkfab.resolve.context import SF, Ctx, close
 
-_SW_PORT = re.compile(r"^(\d+)(?:/(\d+))?$")
+_SW_PORT = re.compile(r"^(\d+)(?:/(\d+))?\Z")
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,13 @@ def _check_launcher(ctx: Ctx, name: str, launcher: str | None) -> None:
             f"{spec.name} does not run on Ray (backend: ray)",
             f"remove backend: ray; {spec.name} starts its own processes on every rank",
         )
+    runtime = ctx.inv.sparkfab.instances[name].runtime or recipe.default_runtime
+    if runtime == "docker" and not recipe.image:
+        ctx.add(
+            SF + ("instances", name, "runtime"),
+            f"runtime docker runs the recipe's image, and recipe {recipe.name} names none",
+            f"remove runtime: docker ({spec.name} runs as a {recipe.default_runtime}), or use a recipe with an image",
+        )
     if spec.flags_file:
         _check_flags(ctx, name, recipe)
     if spec.needs_image:

@@ -36,7 +36,7 @@ def allocate(ctx: Ctx, cables: list[Cable]) -> dict[RailKey, ipaddress.IPv4Netwo
     for key in needed:
         net = next((n for n in pool if not any(n.overlaps(t) for t in taken)), None)
         if net is None:
-            size = max(0, 2 ** (sf.rail_prefix - sf.subnet_pool.prefixlen))
+            size = 2 ** (sf.rail_prefix - sf.subnet_pool.prefixlen) if sf.rail_prefix >= sf.subnet_pool.prefixlen else 0
             ctx.add(
                 SF + ("subnet_pool",),
                 f"subnet_pool {sf.subnet_pool} is too small: it holds {size} "
@@ -46,7 +46,26 @@ def allocate(ctx: Ctx, cables: list[Cable]) -> dict[RailKey, ipaddress.IPv4Netwo
             break
         out[key] = net
         taken.append(net)
+    _management_outside(ctx, out)
     return out
+
+
+def _management_outside(ctx: Ctx, rails: dict[RailKey, ipaddress.IPv4Network]) -> None:
+    """A rail's subnet must not hold a management address: the fabric's routes would take the
+    traffic meant for the management network (ssh, MASTER_ADDR) onto a cable."""
+    for host, hv in ctx.inv.hosts.items():
+        try:
+            addr = ipaddress.ip_address(hv.ansible_host or "")
+        except ValueError:
+            continue  # a host name, or no address
+        for key, net in rails.items():
+            if addr.version == 4 and addr in net:
+                ctx.add(
+                    ("all", "hosts", host, "ansible_host"),
+                    f"{addr} is inside rail {key.name}'s subnet {net}: the fabric would route the management traffic",
+                    "choose a subnet_pool (or cable subnets) apart from the management network",
+                )
+                break
 
 
 def _rail_keys(cables: list[Cable]) -> Iterator[RailKey]:

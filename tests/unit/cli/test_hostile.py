@@ -1290,8 +1290,231 @@ TRICKLE_CASES = [
     bench("bench-idle-below-zero", "--idle-below 0 --counters lo --source netdev", 2, r"--idle-below"),
 ]
 
+
+def samples_of(header: dict[str, Any], records: list[tuple[int, ...]]) -> bytes:
+    """A sample file with this header and these records (t0, t1, missed, pad, counters...)."""
+    blob = json.dumps(header).encode()
+    rec = struct.Struct("<qqII" + "Q" * len(header["counters"]))
+    return b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", len(blob)) + blob + b"".join(rec.pack(*r) for r in records)
+
+
+def header(**kw: Any) -> dict[str, Any]:
+    one = [{"path": "/c0", "device": "d", "direction": "tx", "unit": 4}]
+    return {"version": 1, "interval_s": 0.001, "counters": one, "anchor": {"wall_ns": 0, "mono_ns": 0}, **kw}
+
+
+def ticks(n: int = 50, step: int = 1_000_000) -> list[tuple[int, ...]]:
+    return [(step * k, step * k + 1000, 0, 0, k * 31_250) for k in range(n)]
+
+
+def bad_row(**kw: Any) -> str:
+    """requests.jsonl of run r: one good record, and one with these fields changed."""
+    return row() + "\n" + row(**kw) + "\n"
+
+
+def pair_sf(key: str, value: Any) -> str:
+    data = copy.deepcopy(PAIR)
+    data["all"]["vars"]["sparkfab"][key] = value
+    return yaml.safe_dump(data, allow_unicode=True)
+
+
+def pair_inst(**fields: Any) -> str:
+    data = copy.deepcopy(PAIR)
+    data["all"]["vars"]["sparkfab"]["instances"]["llama"].update(fields)
+    return yaml.safe_dump(data, allow_unicode=True)
+
+
+def _seven() -> dict[str, Any]:
+    """A pair with seven independent problems: each is reported."""
+    data = copy.deepcopy(PAIR)
+    sfb, llama = data["all"]["vars"]["sparkfab"], data["all"]["vars"]["sparkfab"]["instances"]["llama"]
+    sfb.update(mtu=100, link_speed=7)
+    llama.update(launcher="nope", tp=3, bogus=1, env={"1X": "a"})
+    data["all"]["hosts"]["spark-a"]["ansible_host"] = "bad host"
+    return data
+
+
+# the classes still open after the first part (review 2026-12-02, second pass): each case failed
+# before this change (an internal error, a hang, or nonsense accepted with exit 0)
+CLASS_CASES = [
+    # every unexpected shape of a sample file is the bad-input code naming it
+    traffic(
+        "samples-rx-only",
+        "",
+        2,
+        r"no tx counters.*--direction",
+        data=samples_of(header(counters=[{"path": "/c0", "device": "d", "direction": "rx", "unit": 4}]), ticks()),
+    ),
+    traffic("samples-anchor-int", "", 2, r"s\.bin: the header's anchor", data=samples_of(header(anchor=5), ticks())),
+    traffic("samples-anchor-text", "", 2, r"anchor", data=samples_of(header(anchor={"wall_ns": "x"}), ticks())),
+    traffic(
+        "samples-unit-huge",
+        "",
+        2,
+        r"s\.bin: .*unit 1-",
+        data=samples_of(header(counters=[{"path": "/c0", "device": "d", "direction": "tx", "unit": 10**30}]), []),
+    ),
+    traffic(
+        "samples-header-deep",
+        "",
+        2,
+        r"s\.bin: the header is not JSON",
+        data=b"SPARKFAB-SAMPLES v1\n" + struct.pack("<I", 200_000) + b"[" * 100_000 + b"]" * 100_000,
+    ),
+    traffic(
+        "samples-bracket-reversed",
+        "",
+        2,
+        r"s\.bin: record 0: its read ends",
+        data=samples_of(header(), [(t1 + 5000, t1, m, p, v) for t1, _, m, p, v in ticks()]),
+    ),
+    traffic(
+        "samples-one-instant",
+        "",
+        2,
+        r"s\.bin: record 1 is not later",
+        data=samples_of(header(), [(1000, 2000, 0, 0, k) for k in range(50)]),
+    ),
+    traffic("export-upper-case", "--export {d}/x.CSV", 0, r"", outputs=("x.CSV",)),
+    # a record's file name stays inside the run; nested lines are skipped like torn ones
+    report(
+        "report-traffic-file-absolute",
+        "report {d}/r -o {d}/out",
+        0,
+        r"skipped 1 unreadable",
+        files={**run_dir_files("r"), "r/requests.jsonl": bad_row(traffic_file="/etc/passwd")},
+        outputs=("out",),
+    ),
+    report(
+        "report-traffic-file-number",
+        "report {d}/r -o {d}/out",
+        0,
+        r"skipped 1 unreadable",
+        files={**run_dir_files("r"), "r/requests.jsonl": bad_row(traffic_file=5)},
+        outputs=("out",),
+    ),
+    report(
+        "report-line-deep",
+        "report {d}/r -o {d}/out",
+        0,
+        r"skipped 1 unreadable",
+        files={**run_dir_files("r"), "r/requests.jsonl": row() + "\n" + "[" * 100_000 + "]" * 100_000 + "\n"},
+        outputs=("out",),
+    ),
+    report(
+        "report-c-locale",
+        "report {d}/r -o {d}/out",
+        0,
+        r"wrote",
+        files=run_dir_files(
+            "r", meta={"url": "http://127.0.0.1:1", "model": "m", "label": "200-\u00fcn\u00ef", "plan": []}
+        ),
+        outputs=("out",),
+        env={"LC_ALL": "C", "LANG": "C"},
+    ),
+    report(
+        "report-model-and-config",
+        "report {d}/a --estimate --model glm-5.3 --config {d}/c.json -o {d}/out",
+        2,
+        r"--model and --config",
+        files={"c.json": config()},
+    ),
+    report(
+        "report-tp-heads",
+        "report {d}/a --estimate --model glm-5.3 --tp 7 -o {d}/out",
+        2,
+        r"TP 7 does not divide the 64 attention heads",
+    ),
+    report("report-model-without-estimate", "report {d}/a --model glm-5.3 -o {d}/out", 2, r"for --estimate"),
+    # numbers where they enter: a link speed, a name
+    c("estimate-to-tiny", "estimate --to 1e-300 --format json", 2, r"--to"),
+    c("init-cluster-empty", ("init", "pair", "--cluster", ""), 2, r"--cluster ''"),
+    c("init-cluster-newline", ("init", "pair", "--cluster", "abc\n"), 2, r"--cluster 'abc\\n'"),
+    # a value that ends in a line break is not the value: `$` in a pattern matched before it
+    validate("ansible-host-trailing-newline", pair_host("10.0.0.21\n"), r"ansible_host"),
+    validate("ansible-host-unspecified", pair_host("0.0.0.0"), r"not the address of one host"),
+    validate("ansible-host-v6-unspecified", pair_host("::"), r"not the address of one host"),
+    validate("ansible-host-broadcast", pair_host("255.255.255.255"), r"not the address of one host"),
+    validate("ansible-host-multicast", pair_host("224.0.0.1"), r"not the address of one host"),
+    validate("ansible-ssh-port-alias", pair_host("x22", "ansible_ssh_port"), r"ansible_ssh_port.*\n.*SSH port"),
+    validate("ansible-ssh-user-alias", pair_host("a b", "ansible_ssh_user"), r"ansible_ssh_user"),
+    validate("pool-holds-management", pair_sf("subnet_pool", "10.0.0.0/23"), r"10\.0\.0\.2[12] is inside rail"),
+    validate("pool-too-small-whole", pair_sf("subnet_pool", "192.168.1.0/26"), r"holds 0 /24 rails"),
+    validate("init-cluster-trailing-newline", pair_sf("cluster", "pair\n"), r"cluster"),
+    # every problem at once, in the user's words
+    validate("key-with-bracket", pair_sf("mtu[1]", 1500), r"sparkfab\.mtu\[1\]: unknown key 'mtu\[1\]'"),
+    validate(
+        "flag-value-list", pair_inst(flags={"max-model-len": [1, 2]}), r"max-model-len: a list is none of the forms"
+    ),
+    validate("seven-problems", yaml.safe_dump(_seven()), r"7 problem\(s\)"),
+    c(
+        "collective-in-docker",
+        "render {d}/inv.yml -o {d}/out",
+        2,
+        r"runtime docker runs the recipe's image",
+        files={"inv.yml": pair_inst(launcher="lab-collective", runtime="docker")},
+    ),
+    # a resumed run whose server.json is not bench's is refused before a request is sent
+    # server answers nested too deep for Python's parser: the server's fault (5) or ignored
+    bench("bench-deep-version", "--plan P1", 0, r"", server="deep-version", outputs=("run",)),
+    bench("bench-huge-version", "--plan P1", 0, r"", server="huge-version", outputs=("run",)),
+    # (the double counts 8 tokens for any text: no exact text prompts, the server is at fault)
+    bench("bench-deep-tokenize", "--plan P1", 5, r"token counts cannot be used", server="deep-tokenize"),
+    bench("bench-deep-sse", "--plan P1", 5, r"malformed chunk", server="deep-sse", outputs=("run",)),
+    c(
+        "battery-deep-chat",
+        "battery --url {url} --model m --checks count --timeout 3",
+        4,
+        r"",
+        server="deep-chat",
+    ),
+    bench("bench-server-counts-wrong", "--plan P1", 5, r"token counts cannot be used", server="huge-count"),
+    validate("host-named-no", yaml.safe_dump(PAIR).replace("spark-b", "no"), r"a host named False: YAML read"),
+    validate("host-named-float", yaml.safe_dump(PAIR).replace("spark-b", "1.10"), r"a host named 1\.1: YAML"),
+    c(
+        "render-o-name-too-long",
+        "render {d}/inv.yml -o {d}/" + "n" * 300,
+        5,
+        r"File name too long",
+        files={"inv.yml": yaml.safe_dump(PAIR)},
+    ),
+    ini("ini-host-nul", r"all\.hosts\.x\\x00y: 'x\\x00y' is not a valid host name", **{"hosts.ini": INI + "x\x00y\n"}),
+    c("bench-model-empty", ("bench", "--url", "{url}", "--model", "", "-o", "{d}/run"), 2, r"--model", server="good"),
+    bench(
+        "bench-plan-name-newline",
+        "--plan {d}/p.yml",
+        2,
+        r"name 'P1\\n'",
+        files={"p.yml": yaml.safe_dump([{"name": "P1\n", "requests": 1, "prompt_tokens": 20}])},
+    ),
+    bench(
+        "bench-plan-too-many-tokens",
+        "--plan {d}/p.yml",
+        2,
+        r"more than 16,777,216 tokens",
+        files={"p.yml": "- {name: big, requests: 256, prompt_tokens: 2097152, output_tokens: 1}\n"},
+    ),
+    bench(
+        "bench-resume-server-garbage",
+        "--resume --plan P1",
+        2,
+        r"server\.json: not JSON",
+        files={**run_dir_files("run"), "run/server.json": "{garb"},
+        outputs=("run/.bench.lock",),
+    ),
+    bench(
+        "bench-resume-server-list",
+        "--resume --plan P1",
+        2,
+        r"server\.json: not the mapping",
+        files={**run_dir_files("run"), "run/server.json": "[]"},
+        outputs=("run/.bench.lock",),
+    ),
+]
+
 CASES = (
-    ROBUST_CASES
+    CLASS_CASES
+    + ROBUST_CASES
     + SPAN_CASES
     + TRICKLE_CASES
     + INVENTORY_CASES
@@ -1333,9 +1556,22 @@ class _Raw(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _raw(self, raw: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
     def do_GET(self) -> None:
         if self.mode == f"trickle{self.path.replace('/', '-')}":
             self._trickle()
+            return
+        if self.mode == "huge-version" and self.path == "/version":
+            self._json({"version": "9" * (900 << 10)})
+            return
+        if self.mode == "deep-version" and self.path == "/version":
+            self._raw(b"[" * 200_000 + b"]" * 200_000)
             return
         if self.mode == "gzip-metrics" and self.path == "/metrics":
             self.send_response(200)
@@ -1357,10 +1593,28 @@ class _Raw(BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(0.3)
 
+    def _odd_post(self) -> bool:
+        """The modes whose answer to a POST is not JSON Python reads, or counts that are wrong."""
+        deep = b"[" * 200_000 + b"]" * 200_000
+        if self.mode == "huge-count":  # no /tokenize, and a million tokens for any text
+            if self.path == "/tokenize":
+                self._json({"detail": "Not Found"}, 404)
+            else:
+                self._json({"choices": [{"text": "x"}], "usage": {"prompt_tokens": 1_000_000}})
+        elif self.mode == "deep-tokenize" and self.path == "/tokenize":
+            self._raw(deep)
+        elif self.mode == "deep-chat" and self.path == "/v1/chat/completions":
+            self._raw(b'{"choices": ' + deep + b"}")
+        else:
+            return False
+        return True
+
     def do_POST(self) -> None:
         body = self._body()
         if self.mode == "trickle-chat" and self.path == "/v1/chat/completions":
             self._trickle()
+            return
+        if self._odd_post():
             return
         if self.path == "/tokenize":
             self._json({"tokens": list(range(100, 140)), "count": 40})
@@ -1379,6 +1633,9 @@ class _Raw(BaseHTTPRequestHandler):
         for i in range(n):
             if self.mode == "bad-chunk" and k == 2 and i == 1:
                 self._chunk(b"data: {not json at all\n\n")
+                continue
+            if self.mode == "deep-sse" and i == 1:
+                self._chunk(b"data: " + b"[" * 200_000 + b"]" * 200_000 + b"\n\n")
                 continue
             if self.mode == "stall" and i == 1:
                 time.sleep(3)
@@ -1550,3 +1807,33 @@ def test_hostile_input(case: Case, tmp_path, capsys, monkeypatch, server):
     assert elapsed < case.seconds, f"{case.id} took {elapsed:.1f} s"
     after = _tree(tmp_path, case.outputs)
     assert after == before, f"changed outside {case.outputs}: {set(after.items()) ^ set(before.items())}"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"},
+        {"PYTHONIOENCODING": "ascii"},
+    ],
+    ids=["c-locale", "ascii-stdio"],
+)
+def test_report_of_a_label_beyond_ascii_in_a_locale_without_utf8(tmp_path, env):
+    """The locale is the process's own (set at its start): a child with it, as a user runs it."""
+    import subprocess
+    import sys
+
+    meta = {"url": "http://127.0.0.1:1", "model": "m", "label": "200-\u00fcn\u00ef", "plan": []}
+    for rel, content in run_dir_files("r", meta=meta).items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(content, encoding="utf-8")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONUTF8", "PYTHONIOENC"))}
+    res = subprocess.run(
+        [sys.executable, "-m", "sparkfab", "report", "r", "-o", "out"],
+        cwd=tmp_path,
+        env={**base, **env},
+        capture_output=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr.decode(errors="replace")[-2000:]
+    assert "200-\u00fcn\u00ef" in (tmp_path / "out/report.md").read_text(encoding="utf-8")
+    assert b"200-\\xfcn\\xef" in res.stdout or "200-\u00fcn\u00ef".encode() in res.stdout

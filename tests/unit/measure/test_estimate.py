@@ -175,7 +175,7 @@ def test_cli_from_inventory(cli):
     "args,message",
     [
         (["--tp", "6"], "TP 6 does not divide the 64 attention heads of glm-5.3"),
-        (["--to", "0"], "argument --to: 0 is outside (0, 1e+06]"),
+        (["--to", "0"], "argument --to: 0 is outside [0.1, 100000]"),
         (["--model", "gpt-9"], "unknown model preset 'gpt-9'"),
         (["--ttft", "0.5"], "baseline TTFT 0.5 s is shorter than sending the prefill"),
     ],

@@ -130,3 +130,20 @@ def test_sigterm_during_a_render_leaves_one_whole_tree(tmp_path):
         assert sorted(x.name for x in tmp_path.iterdir() if x.name.startswith(".out.")) == []
         assert sorted(str(x.relative_to(out)) for x in out.rglob("*")) == before
     assert ended, "no SIGTERM arrived while the render ran"
+
+
+def test_a_file_the_user_changed_in_an_earlier_tree_is_named_when_it_is_replaced(tmp_path, capsys):
+    def write(d: Path) -> list[Path]:
+        (d / "a.txt").write_text("ours\n")
+        (d / "b.txt").write_text("ours too\n")
+        return [d / "a.txt", d / "b.txt"]
+
+    out = tmp_path / "out"
+    replace_dir(out, "render", write)
+    replace_dir(out, "render", write)
+    assert "changed since" not in capsys.readouterr().err  # a re-render of an untouched tree says nothing
+    (out / "b.txt").write_text("my edit\n")
+    replace_dir(out, "render", write)
+    err = capsys.readouterr().err
+    assert "b.txt changed since sparkfab wrote it; replaced now" in err and "a.txt" not in err
+    assert (out / "b.txt").read_text() == "ours too\n"
