@@ -40,6 +40,19 @@ MAGIC = frozenset(
 )
 
 
+#: The host keys sparkfab reads itself (validated strictly).
+HOST_KEYS = ("ansible_host", "rank", "mgmt_if")
+
+
+def sparkfab_key(key: str) -> bool:
+    """A host key sparkfab validates: its own, anything named sparkfab*, and its own with
+    letters swapped or in other case (`rnak`, `Rank`), so a slip of the keyboard is reported
+    instead of passed over (a different word, such as `rack`, is the user's own)."""
+    if key in HOST_KEYS or key.startswith("sparkfab"):
+        return True
+    return any(sorted(key.lower()) == sorted(k) for k in HOST_KEYS)
+
+
 def parts(path: Path) -> list[Path]:
     """Every file Ansible reads for this inventory: the file or the directory's files, and the
     group_vars/ and host_vars/ trees beside the file or in the directory."""
@@ -108,8 +121,11 @@ def _view_here(path: str) -> dict[str, Any]:
             for key, value in merged.items():
                 if key in MAGIC or key == "sparkfab":
                     continue
-                if not str(key).startswith("ansible_"):  # the user's own: sparkfab reads none of them
-                    own[str(key)] = None if str(key) in vaulted else plain(value)
+                if not str(key).startswith("ansible_"):
+                    # the user's own variables travel by name only (a group's 4 MB value would
+                    # otherwise be copied for every host): sparkfab reads none of them
+                    keep = sparkfab_key(str(key)) and str(key) not in vaulted
+                    own[str(key)] = plain(value) if keep else None
                     continue
                 try:
                     own[str(key)] = _as_ansible_uses(loader, merged, str(key), value, vault, vaulted)

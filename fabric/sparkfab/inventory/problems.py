@@ -13,6 +13,7 @@ from pydantic import (
 )
 
 from sparkfab import yamlload
+from sparkfab.ansible_child import sparkfab_key
 from sparkfab.ansible_inventory import LEFT_OUT
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory.locate import line_of, path_text, present, walk
@@ -223,19 +224,6 @@ def _tagged(node: Any, path: tuple[Any, ...], raw: Any) -> list[Problem]:
     return [p for k, v in items for p in _tagged(v, (*path, k), raw)]
 
 
-#: The host keys sparkfab reads itself (validated strictly).
-HOST_KEYS = ("ansible_host", "rank", "mgmt_if")
-
-
-def _ours(key: str) -> bool:
-    """A host key sparkfab validates: its own, anything named sparkfab*, and its own with
-    letters swapped or in other case (`rnak`, `Rank`), so a slip of the keyboard is reported
-    instead of passed over (a different word, such as `rack`, is the user's own)."""
-    if key in HOST_KEYS or key.startswith("sparkfab"):
-        return True
-    return any(sorted(key.lower()) == sorted(k) for k in HOST_KEYS)
-
-
 def _split_host_vars(hosts_raw: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Separate the host keys sparkfab validates from Ansible's `ansible_*` ones (kept for the
     connection); any other variable is the user's own, for their own plays, and is left alone."""
@@ -249,7 +237,7 @@ def _split_host_vars(hosts_raw: Any) -> tuple[dict[str, Any], dict[str, dict[str
         theirs[str(name)] = {
             k: _plain(v) for k, v in hv.items() if str(k).startswith("ansible_") and k != "ansible_host"
         }
-        ours[str(name)] = {k: v for k, v in hv.items() if _ours(str(k))}
+        ours[str(name)] = {k: v for k, v in hv.items() if sparkfab_key(str(k))}
     return ours, theirs
 
 

@@ -1479,6 +1479,16 @@ CLASS_CASES = [
         files={"inv.yml": yaml.safe_dump(PAIR)},
     ),
     ini("ini-host-nul", r"all\.hosts\.x\\x00y: 'x\\x00y' is not a valid host name", **{"hosts.ini": INI + "x\x00y\n"}),
+    # a user's own variable is not copied for every host: 300 hosts and a 4 MB group variable
+    ini(
+        "ini-300-hosts-big-group-var",
+        r"valid",
+        code=0,
+        **{
+            "hosts.ini": INI + "".join(f"h{i} ansible_host=10.1.{i // 250}.{i % 250 + 1}\n" for i in range(300)),
+            "group_vars/all.yml": GROUP + "big: " + "y" * (4 << 20) + "\n",
+        },
+    ),
     c("bench-model-empty", ("bench", "--url", "{url}", "--model", "", "-o", "{d}/run"), 2, r"--model", server="good"),
     bench(
         "bench-plan-name-newline",
