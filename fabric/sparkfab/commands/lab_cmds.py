@@ -173,7 +173,7 @@ def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
     machine.reboot(m)
     if args.no_wait:
         return Exit.OK
-    deadline = time.monotonic() + machine.BOOT_S
+    deadline = time.monotonic() + machine.boot_s()
     while machine.init_pid(m) in (None, before) and time.monotonic() < deadline:
         time.sleep(0.2)
     machine.wait_booted(m, timeout=max(1.0, deadline - time.monotonic()))

@@ -6,6 +6,7 @@ alone, so it also cleans up after a crash half-way through `up`.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import os
 import shutil
 import sys
 import time
@@ -33,6 +34,7 @@ def up(spec: LabSpec, inventory: str, engine_name: str, mode: LinkSpeed, tps: se
         raise LabError(
             f"lab {spec.cluster} is already up (namespaces {ns_prefix(spec.cluster)}*): run `sparkfab lab down` first"
         )
+    check_inotify(len(machine.machines(spec)))
     t: dict[str, float] = {}
     t0 = time.perf_counter()
     root = image.machine_root()
@@ -184,3 +186,33 @@ def status(cluster: str) -> LabStatus:
         inventory=str(lab_inventory(cluster)),
         python=sys.executable,
     )
+
+
+#: inotify instances one booted lab Spark holds (measured: systemd 5, logind, dbus, containerd);
+#: every machine runs as root, so all share root's limit
+INOTIFY_PER_SPARK = 8
+_INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_instances")
+
+
+def check_inotify(machines: int) -> None:
+    """Refuse a lab that root's inotify limit cannot boot: past it, a Spark's systemd stops at
+    once ("Failed to allocate manager object: Too many open files") and the lab fails its boot."""
+    try:
+        limit = int(_INOTIFY_LIMIT.read_text())
+    except (OSError, ValueError):
+        return
+    used = sum(1 for fd in Path("/proc").glob("[0-9]*/fd/*") if _link(fd) == "anon_inode:inotify")
+    need = INOTIFY_PER_SPARK * machines
+    if used + need > limit:
+        raise LabError(
+            f"a lab of {machines} machines needs about {need} inotify instances, and root may hold {limit}"
+            f" ({used} in use; fs.inotify.max_user_instances): raise it for the lab, e.g."
+            f" `sysctl fs.inotify.max_user_instances={max(1024, 2 * (used + need))}`, or build a smaller lab"
+        )
+
+
+def _link(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:
+        return ""

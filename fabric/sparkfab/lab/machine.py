@@ -218,15 +218,27 @@ def run(m: Machine, *command: str, timeout: float = 60) -> subprocess.CompletedP
 
 
 #: how long a lab Spark may take to boot: 3 s here alone, far more on a loaded 2-core machine
+#: (SPARKFAB_LAB_BOOT_S for a larger lab: 32 Sparks booting together on 2 cores take longer)
 BOOT_S = 180.0
 
 
-def wait_booted(m: Machine, timeout: float = BOOT_S) -> None:
+def boot_s() -> float:
+    text = os.environ.get("SPARKFAB_LAB_BOOT_S", "")
+    try:
+        value = float(text) if text else BOOT_S
+    except ValueError:
+        value = -1.0
+    if not 1 <= value <= 7200:
+        raise LabError(f"SPARKFAB_LAB_BOOT_S={text[:40]!r}: seconds a lab Spark may take to boot, 1-7200")
+    return value
+
+
+def wait_booted(m: Machine, timeout: float | None = None) -> None:
     """Until the machine's boot has finished (`systemctl is-system-running --wait`) and it lets
     users log in (systemd-user-sessions has removed /run/nologin). A machine whose supervisor
     has ended, or whose boot ended without letting users in (no job left), will not boot: that
     is said at once, with its failed units' journal and the end of its console."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (boot_s() if timeout is None else timeout)
     last = "no answer"
     while time.monotonic() < deadline:
         ended = ""
