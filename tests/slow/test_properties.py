@@ -236,7 +236,7 @@ def test_any_prometheus_text_from_a_server(text: str) -> None:
     from sparkfab.measure.vllmstats import parse_prometheus
 
     got = parse_prometheus(text)
-    assert got is None or all(isinstance(v, float) for v in got.values())
+    assert isinstance(got, dict) and all(isinstance(v, float) for v in got.values())
 
 
 #: where a server's answer reaches sparkfab: the probe (/tokenize, /v1/completions), /version,

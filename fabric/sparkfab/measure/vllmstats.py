@@ -17,7 +17,8 @@ numpy's default (linear) percentile interpolation, as vLLM computes them. sparkf
 decode speed, (n - 1) / (t_last - t_first), is 1000 / tpot for one request.
 
 Server-side figures come from two scrapes of `/metrics` around the measured rounds: the
-difference of each histogram's `_sum` over the difference of its `_count`.
+difference of each histogram's `_sum` over the difference of its `_count`. What the server says
+of itself (its engine and version, where its model was loaded from) is read here too.
 """
 
 from __future__ import annotations

@@ -1335,7 +1335,9 @@ def _seven() -> dict[str, Any]:
 
 
 # the classes still open after the first part (review 2026-12-02, second pass): each case failed
-# before this change (an internal error, a hang, or nonsense accepted with exit 0)
+# before this change (an internal error, a hang, or nonsense accepted with exit 0), but the
+# cluster name's trailing newline, which pydantic's own pattern already refused (kept beside
+# the ones Python's `$` let through)
 CLASS_CASES = [
     # every unexpected shape of a sample file is the bad-input code naming it
     traffic(
@@ -1402,17 +1404,6 @@ CLASS_CASES = [
         outputs=("out",),
     ),
     report(
-        "report-c-locale",
-        "report {d}/r -o {d}/out",
-        0,
-        r"wrote",
-        files=run_dir_files(
-            "r", meta={"url": "http://127.0.0.1:1", "model": "m", "label": "200-\u00fcn\u00ef", "plan": []}
-        ),
-        outputs=("out",),
-        env={"LC_ALL": "C", "LANG": "C"},
-    ),
-    report(
         "report-model-and-config",
         "report {d}/a --estimate --model glm-5.3 --config {d}/c.json -o {d}/out",
         2,
@@ -1440,7 +1431,7 @@ CLASS_CASES = [
     validate("ansible-ssh-user-alias", pair_host("a b", "ansible_ssh_user"), r"ansible_ssh_user"),
     validate("pool-holds-management", pair_sf("subnet_pool", "10.0.0.0/23"), r"10\.0\.0\.2[12] is inside rail"),
     validate("pool-too-small-whole", pair_sf("subnet_pool", "192.168.1.0/26"), r"holds 0 /24 rails"),
-    validate("init-cluster-trailing-newline", pair_sf("cluster", "pair\n"), r"cluster"),
+    validate("cluster-trailing-newline", pair_sf("cluster", "pair\n"), r"cluster"),
     # every problem at once, in the user's words
     validate("key-with-bracket", pair_sf("mtu[1]", 1500), r"sparkfab\.mtu\[1\]: unknown key 'mtu\[1\]'"),
     validate(
