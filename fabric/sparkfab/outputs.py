@@ -85,10 +85,6 @@ def check_dir(path: Path, kind: str, inputs: Iterable[Path | str] = (), flag: st
                 f"{flag} {path} holds files sparkfab {kind} did not write ({shown}): "
                 "choose a new or empty directory, or remove them"
             )
-        edited = _edited(path)
-        if edited:
-            shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
-            sys.stderr.write(f"warning: {flag} {path}: {shown} changed since sparkfab wrote it; replaced now\n")
     return path
 
 
@@ -111,6 +107,10 @@ def replace_dir(
     """Write a directory output beside `path` with `write(tmp)`, then swap it in; return the
     files as they are named after the swap."""
     path = check_dir(path, kind, inputs, flag)
+    edited = _edited(path) if path.is_dir() else []  # said once, where the tree is replaced
+    if edited:
+        shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
+        sys.stderr.write(f"warning: {flag} {path}: {shown} changed since sparkfab wrote it; replaced now\n")
     parent = path.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
