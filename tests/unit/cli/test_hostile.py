@@ -1838,3 +1838,26 @@ def test_report_of_a_label_beyond_ascii_in_a_locale_without_utf8(tmp_path, env):
     assert res.returncode == 0, res.stderr.decode(errors="replace")[-2000:]
     assert "200-\u00fcn\u00ef" in (tmp_path / "out/report.md").read_text(encoding="utf-8")
     assert b"200-\\xfcn\\xef" in res.stdout or "200-\u00fcn\u00ef".encode() in res.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs (root)")
+def test_a_disk_that_fills_during_bench_names_the_run(tmp_path, capsys, server):
+    """requests.jsonl fills a 64 KiB tmpfs mid-run: exit 5 with the run directory, not a bare
+    'No space left on device'."""
+    import subprocess
+
+    from sparkfab.cli import main
+
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    try:
+        (mnt / "fill").write_bytes(b"x" * (60 << 10))
+        url = server("good")
+        argv = f"bench --url {url} --model m --plan P1 --rounds 4 --warmup 0 --idle-seconds 0 --output-tokens 200"
+        code = main([*argv.split(), "-o", str(mnt / "run")])
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+    err = capsys.readouterr().err
+    assert code == 5, err[-1500:]
+    assert f"-o {mnt / 'run'}" in err and "No space left on device" in err, err[-1500:]
