@@ -58,7 +58,10 @@ def test_bench_and_report_against_transformers_serve(server, cli, tmp_path):
     for r in rows:
         stamps = [t for t, _ in r["chunks"]]
         assert r["send_ns"] < r["first_ns"] <= r["last_ns"] and stamps == sorted(stamps)
-        assert sum(n for _, n in r["chunks"]) == 24 and r["decode_tps"] > 0 and r["text"]
+        # a chunk with text is a token; a token whose text the server holds back (the bytes of a
+        # character not yet whole: the random model's prompts are salted per run, so some runs
+        # meet one) comes inside a later chunk, so the chunks count at most the 24 tokens
+        assert 0 < sum(n for _, n in r["chunks"]) <= 24 and r["decode_tps"] > 0 and r["text"]
         assert r["traffic_file"] and r["prefill_bytes"] > 0 and r["decode_bytes"] > 0
     summary = json.loads((tmp_path / "run/summary.json").read_text())
     four = summary["tests"]["four"]
