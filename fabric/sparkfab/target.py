@@ -43,15 +43,18 @@ class Target:
     lab: Path | None  # the lab directory when the hosts are a lab's Sparks
 
     @classmethod
-    def load(cls, inventory: str, *, lab: bool = False, mends: str | None = None) -> Target:
+    def load(cls, inventory: str, *, lab: bool = False, mends: str | None = None, plan: Plan | None = None) -> Target:
         """The target of `inventory` (with `lab`: its lab, which must be up). `mends`: the verb
         (`linkspeed`, `reset`) that writes the recorded speeds anew, so an unreadable record is
-        dropped with a warning instead of refused (see `at_current_speed`)."""
-        path = Path(lab_inventory(inventory) if lab else inventory)
-        plan = load_plan(str(path))
-        d = lab_of(path, plan.cluster)
-        state = d / "state" if d else paths.state_dir(plan.cluster)
-        return cls(at_current_speed(plan, state, mends), path, state, d)
+        dropped with a warning instead of refused (see `at_current_speed`). `plan`: `inventory`
+        already resolved (each inventory is resolved once: the user's, and with `lab` the lab's)."""
+        user = plan or load_plan(inventory)
+        path = lab_inventory(inventory, user) if lab else Path(inventory)
+        if lab:
+            user = load_plan(str(path))
+        d = lab_of(path, user.cluster)
+        state = d / "state" if d else paths.state_dir(user.cluster)
+        return cls(at_current_speed(user, state, mends), path, state, d)
 
     @classmethod
     @contextmanager
@@ -59,7 +62,8 @@ class Target:
         """The target of a verb that changes hosts or the recorded state, with the cluster's
         lock held for the block (`sparkfab.lock`): taken before the recorded speeds are read,
         so that what this verb reads is what no other verb is changing."""
-        cluster = load_plan(inventory).cluster
+        plan = load_plan(inventory)
+        cluster = plan.cluster
         if lab:
             state = paths.lab_dir(cluster) / "state"
         else:
@@ -69,7 +73,7 @@ class Target:
             raise UsageError(f"lab {cluster} is not up: run `sparkfab lab up {inventory}`")
         with lock.held(state, f"cluster {cluster}", verb):
             mends = verb if verb in ("linkspeed", "reset") else None
-            yield cls.load(inventory, lab=lab, mends=mends)
+            yield cls.load(inventory, lab=lab, mends=mends, plan=plan)
 
     def render(self, plan: Plan | None = None) -> Path:
         """Render the plan (or `plan`, a variant of it) into the state's `tree/`."""
@@ -109,14 +113,14 @@ def lab_of(path: Path, cluster: str) -> Path | None:
     return paths.lab_dir(cluster) if same and paths.lab_state(cluster).exists() else None
 
 
-def lab_inventory(inventory: str) -> Path:
-    """Write the lab's copy of a user's inventory (always from the inventory as it is now, so
-    edits since `lab up` take effect) and return its path."""
-    plan = load_plan(inventory)
+def lab_inventory(inventory: str, plan: Plan) -> Path:
+    """Write the lab's copy of a user's inventory (`plan`: it resolved; always from the inventory
+    as it is now, so edits since `lab up` take effect; the file is rewritten only when it
+    changes) and return its path."""
     if not paths.lab_state(plan.cluster).exists():
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {inventory}`")
     state = LabState.read(paths.lab_dir(plan.cluster))
-    return lab_inv.write(inventory, spec(plan), state.engine)
+    return lab_inv.write(inventory, spec(plan), state.engine, plan=plan)
 
 
 def current_link_speed(plan: Plan, state: Path, mends: str | None = None) -> LinkSpeed:

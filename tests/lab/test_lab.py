@@ -347,7 +347,7 @@ def test_netplan_is_not_reapplied_under_a_running_engine(tmp_path):
         inv.write_text(inv.read_text().replace("mtu: 9000", "mtu: 8000"))
         res = sparkfab("apply", str(inv), "--lab", "-q")
         assert res.code == 3
-        assert "Refuse to re-apply netplan under a running engine" in res.err
+        assert "re-applying netplan changes the RoCE GID tables and kills it" in res.err, res.err
         assert "9000" in ssh("pair1", "spark-a", "cat /sys/class/net/enp1s0f1np1/mtu").stdout
         assert sparkfab("serve", "stop", str(inv), "--lab", "-q").code == 0
         assert sparkfab("apply", str(inv), "--lab", "-q").code == 0

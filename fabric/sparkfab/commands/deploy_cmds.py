@@ -13,17 +13,9 @@ from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.commands.runs import confirm, fail_if, passed_over, run_with_progress
 from sparkfab.deploy import RunResult
 from sparkfab.errors import Exit
-from sparkfab.plan import Plan
+from sparkfab.flip import Flip, plan_flip
 from sparkfab.render.launch import secret_names
-from sparkfab.resolve import load_plan
-from sparkfab.target import (
-    Target,
-    files_here,
-    flipped_instances,
-    forget_speeds,
-    save_speeds,
-    selected,
-)
+from sparkfab.target import Target, files_here, forget_speeds, selected
 
 _err = Console(stderr=True, width=140)
 
@@ -49,10 +41,10 @@ def _apply(target: Target, args: argparse.Namespace) -> int:
     plan = target.plan
     oracle.check(plan, None if args.quiet else lambda text: _err.print(f"note: {text}", markup=False))
     tree = target.render()
-    args.limit = files_here(args.limit)
-    confirm(target, args, "apply", selected(plan, tree, args.limit))
+    limit = files_here(args.limit)
+    confirm(target, args, "apply", selected(plan, tree, limit))
     extra: dict[str, object] | None = {"sparkfab_netplan_take_over": True} if args.take_over_netplan else None
-    result = run_with_progress("site.yml", target, tree, args, extra, secrets=secret_names(plan))
+    result = run_with_progress("site.yml", target, tree, args, extra, secrets=secret_names(plan), limit=limit)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
     changed = sum(h.changed for h in result.hosts.values())
@@ -82,45 +74,35 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
 
 
 def _linkspeed(target: Target, args: argparse.Namespace) -> int:
-    before = target.plan
-    args.limit = files_here(args.limit)
-    wanted = load_plan(str(target.inventory), args.mode)  # the cluster validated at the new speed
-    # a --limit is matched against the rendered inventory: render only then
-    names = flipped_instances(before, target.render() if args.limit else None, args.instance, args.limit)
-    plan = wanted.with_link_speed(args.mode) if names is None else before
-    for name in names or ():
-        plan = plan.with_instance_speed(name, args.mode)
-    hosts = [h.name for h in plan.hosts] if names is None else [h for n in names for h in plan.instance(n).hosts]
-    limit = None if names is None else ",".join(hosts)
-    confirm(target, args, f"linkspeed {args.mode}", hosts)
-    tree = target.render(plan)
-    args.limit = limit
-    result = run_with_progress("linkspeed.yml", target, tree, args, plan=plan)
-    was = "/".join(sorted({before.mode_of(h) for h in hosts}))
-    if result.failures and not getattr(args, "check", False):
+    flip = plan_flip(target, args.mode, args.instance, files_here(args.limit))
+    confirm(target, args, f"linkspeed {args.mode}", list(flip.hosts))
+    tree = target.render(flip.after)
+    result = run_with_progress("linkspeed.yml", target, tree, args, plan=flip.after, limit=flip.limit)
+    if result.failures and not args.check:
         # the first play checks every host and stops all of them when one fails; the push stops
         # every host when one fails in it, before serving is touched: the flip ends whole (the
         # push went everywhere, serving is what failed), not at all, or is rolled back
         if all((h.failed_task or "").startswith("Serve |") for h in result.failures):
             _err.print(f"linkspeed {args.mode}: every host runs {args.mode} now; serving did not restart everywhere")
-            _record_flip(target, plan, args.mode, names, hosts)
+            _say(flip.record(target))
         else:
-            _roll_back(target, before, result, args, was)
+            _roll_back(target, flip, result, args)
     fail_if(result, target.plan)
     if args.check:
-        return _preview_flip(result, args.mode, was)
-    _record_flip(target, plan, args.mode, names, hosts)
-    for name in hosts:
-        h = plan.host(name)
-        old, new = ",".join(h.hca[before.mode_of(name)]), ",".join(h.hca[args.mode])
-        if old != new:
-            sys.stdout.write(f"{name}: NCCL_IB_HCA ={old} -> ={new}\n")
+        return _preview_flip(result, args.mode, flip.was)
+    _say(flip.record(target))
+    for name, old, new in flip.hca_changes():
+        sys.stdout.write(f"{name}: NCCL_IB_HCA ={old} -> ={new}\n")
     restarted = sorted(
         h.host for h in result.hosts.values() if any(t.startswith("Serve | Start") for t in h.changed_tasks)
     )
-    what = plan.cluster if names is None else f"{plan.cluster} ({', '.join(names)})"
-    _err.print(f"link speed of {what}: {was} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
+    _err.print(f"link speed of {flip.scope}: {flip.was} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
     return Exit.OK
+
+
+def _say(line: str | None) -> None:
+    if line:
+        _err.print(line)
 
 
 def _preview_flip(result: RunResult, mode: str, was: str) -> int:
@@ -136,28 +118,23 @@ def _preview_flip(result: RunResult, mode: str, was: str) -> int:
     return Exit.OK
 
 
-def _record_flip(target: Target, plan: Plan, mode: spark.LinkSpeed, names: list[str] | None, hosts: list[str]) -> None:
-    """What the hosts run now becomes the recorded speed (and the lab's shaped rate)."""
-    if target.lab is not None:
-        # the lab's link speed is a shaped rate, the hardware's part of the flip
-        from sparkfab.lab import wire
-        from sparkfab.lab.spec import spec as lab_spec
-
-        _err.print(wire.link_speed(lab_spec(plan), mode, None if names is None else set(hosts)))
-    save_speeds(target, plan, mode, names)
-
-
-def _roll_back(target: Target, before: Plan, result: RunResult, args: argparse.Namespace, was: str) -> None:
+def _roll_back(target: Target, flip: Flip, result: RunResult, args: argparse.Namespace) -> None:
     """A flip that failed in its push: the hosts it changed get their old files back (serving
     was not touched), so that every host runs the recorded speed again; says which way it ended."""
     changed = sorted(h.host for h in result.hosts.values() if h.changed)
     if not changed:
         _err.print(f"linkspeed {args.mode} changed nothing: every host is checked before any host changes")
         return
+    was = flip.was
     _err.print(f"linkspeed {args.mode} failed after it changed {', '.join(changed)}: rolling them back to {was}")
-    back = argparse.Namespace(**{**vars(args), "limit": ",".join(changed)})
     undo = run_with_progress(
-        "linkspeed.yml", target, target.render(before), back, {"sparkfab_serve_action": "none"}, plan=before
+        "linkspeed.yml",
+        target,
+        target.render(flip.before),
+        args,
+        {"sparkfab_serve_action": "none"},
+        plan=flip.before,
+        limit=",".join(changed),
     )
     if undo.failures:
         left = sorted(h.host for h in undo.failures)
@@ -185,13 +162,13 @@ def reset_cmd(args: argparse.Namespace) -> int:
 def _reset(target: Target, args: argparse.Namespace) -> int:
     plan = target.plan
     tree = target.render()  # the hosts' netdevs and instances, as the plays read them
-    args.limit = files_here(args.limit)
-    confirm(target, args, "reset", selected(target.plan, tree, args.limit))
-    result = run_with_progress("reset.yml", target, tree, args)
+    limit = files_here(args.limit)
+    confirm(target, args, "reset", selected(target.plan, tree, limit))
+    result = run_with_progress("reset.yml", target, tree, args, limit=limit)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
     fail_if(result, target.plan)
-    if not args.check and not args.limit:
+    if not args.check and not limit:
         forget_speeds(target)
     changed = sum(h.changed for h in result.hosts.values())
     _err.print(

@@ -57,9 +57,11 @@ def exporter_cmd(args: argparse.Namespace) -> int:
     with Target.held(args.inventory, f"exporter {args.action}", lab=args.lab) as target:
         _needs_exporter(target.plan)
         tree = target.render()
-        args.limit = files_here(args.limit)
-        confirm(target, args, f"exporter {args.action}", selected(target.plan, tree, args.limit))
-        result = run_with_progress("exporter.yml", target, tree, args, {"sparkfab_exporter_action": args.action})
+        limit = files_here(args.limit)
+        confirm(target, args, f"exporter {args.action}", selected(target.plan, tree, limit))
+        result = run_with_progress(
+            "exporter.yml", target, tree, args, {"sparkfab_exporter_action": args.action}, limit=limit
+        )
         fail_if(result, target.plan)
         changed = sorted(h.host for h in result.hosts.values() if h.changed)
         verb = "started or restarted" if args.action == "start" else "stopped"

@@ -60,7 +60,12 @@ def run_with_progress(
     extravars: dict[str, object] | None = None,
     plan: Plan | None = None,
     secrets: list[str] | None = None,
+    *,
+    limit: str | None,
 ) -> RunResult:
+    """Run `playbook` on the hosts of `plan` (the target's by default) that `limit` (an Ansible
+    pattern, `@FILE`s resolved: `files_here`) selects, with the verb's --check, --diff,
+    --timeout and -v, showing the per-host table as it goes."""
     plan = plan or target.plan
     names = [h.name for h in plan.hosts]
     title = f"{playbook} on {plan.cluster}"
@@ -83,7 +88,7 @@ def run_with_progress(
             plan.cluster,
             check=getattr(args, "check", False),
             diff=getattr(args, "diff", False),
-            limit=args.limit,
+            limit=limit,
             extravars=extravars,
             timeout=getattr(args, "timeout", None),
             on_update=update,

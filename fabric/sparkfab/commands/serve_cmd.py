@@ -43,11 +43,10 @@ def serve_cmd(args: argparse.Namespace) -> int:
 
 
 def _serve(target: Target, args: argparse.Namespace) -> int:
-    args.limit = instance_limit(target.plan, args.instance, args.limit)
     tree = target.render()  # what serving starts is what the inventory says now
-    args.limit = files_here(args.limit)
-    confirm(target, args, f"serve {args.action}", selected(target.plan, tree, args.limit))
-    result = run_with_progress("serve.yml", target, tree, args, {"sparkfab_serve_action": args.action})
+    limit = files_here(instance_limit(target.plan, args.instance, args.limit))
+    confirm(target, args, f"serve {args.action}", selected(target.plan, tree, limit))
+    result = run_with_progress("serve.yml", target, tree, args, {"sparkfab_serve_action": args.action}, limit=limit)
     fail_if(result, target.plan)
     if args.check:
         stop, start = (

@@ -27,6 +27,7 @@ from sparkfab.lab import login
 from sparkfab.lab.image import LOGIN, LOGIN_PASSWORD
 from sparkfab.lab.spec import LabSpec
 from sparkfab.launchers import USER_DIR
+from sparkfab.plan import Plan
 
 
 def check(user_inventory: str, spec: LabSpec, engine: str) -> None:
@@ -86,13 +87,15 @@ def lab_inventory(
     return out.getvalue()
 
 
-def write(user_inventory: str, spec: LabSpec, engine: str, into: Path | None = None) -> Path:
+def write(user_inventory: str, spec: LabSpec, engine: str, into: Path | None = None, plan: Plan | None = None) -> Path:
     """Write the lab inventory of `user_inventory` into the lab directory (or `into`), with a copy
     of the recipes beside it (`launchers/`), so the lab finds the same recipes the user's file does.
-    Each instance keeps the backend its recipe gives it on the real cluster (Ray or vLLM's own)."""
+    Each instance keeps the backend its recipe gives it on the real cluster (Ray or vLLM's own):
+    `plan` is the user's inventory resolved (resolved here when not given)."""
     from sparkfab.resolve import load_plan
 
-    backends: dict[str, str | None] = {i.name: i.backend for i in load_plan(user_inventory).instances}
+    user = plan or load_plan(user_inventory)
+    backends: dict[str, str | None] = {i.name: i.backend for i in user.instances}
     folder = into or spec.dir
     out = folder / "inventory.yml"
     # a plain file keeps its comments; any other inventory is written out in the plain shape

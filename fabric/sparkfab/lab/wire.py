@@ -74,8 +74,7 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
         nb = replace(vb, b_ns=va.b_ns, b_if=va.b_if, bridge=va.bridge, label=vb.label + " (swapped)")
         for v in (na, nb):
             make_veth(v)
-            if v.rate_mbit:
-                _shape(v, f"{v.rate_mbit}mbit")
+        _shape(*((v, f"{v.rate_mbit}mbit") for v in (na, nb) if v.rate_mbit))
         veths[x], veths[y] = na, nb
         done.append(
             f"{va.a_ns}:{va.a_if} now meets {na.b_ns}:{na.b_if}; {vb.a_ns}:{vb.a_if} now meets {nb.b_ns}:{nb.b_if}"
@@ -136,7 +135,7 @@ def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
     veths = current(spec)
     done = []
     for i in _select(veths, ref):
-        _shape(veths[i], rate_text)
+        _shape((veths[i], rate_text))
         v = veths[i]
         done.append(f"shaped {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if} to {rate_text}")
     return done
@@ -179,8 +178,7 @@ def renew(spec: LabSpec, host: str) -> None:
         else:
             _remove_far_end(v)
             make_veth(v)
-        if v.rate_mbit:
-            _shape(v, f"{v.rate_mbit}mbit")
+    _shape(*((v, f"{v.rate_mbit}mbit") for v, _ in mine if v.rate_mbit))
 
 
 def _end(v: Veth, end: str) -> tuple[str, str]:
@@ -227,10 +225,14 @@ def link_speed(spec: LabSpec, mode: LinkSpeed, hosts: set[str] | None = None) ->
     Sparks, and both must be among `hosts` (an instance's cables never leave it)."""
     names = {n.ns: n.name for n in spec.nodes}
     veths = current(spec)
-    for i, v in enumerate(veths):
-        if hosts is None or {names.get(v.a_ns), names.get(v.b_ns)} - {None} <= hosts | _switch_names(spec):
-            _shape(v, f"{RATE_MBIT[mode]}mbit")
-            veths[i] = replace(v, rate_mbit=RATE_MBIT[mode])
+    chosen = [
+        i
+        for i, v in enumerate(veths)
+        if hosts is None or {names.get(v.a_ns), names.get(v.b_ns)} - {None} <= hosts | _switch_names(spec)
+    ]
+    _shape(*((veths[i], f"{RATE_MBIT[mode]}mbit") for i in chosen))
+    for i in chosen:
+        veths[i] = replace(veths[i], rate_mbit=RATE_MBIT[mode])
     _save(spec, veths)
     return link_speed_text(spec, mode, hosts)
 
@@ -244,11 +246,18 @@ def _switch_names(spec: LabSpec) -> set[str]:
     return {n.name for n in spec.nodes if n.kind == "switch"}
 
 
-def _shape(v: Veth, rate_text: str) -> None:
-    for ns_name, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
+def _shape(*shaped: tuple[Veth, str]) -> None:
+    """Shape both ends of each veth to its rate (a tc rate such as `400mbit`); each namespace
+    is entered once for all its ends (a pyroute2 handle on a namespace is a process)."""
+    ends: dict[str, list[tuple[str, str]]] = {}
+    for v, tc_rate in shaped:
+        for ns_name, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
+            ends.setdefault(ns_name, []).append((ifname, tc_rate))
+    for ns_name, todo in ends.items():
         with netns(ns_name) as ns:
-            idx = ns.link_lookup(ifname=ifname)[0]
-            ns.tc("replace", "tbf", index=idx, handle="1:", rate=rate_text, burst=131072, latency="50ms")
+            for ifname, tc_rate in todo:
+                idx = ns.link_lookup(ifname=ifname)[0]
+                ns.tc("replace", "tbf", index=idx, handle="1:", rate=tc_rate, burst=131072, latency="50ms")
 
 
 def docker(spec: LabSpec, host: str) -> list[str]:

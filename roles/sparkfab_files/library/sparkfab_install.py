@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Ansible module: install the files of a sparkfab bundle on this host in one run, and make the
-kernel hold what they say (sysctls, the firewall table, LLDP settings)."""
+kernel hold what they say (sysctls, the firewall table, LLDP settings) and systemd, ufw and
+Docker keep it (the control plane's units, ufw rules and DOCKER-USER rules)."""
+
+import shutil
 
 import json
 import os
@@ -41,8 +44,16 @@ options:
     description: Also compare the kernel's sysctls and firewall table with the files and load them where they differ.
     type: bool
     default: false
+  control_plane:
+    description: The systemd units of the control plane to install from C(/etc/sparkfab) and enable (none without).
+    type: list
+    elements: str
+  forwarding:
+    description: With C(control_plane), this host relays fabric control traffic (DOCKER-USER rules).
+    type: bool
+    default: false
   root:
-    description: Prefix of the paths C(converge) reads (tests).
+    description: Prefix of the paths C(converge) and C(control_plane) read and write (tests).
     type: path
     default: /
   secrets:
@@ -79,6 +90,10 @@ loaded:
   description: With C(converge), whether the sysctls and the firewall were (or would be) loaded.
   type: bool
   returned: always
+control_plane:
+  description: With C(control_plane), what was done, a line each (C(installed UNIT), C(enabled UNIT), C(ufw added RULE), C(DOCKER-USER ...)).
+  type: list
+  returned: always
 secrets:
   description: The names whose line in the secrets file was (or would be) written.
   type: list
@@ -89,6 +104,8 @@ SYSCTL = "etc/sysctl.d/60-sparkfab.conf"
 FIREWALL = "etc/sparkfab/firewall.nft"
 LISTING = "etc/sparkfab/firewall.listing"
 LLDP = "etc/lldpd.d/sparkfab.conf"
+UFW_RULES = "etc/sparkfab/ufw.rules"
+DOCKER_USER = "etc/sparkfab/docker-user.sh"
 
 
 def current(path):
@@ -192,6 +209,48 @@ def load(module, root):
         install(listing, text, 0o644)
 
 
+def _must(module, args):
+    """stdout of a command that has to succeed; the run fails naming it otherwise."""
+    rc, out, err = _run(args)
+    if rc != 0:
+        module.fail_json(msg=f"{' '.join(args)} failed ({rc}): {(err or out).strip()[-1000:]}")
+    return out
+
+
+def control_plane(module, root):
+    """The units installed and enabled where systemd runs the host, the ufw rules added where ufw
+    is active, DOCKER-USER where the host forwards: a line per thing done."""
+    units, done = module.params["control_plane"], []
+    if os.path.isdir(os.path.join(root, "run/systemd/system")):
+        fresh = []
+        for unit in units:
+            src, dst = (os.path.join(root, d, unit) for d in ("etc/sparkfab", "etc/systemd/system"))
+            want = current(src)[0]
+            if want is None:
+                module.fail_json(msg=f"{src} is not there: the control files come with this run")
+            if want != current(dst)[0]:
+                install(dst, want, 0o644)
+                fresh.append(unit)
+                done.append(f"installed {unit}")
+        if fresh:
+            _must(module, ["systemctl", "daemon-reload"])
+        for unit in units:
+            if _run(["systemctl", "is-enabled", "--quiet", unit])[0] != 0:
+                _must(module, ["systemctl", "enable", "--quiet", unit])
+                done.append(f"enabled {unit}")
+    if shutil.which("ufw") and _run(["ufw", "status"])[1].startswith("Status: active"):
+        with open(os.path.join(root, UFW_RULES), encoding="utf-8") as f:
+            rules = [line.split() for line in f if line.strip() and not line.startswith("#")]
+        for rule in rules:
+            if "Skipping" not in _must(module, ["ufw", *rule]):
+                done.append(f"ufw added: {' '.join(rule)}")
+    if module.params["forwarding"]:
+        out = _must(module, [os.path.join(root, DOCKER_USER)]).strip()
+        if "added=0" not in out:
+            done.append(f"DOCKER-USER: {out}")
+    return done
+
+
 def secrets_text(old, values):
     """The secrets file with a C(NAME=value) line per value: the last line of that name is
     replaced, or the line added (as lineinfile does); returns (text, names written)."""
@@ -247,6 +306,8 @@ def main():
             "bundle_text": {"type": "str", "no_log": True},
             "kinds": {"type": "list", "elements": "str", "default": []},
             "converge": {"type": "bool", "default": False},
+            "control_plane": {"type": "list", "elements": "str"},
+            "forwarding": {"type": "bool", "default": False},
             "root": {"type": "path", "default": "/"},
             "secrets": {"type": "dict", "default": {}, "no_log": True},
             "secret_names": {"type": "list", "elements": "str", "default": []},
@@ -282,6 +343,10 @@ def main():
             # lldpd may not run (yet): it reads its settings when it starts
             _run(["lldpcli", "-c", os.path.join(root, LLDP)])
         result["changed"] = result["changed"] or result["loaded"]
+    result["control_plane"] = []
+    if module.params["control_plane"] is not None and not module.check_mode:
+        result["control_plane"] = control_plane(module, module.params["root"])
+        result["changed"] = result["changed"] or bool(result["control_plane"])
     if module._diff:
         result["diff"] = [d for _, _, d in todo]
     module.exit_json(**result)

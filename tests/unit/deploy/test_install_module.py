@@ -10,11 +10,13 @@ from tests.conftest import REPO
 MODULE = REPO / "roles/sparkfab_files/library/sparkfab_install.py"
 
 
-def _run(tmp_path, bundle, **args):
+def _run(tmp_path, bundle, env=None, **args):
     """The module as the role runs it: the bundle's JSON text in its arguments."""
     args = {"bundle_text": json.dumps(bundle), **args}
     (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    res = subprocess.run([sys.executable, str(MODULE), str(tmp_path / "args.json")], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, str(MODULE), str(tmp_path / "args.json")], capture_output=True, text=True, env=env
+    )
     return json.loads(res.stdout)
 
 
@@ -131,3 +133,63 @@ def test_secrets_replace_their_line_and_stay_out_of_the_result(tmp_path):
     assert "s3cret" not in json.dumps(done)
     again = _run(tmp_path, {"files": {}}, secrets=values, **args)
     assert again["changed"] is False and again["secrets"] == []
+
+
+def _tool(bin_dir, name, body):
+    """A stand-in for a host's systemctl or ufw that logs its calls (the lab's ring tests run the
+    real ones on booted Sparks: tests/lab/test_lab_control.py)."""
+    f = bin_dir / name
+    f.write_text(f'#!/bin/sh\necho {name} "$*" >> {bin_dir}/calls\n{body}\n')
+    f.chmod(0o755)
+
+
+def test_the_control_plane_units_ufw_and_docker_user_rules_are_made_to_hold(tmp_path):
+    """With the control plane over the fabric, the same module run installs a unit whose file
+    differs (one daemon-reload), enables one that is not, adds the ufw rules ufw lacks and runs
+    the DOCKER-USER script on a relay; a second run does nothing and says so (changed=false)."""
+    root, bin_dir = tmp_path / "root", tmp_path / "bin"
+    bin_dir.mkdir()
+    (root / "run/systemd/system").mkdir(parents=True)
+    (root / "etc/systemd/system").mkdir(parents=True)
+    cp = root / "etc/sparkfab"
+    cp.mkdir(parents=True)
+    (cp / "sparkfab-firewall.service").write_text("[Unit]\n")
+    (cp / "ufw.rules").write_text("# sparkfab\nallow in on enp1s0f1np1 to any port 22 proto tcp\n\n")
+    (cp / "docker-user.sh").write_text(
+        f"#!/bin/sh\nif [ -e {tmp_path}/fwd ]; then echo added=0; else touch {tmp_path}/fwd; echo added=2; fi\n"
+    )
+    (cp / "docker-user.sh").chmod(0o755)
+    _tool(
+        bin_dir,
+        "systemctl",
+        f'case "$1" in is-enabled) [ -e {tmp_path}/enabled ];; enable) touch {tmp_path}/enabled;; esac',
+    )
+    _tool(
+        bin_dir,
+        "ufw",
+        f'case "$1" in status) echo "Status: active";; *) if [ -e {tmp_path}/ufw ]; '
+        f'then echo "Skipping adding existing rule"; else touch {tmp_path}/ufw; echo "Rule added"; fi;; esac',
+    )
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    args = {"control_plane": ["sparkfab-firewall.service"], "forwarding": True, "root": str(root)}
+    dry = _run(tmp_path, {"files": {}}, env, _ansible_check_mode=True, **args)
+    assert dry["changed"] is False and dry["control_plane"] == [] and not (bin_dir / "calls").exists()
+    first = _run(tmp_path, {"files": {}}, env, **args)
+    assert first["changed"] and first["control_plane"] == [
+        "installed sparkfab-firewall.service",
+        "enabled sparkfab-firewall.service",
+        "ufw added: allow in on enp1s0f1np1 to any port 22 proto tcp",
+        "DOCKER-USER: added=2",
+    ]
+    assert (root / "etc/systemd/system/sparkfab-firewall.service").read_text() == "[Unit]\n"
+    calls = (bin_dir / "calls").read_text().splitlines()
+    assert (
+        calls.count("systemctl daemon-reload") == 1 and "ufw allow in on enp1s0f1np1 to any port 22 proto tcp" in calls
+    )
+    again = _run(tmp_path, {"files": {}}, env, **args)
+    assert again["changed"] is False and again["control_plane"] == []
+    assert (bin_dir / "calls").read_text().count("daemon-reload") == 1
+    # a step that fails ends the run naming it
+    (cp / "docker-user.sh").write_text("#!/bin/sh\necho 'iptables: Permission denied' >&2; exit 4\n")
+    failed = _run(tmp_path, {"files": {}}, env, **args)
+    assert failed["failed"] and failed["msg"] == f"{cp}/docker-user.sh failed (4): iptables: Permission denied"
