@@ -101,7 +101,7 @@ def main() -> None:
                 wall = statistics.median(w for w, _ in runs)
                 cpu = statistics.median(c for _, c in runs)
                 print(
-                    f"{args.tag:7}{cluster} ({sparks}) {label:15} {name:18} {wall:6.1f} s  "
+                    f"{args.tag:7} {cluster} ({sparks}) {label:15} {name:18} {wall:6.1f} s  "
                     f"{wall / fl:5.1f}x floor ({fl:.1f} s)  "
                     f"controller CPU {cpu:5.1f} s ({cpu / sparks:.2f} s per host)",
                     flush=True,
