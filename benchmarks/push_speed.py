@@ -61,6 +61,12 @@ def main() -> None:
     ap.add_argument("--strategy", choices=list(STRATEGIES), help="only this strategy")
     ap.add_argument("--tag", default="", help="a word for this tree in the output (e.g. before, after)")
     ap.add_argument(
+        "--settle",
+        type=float,
+        default=5.0,
+        help="seconds to wait after lab up (a large lab's machines keep starting services for minutes)",
+    )
+    ap.add_argument(
         "--case",
         action="append",
         default=[],
@@ -79,7 +85,7 @@ def main() -> None:
                 continue
             build.down(cluster)
             sparkfab({}, "lab", "up", inv, "--engine", "collective")
-            time.sleep(5)  # the machines settle (journald, Docker's first start)
+            time.sleep(args.settle)  # the machines settle (journald, Docker's first start)
             floors = [floor(cluster) for _ in range(3)]
             fl = statistics.median(floors)
             # a cluster of real 100G links has no mode to flip to (linkspeed is 200 <-> 100e)
