@@ -3,10 +3,9 @@
 kernel hold what they say (sysctls, the firewall table, LLDP settings) and systemd, ufw and
 Docker keep it (the control plane's units, ufw rules and DOCKER-USER rules)."""
 
-import shutil
-
 import json
 import os
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -91,7 +90,9 @@ loaded:
   type: bool
   returned: always
 control_plane:
-  description: With C(control_plane), what was done, a line each (C(installed UNIT), C(enabled UNIT), C(ufw added RULE), C(DOCKER-USER ...)).
+  description:
+    - With C(control_plane), what was done, a line each.
+    - C(installed UNIT), C(enabled UNIT), C(ufw added RULE), C(DOCKER-USER ...).
   type: list
   returned: always
 secrets:
@@ -220,35 +221,45 @@ def _must(module, args):
 def control_plane(module, root):
     """The units installed and enabled where systemd runs the host, the ufw rules added where ufw
     is active, DOCKER-USER where the host forwards: a line per thing done."""
-    units, done = module.params["control_plane"], []
+    done = []
     if os.path.isdir(os.path.join(root, "run/systemd/system")):
-        fresh = []
-        for unit in units:
-            src, dst = (os.path.join(root, d, unit) for d in ("etc/sparkfab", "etc/systemd/system"))
-            want = current(src)[0]
-            if want is None:
-                module.fail_json(msg=f"{src} is not there: the control files come with this run")
-            if want != current(dst)[0]:
-                install(dst, want, 0o644)
-                fresh.append(unit)
-                done.append(f"installed {unit}")
-        if fresh:
-            _must(module, ["systemctl", "daemon-reload"])
-        for unit in units:
-            if _run(["systemctl", "is-enabled", "--quiet", unit])[0] != 0:
-                _must(module, ["systemctl", "enable", "--quiet", unit])
-                done.append(f"enabled {unit}")
+        done += _units(module, root, module.params["control_plane"])
     if shutil.which("ufw") and _run(["ufw", "status"])[1].startswith("Status: active"):
-        with open(os.path.join(root, UFW_RULES), encoding="utf-8") as f:
-            rules = [line.split() for line in f if line.strip() and not line.startswith("#")]
-        for rule in rules:
-            if "Skipping" not in _must(module, ["ufw", *rule]):
-                done.append(f"ufw added: {' '.join(rule)}")
+        done += _ufw(module, root)
     if module.params["forwarding"]:
         out = _must(module, [os.path.join(root, DOCKER_USER)]).strip()
         if "added=0" not in out:
             done.append(f"DOCKER-USER: {out}")
     return done
+
+
+def _units(module, root, units):
+    """Each unit whose file differs installed from /etc/sparkfab (one daemon-reload), each unit
+    not enabled enabled."""
+    done, fresh = [], False
+    for unit in units:
+        src, dst = (os.path.join(root, d, unit) for d in ("etc/sparkfab", "etc/systemd/system"))
+        want = current(src)[0]
+        if want is None:
+            module.fail_json(msg=f"{src} is not there: the control files come with this run")
+        if want != current(dst)[0]:
+            install(dst, want, 0o644)
+            fresh = True
+            done.append(f"installed {unit}")
+    if fresh:
+        _must(module, ["systemctl", "daemon-reload"])
+    for unit in units:
+        if _run(["systemctl", "is-enabled", "--quiet", unit])[0] != 0:
+            _must(module, ["systemctl", "enable", "--quiet", unit])
+            done.append(f"enabled {unit}")
+    return done
+
+
+def _ufw(module, root):
+    """The rules of ufw.rules that ufw lacks, added (`ufw RULE` skips one it has)."""
+    with open(os.path.join(root, UFW_RULES), encoding="utf-8") as f:
+        rules = [line.split() for line in f if line.strip() and not line.startswith("#")]
+    return [f"ufw added: {' '.join(rule)}" for rule in rules if "Skipping" not in _must(module, ["ufw", *rule])]
 
 
 def secrets_text(old, values):
