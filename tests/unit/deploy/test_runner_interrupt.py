@@ -34,6 +34,33 @@ def _until_gone(pid: int, seconds: float = 10) -> bool:
     return not proc.alive(pid)
 
 
+def _started(pid: int) -> str | None:
+    """When `pid` started (clock ticks since boot; None once it is gone): tells a process from a
+    later one that was given its pid."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _left(snapshot: list[tuple[int, str | None]], seconds: float = 10) -> list[str]:
+    """The processes of `snapshot` (pid, start) still running after `seconds` (a process killed a
+    moment ago may still be on its way out), with their command lines."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = [pid for pid, start in snapshot if start and _started(pid) == start and proc.alive(pid)]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    out = []
+    for pid in left:
+        try:
+            out.append(f"{pid} {Path(f'/proc/{pid}/cmdline').read_bytes().replace(bytes(1), b' ').decode()[:200]}")
+        except OSError:
+            pass
+    return out
+
+
 def _verb_in_a_process(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """A verb's run of the sleeping probe in a process of its own (as sparkfab is one), with the
     file its task writes its pid to; the run's state in `tmp_path/state`."""
@@ -91,6 +118,7 @@ def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
     try:
         _until_written(pidfile)
         tree = proc.descendants(verb.pid)
+        snapshot = [(pid, _started(pid)) for pid in tree]
         playbook = [
             p for p in proc.children(verb.pid) if b"ansible-playbook" in Path(f"/proc/{p}/cmdline").read_bytes()
         ]
@@ -100,7 +128,7 @@ def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
         verb.wait()
         assert _until_gone(playbook[0]), "ansible-playbook outlived the sparkfab that started it"
         assert _until_gone(task), f"the task's process {task} outlived the sparkfab that started it"
-        left = [p for p in tree if proc.alive(p)]
+        left = _left(snapshot)
         assert not left, f"left behind: {left}"
     finally:
         if verb.poll() is None:
