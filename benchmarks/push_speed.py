@@ -7,7 +7,8 @@ its forks) are given per verb and per host. Run as root after scripts/setup.sh:
     .venv/bin/python benchmarks/push_speed.py [--only sw8] [--repeat 2] [--case INVENTORY:CLUSTER:SPARKS]
 
 Each lab is built fresh; the order per strategy is apply (first), apply (nothing to change),
-linkspeed 100e, linkspeed 200, verify. Results: benchmarks/results/push_speed_2core.txt.
+linkspeed 100e, linkspeed 200, verify. sparkfab's Python is compiled first (as a wheel's is).
+Results: benchmarks/results/push_speed_2core.txt.
 """
 
 from __future__ import annotations
@@ -75,6 +76,15 @@ def main() -> None:
     )
     args = ap.parse_args()
     cases = [(c.split(":")[0], c.split(":")[1], int(c.split(":")[2])) for c in args.case] or CASES
+    # sparkfab's modules and the playbooks' plugins compiled once, as an installed wheel has them
+    # (an editable install, or PYTHONDONTWRITEBYTECODE=1, compiles them again in every verb)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "fabric/sparkfab", "playbooks"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+    )
     from sparkfab.lab import build
 
     for inv, cluster, sparks in cases:

@@ -136,17 +136,28 @@ def version_text() -> str:
     )
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only` (the verb a command line names), the other verbs are
+    listed without their arguments (setting them all up costs a start-up of every verb)."""
     p = argparse.ArgumentParser(prog="sparkfab", description=__doc__.splitlines()[0] if __doc__ else "")
     p.add_argument("--version", action=_Version, nargs=0, help="what runs: sparkfab, Ansible, the content, the sampler")
     sub = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     for verb in VERBS:
         sp = sub.add_parser(verb.name, help=verb.help, description=verb.help)
+        if only is not None and verb.name != only:
+            continue
         sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
         sp.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
         verb.setup(sp)
         sp.set_defaults(handler=verb.handler, root_parser=p)
     return p
+
+
+def _verb(argv: Sequence[str]) -> str | None:
+    """The verb a command line names (its first word that is not an option), when it is one that
+    needs only its own arguments (`completion` reads every verb's)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in {v.name for v in VERBS} - {"completion"} else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     try:
-        args = parser().parse_args(argv)  # a signal here (a slow start-up) ends it as one later does
+        words = sys.argv[1:] if argv is None else argv
+        args = parser(_verb(words)).parse_args(words)  # a signal here (a slow start-up) ends it as one later does
     except KeyboardInterrupt as exc:
         return _ended(exc)
     # SIGTERM (timeout, systemd, CI runners) ends a verb as Ctrl-C does: outputs half written

@@ -27,7 +27,7 @@ def _tool(name: str) -> str:
 
 
 def test_ruff():
-    res = _run(_tool("ruff"), "check", "fabric", "tests", "benchmarks", "roles")
+    res = _run(_tool("ruff"), "check", "fabric", "tests", "benchmarks", "roles", "playbooks")
     assert res.returncode == 0, res.stdout + res.stderr
 
 

@@ -41,9 +41,16 @@ class Cable:
 
 
 #: Entries of a rendered tree beside the host directories: a host must not be named like one.
-#: The groups playbooks/serve.yml puts hosts into as it goes: those that stop, start in the
-#: first or the second wave, wait for health (the rendered inventory declares them, empty).
-SERVE_GROUPS = ("sparkfab_serve_stop", "sparkfab_serve_first", "sparkfab_serve_second", "sparkfab_serve_health")
+#: The groups playbooks/serve.yml puts hosts into as it goes: those refused (a rank of their
+#: instance did not answer), those that stop, start in the first or the second wave, wait for
+#: health (the rendered inventory declares them, empty).
+SERVE_GROUPS = (
+    "sparkfab_serve_refused",
+    "sparkfab_serve_stop",
+    "sparkfab_serve_first",
+    "sparkfab_serve_second",
+    "sparkfab_serve_health",
+)
 RESERVED_NAMES = ("inventory.yml", "host_vars", "bundles", "all", "ungrouped", "localhost", *SERVE_GROUPS)
 
 

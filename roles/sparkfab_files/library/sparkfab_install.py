@@ -168,6 +168,19 @@ def _words(text):
     return " ".join(text.split())
 
 
+def _sysctl(key):
+    """(rc, value) of a sysctl as `sysctl -n` gives it: read from /proc/sys where the key names a
+    file there (dots are separators, as sysctl reads a key without a slash), else from sysctl."""
+    if "/" not in key:
+        try:
+            with open("/proc/sys/" + key.replace(".", "/"), encoding="utf-8") as f:
+                return 0, f.read()
+        except OSError:
+            pass
+    rc, out, _ = _run(["sysctl", "-n", key])
+    return rc, out
+
+
 def drift(root):
     """What the kernel holds against the installed sysctl file and the firewall table as last
     loaded (its listing then); nothing for a file that is not there."""
@@ -180,7 +193,7 @@ def drift(root):
                 if not line or line[0] in "#;" or "=" not in line:
                     continue
                 key, want = (_words(x) for x in line.split("=", 1))
-                rc, live, _ = _run(["sysctl", "-n", key])
+                rc, live = _sysctl(key)
                 if rc != 0 or _words(live) != want:
                     out.append(f"sysctl {key} is not {want}")
     if os.path.exists(firewall):

@@ -6,6 +6,7 @@ planned file differs; then the file validated by netplan and installed, and the 
 compared with the plan (what tells the role to run `netplan apply`)."""
 
 import fnmatch
+import ipaddress
 import json
 import os
 import shutil
@@ -17,11 +18,13 @@ module: sparkfab_netplan
 short_description: Converge the fabric netplan of this host (check, then converge)
 description:
   - C(stage=check) changes nothing but the foreign files it moves and the record below; it
-    runs on every host before any host installs anything, so that a refusal stops all of them.
-  - C(stage=converge) installs the planned netplan files that differ (each validated by
-    C(netplan generate) first), drops the addresses of netdevs whose files were moved aside,
-    and compares the live addresses, MTUs and control routes with the plan. C(apply) in its
-    result says that C(netplan apply) is due.
+    runs on every host before any host installs anything, and fails (refuses) where a foreign
+    file is found or where the planned file differs while the engine runs.
+  - C(stage=converge) is given every host's refusal and, with any, fails on every host before it
+    changes anything (a refusal stops them all). Otherwise it installs the planned netplan files
+    that differ (each validated by C(netplan generate) first), drops the addresses of netdevs
+    whose files were moved aside, and compares the live addresses, MTUs and control routes with
+    the plan. C(apply) in its result says that C(netplan apply) is due.
   - netplan concatenates address lists across files, so an older file (such as NVIDIA's
     C(/etc/netplan/40-cx7.yaml)) that addresses a fabric netdev leaves it with two IPv4
     addresses and two RoCE GIDs.
@@ -100,6 +103,21 @@ options:
     type: list
     elements: str
     default: []
+  force:
+    description:
+      - In C(check), leave a differing file to be applied although the engine of C(instance) runs.
+      - Without it the check fails with the reason (applying changes the RoCE GID tables under the engine).
+    type: bool
+    default: false
+  refused:
+    description:
+      - In C(converge), every host's refusal from C(check) (host -> message, empty or null where none).
+      - Any refusal fails the run on every host before it changes anything; a host's own names its reason.
+    type: dict
+    default: {}
+  host:
+    description: In C(converge), this host's name among C(refused).
+    type: str
 """
 
 RETURN = r"""
@@ -324,10 +342,10 @@ def record_before(module):
     return True
 
 
-def engine_running(instance):
+def engine_running(root, instance):
     """The engine of `instance` runs: its pid file names a live process, or its container runs."""
     try:
-        with open(f"/run/sparkfab/{instance}.pid", encoding="ascii") as f:
+        with open(os.path.join(root, f"run/sparkfab/{instance}.pid"), encoding="ascii") as f:
             os.kill(int(f.read().strip()), 0)
         return True
     except (OSError, ValueError):
@@ -398,22 +416,49 @@ def validate(module, dest, content):
         module.fail_json(msg=f"netplan generate refuses {dest}: {(res.stderr or res.stdout).strip()[-1500:]}")
 
 
+def _json(args):
+    """The parsed JSON output of an `ip -j` command ([] when it fails or says nothing)."""
+    rc, out = _cmd(args)
+    try:
+        return json.loads(out) if rc == 0 and out.strip() else []
+    except ValueError:
+        return []
+
+
+def _net(text):
+    """A route's destination as `ip route show` selects it: the exact prefix ("default" is 0/0);
+    None for what is not a prefix."""
+    try:
+        return ipaddress.ip_network("0.0.0.0/0" if text == "default" else str(text), strict=False)
+    except ValueError:
+        return None
+
+
 def drift(module):
-    """What the live fabric lacks against the plan: addresses, the MTU, the control routes."""
+    """What the live fabric lacks against the plan: addresses, the MTU, the control routes (one
+    `ip` run for all addresses and one for all routes, not one per item)."""
     p = module.params
     out = []
-    for a in p["addresses"]:
-        text = _cmd(["ip", "-4", "-o", "addr", "show", "dev", a["dev"]])[1]
-        if f" {a['address']} " not in text:
-            out.append(f"{a['dev']}: no {a['address']}")
+    if p["addresses"]:
+        live = {
+            (link.get("ifname"), f"{a.get('local')}/{a.get('prefixlen')}")
+            for link in _json(["ip", "-j", "-4", "addr", "show"])
+            for a in link.get("addr_info", [])
+        }
+        out += [f"{a['dev']}: no {a['address']}" for a in p["addresses"] if (a["dev"], a["address"]) not in live]
     if p["mtu"]:
         for dev in p["netdevs"]:
             if _read(f"/sys/class/net/{dev}/mtu", "") != str(p["mtu"]):
                 out.append(f"{dev}: MTU not {p['mtu']}")
-    for r in p["routes"]:
-        text = _cmd(["ip", "-4", "route", "show", str(r["to"]), "dev", r["dev"]])[1]
-        if f"via {r['via']} " not in text:
-            out.append(f"no route to {r['to']} via {r['via']}")
+    if p["routes"]:
+        routes = {
+            (_net(r.get("dst")), r.get("dev"), r.get("gateway")) for r in _json(["ip", "-j", "-4", "route", "show"])
+        }
+        out += [
+            f"no route to {r['to']} via {r['via']}"
+            for r in p["routes"]
+            if (_net(r["to"]), r["dev"], str(r["via"])) not in routes
+        ]
     return out
 
 
@@ -421,12 +466,25 @@ def check(module):
     result = foreign_files(module)
     result["changed"] = record_before(module) if module.params["record_before"] else False
     result["changed"] = result["changed"] or bool(result["moved"])
-    result["engine_running"] = engine_running(module.params["instance"]) if module.params["instance"] else False
+    result["engine_running"] = (
+        engine_running(module.params["root"], module.params["instance"]) if module.params["instance"] else False
+    )
     result["netplan_differs"] = bool(_differs(module))
+    if result["engine_running"] and result["netplan_differs"] and not module.params["force"]:
+        module.fail_json(
+            msg=f"the engine of {module.params['instance']} runs on this host: re-applying netplan changes "
+            "the RoCE GID tables and kills it. Stop serving first, or pass sparkfab_netplan_force=true.",
+            **result,
+        )
     return result
 
 
 def converge(module):
+    refused = {h: m for h, m in module.params["refused"].items() if m}
+    if refused:
+        mine = refused.pop(module.params["host"], None)
+        others = f"{', '.join(sorted(refused))} refused (see {'their' if len(refused) > 1 else 'its'} message)"
+        module.fail_json(msg=mine or f"nothing changed: {others}", refused=sorted(refused))
     root = module.params["root"]
     installed, diffs = [], []
     for dest, content, mode, old, old_mode in _differs(module):
@@ -475,6 +533,9 @@ def main():
             "routes": {"type": "list", "elements": "dict", "default": []},
             "moved": {"type": "bool", "default": False},
             "flush": {"type": "list", "elements": "str", "default": []},
+            "force": {"type": "bool", "default": False},
+            "refused": {"type": "dict", "default": {}},
+            "host": {"type": "str"},
         },
         supports_check_mode=True,
     )

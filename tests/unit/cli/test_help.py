@@ -50,3 +50,20 @@ def test_version_says_what_runs(monkeypatch):
         env={**__import__("os").environ, "SPARKFAB_MITOGEN": "0"},
     )  # fmt: skip
     assert "strategy linear" in off.stdout.splitlines()[1]
+
+
+def test_a_command_line_sets_up_only_its_verb_and_that_verb_whole():
+    """main() builds the parser with the verb the command line names: that verb's arguments are
+    the full parser's (its sub-verbs too), and `sparkfab --help` still lists every verb."""
+    from sparkfab.cli import VERBS, _verb
+
+    def shape(p: argparse.ArgumentParser, verb: str) -> list[tuple[str, str, tuple[str, ...]]]:
+        return [(v, a.dest, tuple(a.option_strings)) for v, a in _arguments(p) if v.split(" ")[0] == verb]
+
+    full = parser()
+    for v in VERBS:
+        assert shape(parser(v.name), v.name) == shape(full, v.name), v.name
+    assert _verb(["-q", "apply", "inv.yml"]) == "apply" and _verb(["lab", "up", "x"]) == "lab"
+    assert _verb(["completion", "bash"]) is None and _verb(["nosuch"]) is None and _verb([]) is None
+    listed = next(a for a in parser("apply")._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(listed.choices) == {v.name for v in VERBS}

@@ -14,7 +14,7 @@ from sparkfab.errors import Terminated
 
 @pytest.mark.parametrize("raised,code,said", [(Terminated, 143, "terminated"), (KeyboardInterrupt, 130, "interrupted")])
 def test_a_signal_while_the_parser_is_built(monkeypatch, capsys, raised, code, said):
-    def parser():
+    def parser(only=None):
         raise raised
 
     monkeypatch.setattr(cli, "parser", parser)
@@ -34,6 +34,9 @@ def test_an_ansible_run_ended_by_a_signal_exits_as_that_signal(monkeypatch, caps
         raise Interrupted(RunResult(130, "canceled", {}, (), "")) from cause
 
     class Parser:
+        def __init__(self, only=None):
+            self.only = only
+
         def parse_args(self, argv):
             return argparse.Namespace(handler=handler, verbose=0, quiet=False)
 

@@ -53,3 +53,18 @@ def test_the_cluster_is_validated_at_the_new_speed(tmp_path, monkeypatch):
     t = Target.load(str(REPO / "inventory/switch16-crs804-100.yml"))
     with pytest.raises(InventoryError, match="carries 8 at 200G"):
         plan_flip(t, "200", None, None)
+
+
+def test_a_failure_in_the_flips_check_is_before_any_change_and_one_in_serving_after_the_push():
+    """The flip's check is serve's probe (linkspeed.yml's first play): a host that fails or does
+    not answer there stops the flip before any host changed; a serve task after the push means the
+    push went everywhere. The name is the one the role's task has."""
+    import yaml
+
+    from sparkfab.commands.deploy_cmds import FLIP_CHECK, _serving
+    from tests.conftest import REPO
+
+    tasks = yaml.safe_load((REPO / "roles/sparkfab_serve/tasks/state.yml").read_text())
+    assert [t["name"] for t in tasks] == [FLIP_CHECK]
+    assert not _serving(FLIP_CHECK) and not _serving("Files | Install the generated files")
+    assert _serving("Serve | Start a rank of the first wave") and _serving("Serve | Every rank of the instance answers")

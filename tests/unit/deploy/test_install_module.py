@@ -113,9 +113,11 @@ def test_converge_compares_the_kernels_sysctls_with_the_installed_file(tmp_path)
     _run(tmp_path, b)
     same = _run(tmp_path, b, converge=True, root=str(tmp_path), _ansible_check_mode=True)
     assert same["changed"] is False and same["drift"] == [] and same["loaded"] is False
-    conf.write_text("kernel.ostype=Plan9\n;comment\n")
+    conf.write_text("kernel.ostype=Plan9\n;comment\nkernel/ostype = Linux\nnet.sparkfab.none = 1\n")
     other = _run(tmp_path, b, converge=True, root=str(tmp_path), _ansible_check_mode=True)
-    assert other["drift"] == ["sysctl kernel.ostype is not Plan9"] and other["loaded"] and other["changed"]
+    # a key with slashes is sysctl's to read (as /proc/sys/kernel/ostype: no drift); one the kernel lacks is drift
+    assert other["drift"] == ["sysctl kernel.ostype is not Plan9", "sysctl net.sparkfab.none is not 1"]
+    assert other["loaded"] and other["changed"]
 
 
 def test_secrets_replace_their_line_and_stay_out_of_the_result(tmp_path):

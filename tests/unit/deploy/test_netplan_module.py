@@ -2,6 +2,7 @@
 fabric netdev, the planned file validated by netplan and installed, the live fabric compared."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,74 @@ def test_the_record_for_reset_is_written_once(tmp_path):
     assert "mtu lo 65536\n" in text and "sysctl net.ipv4.ip_forward " in text
     again = _run(tmp_path, record_before=True, netdevs=["lo"])
     assert again["changed"] is False and (tmp_path / "etc/sparkfab/before").read_text() == text
+
+
+def test_a_differing_file_under_a_running_engine_is_refused_unless_forced(tmp_path):
+    """The engine's pid file names a live process (this test's): the check refuses the differing
+    file, and says nothing with force or when the file is already the planned one."""
+    import os
+
+    (tmp_path / "run/sparkfab").mkdir(parents=True)
+    (tmp_path / "run/sparkfab/glm.pid").write_text(f"{os.getpid()}\n")
+    refused = _run(tmp_path, bundle_text=_bundle(PLAN), instance="glm")
+    assert refused["failed"] and refused["engine_running"] and refused["netplan_differs"]
+    assert refused["msg"].startswith("the engine of glm runs on this host: re-applying netplan changes the RoCE")
+    forced = _run(tmp_path, bundle_text=_bundle(PLAN), instance="glm", force=True)
+    assert "failed" not in forced and forced["engine_running"] and forced["netplan_differs"]
+    (tmp_path / "etc/netplan").mkdir(parents=True)
+    (tmp_path / "etc/netplan/60-sparkfab.yaml").write_text(PLAN)
+    (tmp_path / "etc/netplan/60-sparkfab.yaml").chmod(0o600)
+    same = _run(tmp_path, bundle_text=_bundle(PLAN), instance="glm")
+    assert "failed" not in same and same["engine_running"] and not same["netplan_differs"]
+
+
+def test_a_refusal_anywhere_stops_converge_on_every_host_before_it_writes(tmp_path):
+    refused = {"spark-a": "foreign netplan file: /etc/netplan/40-cx7.yaml configures enp1s0f1np1", "spark-b": None}
+    mine = _run(tmp_path, stage="converge", bundle_text=_bundle(PLAN), refused=refused, host="spark-a")
+    assert mine["failed"] and mine["msg"] == refused["spark-a"]
+    other = _run(tmp_path, stage="converge", bundle_text=_bundle(PLAN), refused=refused, host="spark-b")
+    assert other["failed"] and other["msg"] == "nothing changed: spark-a refused (see its message)"
+    assert "foreign netplan file" not in other["msg"]  # the CLI tells a refusal by its words
+    assert not (tmp_path / "etc/netplan").exists()
+    none = _run(tmp_path, stage="converge", bundle_text="", refused={"spark-a": None, "spark-b": None}, host="spark-b")
+    assert "failed" not in none
+
+
+def test_the_live_fabric_found_in_place_is_no_drift(tmp_path):
+    """In a network namespace of its own (unshare -n -m), with a netdev (a veth) that has the planned address,
+    MTU and routes (a host route and a prefix): nothing is due; each one taken away is named."""
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare for a network namespace of its own")
+    args = {
+        "netdevs": ["sf0"],
+        "root": str(tmp_path),
+        "stage": "converge",
+        "addresses": [{"dev": "sf0", "address": "192.168.100.1/24"}],
+        "mtu": 9000,
+        "routes": [
+            {"to": "192.168.104.1", "via": "192.168.100.2", "dev": "sf0"},
+            {"to": "192.168.108.0/24", "via": "192.168.100.3", "dev": "sf0"},
+        ],
+        "_ansible_check_mode": True,
+    }
+    f = tmp_path / "args.json"
+    f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    setup = (
+        "ip link add sf0 mtu 9000 type veth peer name sf1 && ip link set sf1 up && ip link set sf0 up"
+        " && ip addr add 192.168.100.1/24 dev sf0"
+        " && ip route add 192.168.104.1 via 192.168.100.2 dev sf0"
+        " && ip route add 192.168.108.0/24 via 192.168.100.3 dev sf0"
+    )
+    run = f"{sys.executable} {MODULE} {f}"
+    took = "ip route del 192.168.108.0/24 && ip route add 192.168.108.0/24 via 192.168.100.4 dev sf0"
+    # sysfs shows the netdevs of the namespace that mounted it: a mount of its own (unshare -m)
+    script = f"set -e; mount -t sysfs sysfs /sys; {setup}; {run}; echo ---; {took}; ip link set sf0 mtu 1500; {run}"
+    res = subprocess.run(["unshare", "-n", "-m", "sh", "-c", script], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    first, second = (json.loads(x) for x in res.stdout.split("---"))
+    assert first["drift"] == [] and first["apply"] is False
+    assert second["drift"] == ["sf0: MTU not 9000", "no route to 192.168.108.0/24 via 192.168.100.3"]

@@ -1,0 +1,78 @@
+"""Action (runs on the controller, contacts no host): before a push touches any host, every host
+of the play has its rendered tree, and its variables meet the argument specs of the roles the
+push runs. One run for all hosts, every problem at once (a task per host, or a loop of
+`validate_argument_spec`, is a turn of the strategy or a templating of the spec files per host).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+DOCUMENTATION = r"""
+module: sparkfab_preflight
+short_description: Every host has its rendered tree and meets the roles' argument specs
+description:
+  - Runs on the controller once (C(run_once)); contacts no host.
+  - A host without C(sparkfab_files) or without its directory beside the inventory has no rendered tree.
+  - Each host's variables that a role's spec names are checked against it (types, choices,
+    required ones); variables the spec does not name are not looked at.
+  - Fails with one message that names every host and every problem.
+options:
+  hosts:
+    description: The hosts to check (the play's).
+    type: list
+    elements: str
+    required: true
+  tree:
+    description: The rendered tree (the inventory's directory); without it the tree is not checked.
+    type: path
+  specs:
+    description: C(meta/argument_specs.yml) files whose C(main) entry point the hosts' variables must meet.
+    type: list
+    elements: path
+    default: []
+"""
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False  # ansible-core: no connection is made for this action
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = self._task.args
+        hosts = list(args.get("hosts") or [])
+        hostvars = task_vars["hostvars"]
+        problems: list[str] = []
+        tree = args.get("tree")
+        if tree:
+            missing = [
+                h for h in hosts if "sparkfab_files" not in hostvars[h] or not os.path.isdir(os.path.join(tree, h))
+            ]
+            if missing:
+                problems.append(
+                    f"{', '.join(missing)}: no rendered tree; run `sparkfab render` and use its inventory.yml"
+                )
+        options: dict[str, Any] = {}
+        for path in args.get("specs") or []:
+            with open(path, encoding="utf-8") as f:
+                options.update(yaml.safe_load(f)["argument_specs"]["main"]["options"])
+        validator = ArgumentSpecValidator(options)
+        for h in hosts:
+            given = {k: hostvars[h][k] for k in options if k in hostvars[h]}
+            errors = validator.validate(given).error_messages
+            if errors:
+                problems.append(f"{h}: {'; '.join(errors)}")
+        result["changed"] = False
+        if problems:
+            result["failed"] = True
+            result["msg"] = "\n".join(problems)
+        else:
+            result["msg"] = f"{len(hosts)} host(s) checked"
+        return result
