@@ -49,26 +49,24 @@ class ActionModule(ActionBase):
         args = self._task.args
         hosts = list(args.get("hosts") or [])
         hostvars = task_vars["hostvars"]
-        problems: list[str] = []
-        tree = args.get("tree")
-        if tree:
-            missing = [
-                h for h in hosts if "sparkfab_files" not in hostvars[h] or not os.path.isdir(os.path.join(tree, h))
-            ]
-            if missing:
-                problems.append(
-                    f"{', '.join(missing)}: no rendered tree; run `sparkfab render` and use its inventory.yml"
-                )
         options: dict[str, Any] = {}
         for path in args.get("specs") or []:
             with open(path, encoding="utf-8") as f:
                 options.update(yaml.safe_load(f)["argument_specs"]["main"]["options"])
         validator = ArgumentSpecValidator(options)
+        tree = args.get("tree")
+        missing, problems = [], []
         for h in hosts:
-            given = {k: hostvars[h][k] for k in options if k in hostvars[h]}
-            errors = validator.validate(given).error_messages
+            own = hostvars[h]  # each lookup gathers the host's variables: once per host
+            if tree and ("sparkfab_files" not in own or not os.path.isdir(os.path.join(tree, h))):
+                missing.append(h)
+            errors = validator.validate({k: own[k] for k in options if k in own}).error_messages
             if errors:
                 problems.append(f"{h}: {'; '.join(errors)}")
+        if missing:
+            problems.insert(
+                0, f"{', '.join(missing)}: no rendered tree; run `sparkfab render` and use its inventory.yml"
+            )
         result["changed"] = False
         if problems:
             result["failed"] = True
