@@ -50,11 +50,10 @@ class Target:
         already resolved (each inventory is resolved once: the user's, and with `lab` the lab's)."""
         user = plan or load_plan(inventory)
         path = lab_inventory(inventory, user) if lab else Path(inventory)
-        if lab:
-            user = load_plan(str(path))
-        d = lab_of(path, user.cluster)
-        state = d / "state" if d else paths.state_dir(user.cluster)
-        return cls(at_current_speed(user, state, mends), path, state, d)
+        hosts = load_plan(str(path)) if lab else user  # with `lab`, the lab's copy is what the plays read
+        d = lab_of(path, hosts.cluster)
+        state = d / "state" if d else paths.state_dir(hosts.cluster)
+        return cls(at_current_speed(hosts, state, mends), path, state, d)
 
     @classmethod
     @contextmanager

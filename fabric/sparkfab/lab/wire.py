@@ -133,12 +133,9 @@ def cut(spec: LabSpec, ref: str) -> list[str]:
 def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
     """Shape both ends of the rails with a token bucket (e.g. 1gbit)."""
     veths = current(spec)
-    done = []
-    for i in _select(veths, ref):
-        _shape((veths[i], rate_text))
-        v = veths[i]
-        done.append(f"shaped {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if} to {rate_text}")
-    return done
+    chosen = [veths[i] for i in _select(veths, ref)]
+    _shape(*((v, rate_text) for v in chosen))
+    return [f"shaped {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if} to {rate_text}" for v in chosen]
 
 
 def renew(spec: LabSpec, host: str) -> None:

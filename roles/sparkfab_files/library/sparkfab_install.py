@@ -204,31 +204,22 @@ def drift(root):
     return out
 
 
-def load(module, root):
-    """Load the sysctl file and the firewall table, and keep the table's listing as loaded."""
-    sysctl, firewall, listing = (os.path.join(root, x) for x in (SYSCTL, FIREWALL, LISTING))
-    steps = []
-    if os.path.exists(sysctl):
-        steps.append(["sysctl", "-q", "-p", sysctl])
-    if os.path.exists(firewall):
-        steps.append(["nft", "-f", firewall])
-    for args in steps:
-        rc, out, err = _run(args)
-        if rc != 0:
-            module.fail_json(msg=f"{' '.join(args)} failed ({rc}): {(err or out).strip()[-1000:]}")
-    if os.path.exists(firewall):
-        rc, text, err = _run(["nft", "-s", "list", "table", "inet", "sparkfab"])
-        if rc != 0:
-            module.fail_json(msg=f"nft -s list table inet sparkfab failed ({rc}): {err.strip()[-1000:]}")
-        install(listing, text, 0o644)
-
-
 def _must(module, args):
     """stdout of a command that has to succeed; the run fails naming it otherwise."""
     rc, out, err = _run(args)
     if rc != 0:
         module.fail_json(msg=f"{' '.join(args)} failed ({rc}): {(err or out).strip()[-1000:]}")
     return out
+
+
+def load(module, root):
+    """Load the sysctl file and the firewall table, and keep the table's listing as loaded."""
+    sysctl, firewall, listing = (os.path.join(root, x) for x in (SYSCTL, FIREWALL, LISTING))
+    if os.path.exists(sysctl):
+        _must(module, ["sysctl", "-q", "-p", sysctl])
+    if os.path.exists(firewall):
+        _must(module, ["nft", "-f", firewall])
+        install(listing, _must(module, ["nft", "-s", "list", "table", "inet", "sparkfab"]), 0o644)
 
 
 def control_plane(module, root):
