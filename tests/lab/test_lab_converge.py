@@ -254,7 +254,7 @@ def test_a_spark_that_goes_silent_mid_apply_is_dropped_within_a_minute():
         run = started("apply", inv, "--lab")
         try:
             deadline = time.monotonic() + 120
-            while not _answered("pair1", "spark-b", "Netplan | Check the host") and time.monotonic() < deadline:
+            while not _answered("pair1", "spark-b", "Fabric | Check the host") and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert in_machine("pair1", "spark-b", *drop).returncode == 0  # its connection is up: now silent
             t0 = time.monotonic()

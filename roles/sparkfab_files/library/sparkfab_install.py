@@ -24,6 +24,8 @@ description:
     files, and loaded when a file of kind C(control) changed or the kernel holds something
     else (a run that died before loading them, a change by hand); LLDP settings are reloaded
     when theirs changed.
+  - With C(preview), the run changes nothing and says what a run would change, as check mode
+    does (the check every host runs before any host installs anything).
   - Supports check mode and diff mode.
 options:
   bundle:
@@ -70,6 +72,12 @@ options:
     description: The host's secrets file (root-only, mode 0600).
     type: path
     default: /etc/sparkfab/secrets.env
+  preview:
+    description:
+      - Change nothing and say what a run would change (as check mode), the control plane included.
+      - ufw's rules count as a change where ufw is active (ufw compares them only when it adds them).
+    type: bool
+    default: false
 """
 
 RETURN = r"""
@@ -91,7 +99,7 @@ loaded:
   returned: always
 control_plane:
   description:
-    - With C(control_plane), what was done, a line each.
+    - With C(control_plane), what was (or in check mode would be) done, a line each.
     - C(installed UNIT), C(enabled UNIT), C(ufw added RULE), C(DOCKER-USER ...).
   type: list
   returned: always
@@ -222,22 +230,30 @@ def load(module, root):
         install(listing, _must(module, ["nft", "-s", "list", "table", "inet", "sparkfab"]), 0o644)
 
 
-def control_plane(module, root):
+def control_plane(module, root, dry, pending):
     """The units installed and enabled where systemd runs the host, the ufw rules added where ufw
-    is active, DOCKER-USER where the host forwards: a line per thing done."""
+    is active, DOCKER-USER where the host forwards: a line per thing done. With `dry`, a line
+    per thing to be done and nothing changed; `pending` (path -> content) are the files this
+    run writes, not written yet."""
     done = []
     if os.path.isdir(os.path.join(root, "run/systemd/system")):
-        done += _units(module, root, module.params["control_plane"])
+        done += _units(module, root, module.params["control_plane"], dry, pending)
     if shutil.which("ufw") and _run(["ufw", "status"])[1].startswith("Status: active"):
-        done += _ufw(module, root)
+        done += ["ufw: its rules are compared when they are added"] if dry else _ufw(module, root)
     if module.params["forwarding"]:
-        out = _must(module, [os.path.join(root, DOCKER_USER)]).strip()
-        if "added=0" not in out:
-            done.append(f"DOCKER-USER: {out}")
+        # the script as installed; with `dry` it only counts (a script about to be replaced is
+        # a change by itself and is not run)
+        script = os.path.join(root, DOCKER_USER)
+        if dry and script in pending:
+            done.append("DOCKER-USER: compared when its script is installed")
+        else:
+            out = _must(module, [script, "--check"] if dry else [script]).strip()
+            if "added=0" not in out and "missing=0" not in out:
+                done.append(f"DOCKER-USER: {out}")
     return done
 
 
-def _units(module, root, units):
+def _units(module, root, units, dry, pending):
     """Each unit whose file differs installed from /etc/sparkfab (one daemon-reload), each unit
     not enabled enabled."""
     done, fresh = [], False
@@ -245,16 +261,20 @@ def _units(module, root, units):
         src, dst = (os.path.join(root, d, unit) for d in ("etc/sparkfab", "etc/systemd/system"))
         want = current(src)[0]
         if want is None:
+            want = pending.get(src)  # comes with this run, not written yet
+        if want is None:
             module.fail_json(msg=f"{src} is not there: the control files come with this run")
         if want != current(dst)[0]:
-            install(dst, want, 0o644)
+            if not dry:
+                install(dst, want, 0o644)
             fresh = True
             done.append(f"installed {unit}")
-    if fresh:
+    if fresh and not dry:
         _must(module, ["systemctl", "daemon-reload"])
     for unit in units:
         if _run(["systemctl", "is-enabled", "--quiet", unit])[0] != 0:
-            _must(module, ["systemctl", "enable", "--quiet", unit])
+            if not dry:
+                _must(module, ["systemctl", "enable", "--quiet", unit])
             done.append(f"enabled {unit}")
     return done
 
@@ -284,7 +304,7 @@ def secrets_text(old, values):
     return "".join(x + "\n" for x in lines), written
 
 
-def put_secrets(module):
+def put_secrets(module, dry):
     p = module.params
     values = {n: str(p["secrets"][n]) for n in dict.fromkeys(p["secret_names"]) if n in p["secrets"]}
     if not values:
@@ -294,7 +314,7 @@ def put_secrets(module):
     text, names = secrets_text(old, values)
     owner = os.stat(path).st_uid if old is not None else None
     if names or mode != 0o600 or owner != 0:
-        if not module.check_mode:
+        if not dry:
             try:
                 install(path, text, 0o600)
             except OSError as e:
@@ -327,15 +347,17 @@ def main():
             "secrets": {"type": "dict", "default": {}, "no_log": True},
             "secret_names": {"type": "list", "elements": "str", "default": []},
             "secrets_file": {"type": "path", "default": "/etc/sparkfab/secrets.env"},
+            "preview": {"type": "bool", "default": False},
         },
         required_one_of=[["bundle", "bundle_text"]],
         mutually_exclusive=[["bundle", "bundle_text"]],
         supports_check_mode=True,
     )
+    dry = module.check_mode or module.params["preview"]
     todo = changes(read_bundle(module), set(module.params["kinds"]), module._diff)
     written, kinds = [], []
     for path, spec, _ in todo:
-        if not module.check_mode:
+        if not dry:
             try:
                 install(path, spec["content"], int(spec["mode"], 8))
             except OSError as e:
@@ -343,24 +365,25 @@ def main():
         written.append(path)
         if spec["kind"] not in kinds:
             kinds.append(spec["kind"])
-    secrets = put_secrets(module)
+    secrets = put_secrets(module, dry)
     result = {"changed": bool(written or secrets), "files": written, "kinds": kinds, "drift": [], "loaded": False}
     result["secrets"] = secrets
     if module.params["converge"]:
-        # in check mode the files are not written: what the kernel holds is compared with the
-        # installed ones, and a changed control file would be loaded
+        # dry, the files are not written: what the kernel holds is compared with the installed
+        # ones, and a changed control file would be loaded
         root = module.params["root"]
         result["drift"] = drift(root)
         result["loaded"] = bool(result["drift"]) or "control" in kinds
-        if result["loaded"] and not module.check_mode:
+        if result["loaded"] and not dry:
             load(module, root)
-        if "lldp" in kinds and not module.check_mode:
+        if "lldp" in kinds and not dry:
             # lldpd may not run (yet): it reads its settings when it starts
             _run(["lldpcli", "-c", os.path.join(root, LLDP)])
         result["changed"] = result["changed"] or result["loaded"]
     result["control_plane"] = []
-    if module.params["control_plane"] is not None and not module.check_mode:
-        result["control_plane"] = control_plane(module, module.params["root"])
+    if module.params["control_plane"] is not None:
+        pending = {path: spec["content"] for path, spec, _ in todo} if dry else {}
+        result["control_plane"] = control_plane(module, module.params["root"], dry, pending)
         result["changed"] = result["changed"] or bool(result["control_plane"])
     if module._diff:
         result["diff"] = [d for _, _, d in todo]

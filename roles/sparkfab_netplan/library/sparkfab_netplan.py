@@ -19,7 +19,9 @@ short_description: Converge the fabric netplan of this host (check, then converg
 description:
   - C(stage=check) changes nothing but the foreign files it moves and the record below; it
     runs on every host before any host installs anything, and fails (refuses) where a foreign
-    file is found or where the planned file differs while the engine runs.
+    file is found or where the planned file differs while the engine runs. C(pending) in its
+    result says whether C(converge) has anything to do (a file differs, files were moved, the
+    live fabric lacks something).
   - C(stage=converge) is given every host's refusal and, with any, fails on every host before it
     changes anything (a refusal stops them all). Otherwise it installs the planned netplan files
     that differ (each validated by C(netplan generate) first), drops the addresses of netdevs
@@ -82,15 +84,15 @@ options:
     description: In C(check), the serving instance whose engine is probed (pid file, else a running container).
     type: str
   addresses:
-    description: In C(converge), the planned C({dev, address}) of each fabric netdev.
+    description: The planned C({dev, address}) of each fabric netdev (compared with the live ones).
     type: list
     elements: dict
     default: []
   mtu:
-    description: In C(converge), the planned MTU of every fabric netdev.
+    description: The planned MTU of every fabric netdev.
     type: int
   routes:
-    description: In C(converge), the planned control routes C({to, via, dev}).
+    description: The planned control routes C({to, via, dev}).
     type: list
     elements: dict
     default: []
@@ -137,6 +139,10 @@ netplan_differs:
   description: Whether a planned netplan file differs from the installed one.
   type: bool
   returned: stage check
+pending:
+  description: Whether C(converge) has anything to do (a file differs, files were moved, drift).
+  type: bool
+  returned: stage check
 installed:
   description: The netplan files written (or, in check mode, to be written).
   type: list
@@ -144,7 +150,7 @@ installed:
 drift:
   description: What the live fabric lacks (an address, the MTU, a route), a line each.
   type: list
-  returned: stage converge
+  returned: always
 apply:
   description: Whether C(netplan apply) is due (a file installed, addresses flushed, drift, files moved).
   type: bool
@@ -470,6 +476,8 @@ def check(module):
         engine_running(module.params["root"], module.params["instance"]) if module.params["instance"] else False
     )
     result["netplan_differs"] = bool(_differs(module))
+    result["drift"] = drift(module)
+    result["pending"] = result["netplan_differs"] or bool(result["moved"] or result["drift"])
     if result["engine_running"] and result["netplan_differs"] and not module.params["force"]:
         module.fail_json(
             msg=f"the engine of {module.params['instance']} runs on this host: re-applying netplan changes "

@@ -36,6 +36,9 @@ def test_check_diff_then_install_then_nothing_to_do(tmp_path):
     assert check["changed"] and check["kinds"] == ["nccl", "launch"]
     assert [d["after"] for d in check["diff"]] == ["A=1\n", "echo\n"]
     assert not (tmp_path / "etc").exists()
+    # the push's check: a preview outside check mode writes nothing either
+    preview = _run(tmp_path, b, preview=True)
+    assert preview["changed"] and preview["files"] == check["files"] and not (tmp_path / "etc").exists()
     first = _run(tmp_path, b)
     assert first["changed"] and "diff" not in first
     st = os.stat(tmp_path / "etc/run.sh")
@@ -44,6 +47,7 @@ def test_check_diff_then_install_then_nothing_to_do(tmp_path):
     assert sorted(p.name for p in (tmp_path / "etc").iterdir()) == ["nccl.env", "run.sh"]  # no temporaries left
     again = _run(tmp_path, b)
     assert again["changed"] is False and again["files"] == []
+    assert _run(tmp_path, b, preview=True)["changed"] is False
     # the bundle's text stays out of what the module returns (Ansible's events, -v output)
     assert "A=1" not in json.dumps(again)
 
@@ -148,7 +152,9 @@ def _tool(bin_dir, name, body):
 def test_the_control_plane_units_ufw_and_docker_user_rules_are_made_to_hold(tmp_path):
     """With the control plane over the fabric, the same module run installs a unit whose file
     differs (one daemon-reload), enables one that is not, adds the ufw rules ufw lacks and runs
-    the DOCKER-USER script on a relay; a second run does nothing and says so (changed=false)."""
+    the DOCKER-USER script on a relay; a second run does nothing and says so (changed=false).
+    Check mode and preview (the push's check) say what a run would do and only read: systemd's
+    and ufw's state, the script's --check count."""
     root, bin_dir = tmp_path / "root", tmp_path / "bin"
     bin_dir.mkdir()
     (root / "run/systemd/system").mkdir(parents=True)
@@ -158,7 +164,9 @@ def test_the_control_plane_units_ufw_and_docker_user_rules_are_made_to_hold(tmp_
     (cp / "sparkfab-firewall.service").write_text("[Unit]\n")
     (cp / "ufw.rules").write_text("# sparkfab\nallow in on enp1s0f1np1 to any port 22 proto tcp\n\n")
     (cp / "docker-user.sh").write_text(
-        f"#!/bin/sh\nif [ -e {tmp_path}/fwd ]; then echo added=0; else touch {tmp_path}/fwd; echo added=2; fi\n"
+        f"#!/bin/sh\necho docker-user.sh \"$*\" >> {bin_dir}/calls\n"
+        f"if [ \"$1\" = --check ]; then [ -e {tmp_path}/fwd ] && echo missing=0 || echo missing=2; exit 0; fi\n"
+        f"if [ -e {tmp_path}/fwd ]; then echo added=0; else touch {tmp_path}/fwd; echo added=2; fi\n"
     )
     (cp / "docker-user.sh").chmod(0o755)
     _tool(
@@ -174,8 +182,20 @@ def test_the_control_plane_units_ufw_and_docker_user_rules_are_made_to_hold(tmp_
     )
     env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
     args = {"control_plane": ["sparkfab-firewall.service"], "forwarding": True, "root": str(root)}
-    dry = _run(tmp_path, {"files": {}}, env, _ansible_check_mode=True, **args)
-    assert dry["changed"] is False and dry["control_plane"] == [] and not (bin_dir / "calls").exists()
+    would = [
+        "installed sparkfab-firewall.service",
+        "enabled sparkfab-firewall.service",
+        "ufw: its rules are compared when they are added",
+        "DOCKER-USER: missing=2",
+    ]
+    reads = ["systemctl is-enabled --quiet sparkfab-firewall.service", "ufw status", "docker-user.sh --check"]
+    for dry_args in ({"_ansible_check_mode": True}, {"preview": True}):
+        dry = _run(tmp_path, {"files": {}}, env, **dry_args, **args)
+        assert dry["changed"] is True and dry["control_plane"] == would
+        assert (bin_dir / "calls").read_text().splitlines() == reads
+        assert not (root / "etc/systemd/system/sparkfab-firewall.service").exists()
+        assert not (tmp_path / "fwd").exists() and not (tmp_path / "enabled").exists()
+        (bin_dir / "calls").unlink()
     first = _run(tmp_path, {"files": {}}, env, **args)
     assert first["changed"] and first["control_plane"] == [
         "installed sparkfab-firewall.service",
@@ -191,6 +211,11 @@ def test_the_control_plane_units_ufw_and_docker_user_rules_are_made_to_hold(tmp_
     again = _run(tmp_path, {"files": {}}, env, **args)
     assert again["changed"] is False and again["control_plane"] == []
     assert (bin_dir / "calls").read_text().count("daemon-reload") == 1
+    # where ufw is active its rules count as a change in a preview (ufw compares them only when
+    # it adds them); without ufw a preview of a host that holds everything finds nothing
+    assert _run(tmp_path, {"files": {}}, env, preview=True, **args)["control_plane"] == [would[2]]
+    (bin_dir / "ufw").unlink()
+    assert _run(tmp_path, {"files": {}}, env, preview=True, **args)["changed"] is False
     # a step that fails ends the run naming it
     (cp / "docker-user.sh").write_text("#!/bin/sh\necho 'iptables: Permission denied' >&2; exit 4\n")
     failed = _run(tmp_path, {"files": {}}, env, **args)

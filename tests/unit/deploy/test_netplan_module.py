@@ -270,20 +270,25 @@ def test_the_live_fabric_found_in_place_is_no_drift(tmp_path):
         ],
         "_ansible_check_mode": True,
     }
-    f = tmp_path / "args.json"
-    f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    # the converge stage compares, and so does the check (its `pending` lets a host with nothing to do end)
+    files = []
+    for stage in ("converge", "check"):
+        f = tmp_path / f"{stage}.json"
+        f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {**args, "stage": stage}}))
+        files.append(f)
     setup = (
         "ip link add sf0 mtu 9000 type veth peer name sf1 && ip link set sf1 up && ip link set sf0 up"
         " && ip addr add 192.168.100.1/24 dev sf0"
         " && ip route add 192.168.104.1 via 192.168.100.2 dev sf0"
         " && ip route add 192.168.108.0/24 via 192.168.100.3 dev sf0"
     )
-    run = f"{sys.executable} {MODULE} {f}"
+    run = "; echo ---; ".join(f"{sys.executable} {MODULE} {f}" for f in files)
     took = "ip route del 192.168.108.0/24 && ip route add 192.168.108.0/24 via 192.168.100.4 dev sf0"
     # sysfs shows the netdevs of the namespace that mounted it: a mount of its own (unshare -m)
     script = f"set -e; mount -t sysfs sysfs /sys; {setup}; {run}; echo ---; {took}; ip link set sf0 mtu 1500; {run}"
     res = subprocess.run(["unshare", "-n", "-m", "sh", "-c", script], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    first, second = (json.loads(x) for x in res.stdout.split("---"))
-    assert first["drift"] == [] and first["apply"] is False
-    assert second["drift"] == ["sf0: MTU not 9000", "no route to 192.168.108.0/24 via 192.168.100.3"]
+    first, first_check, second, second_check = (json.loads(x) for x in res.stdout.split("---"))
+    assert first["drift"] == first_check["drift"] == [] and first["apply"] is first_check["pending"] is False
+    lacking = ["sf0: MTU not 9000", "no route to 192.168.108.0/24 via 192.168.100.3"]
+    assert second["drift"] == second_check["drift"] == lacking and second["apply"] is second_check["pending"] is True

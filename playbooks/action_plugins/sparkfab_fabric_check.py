@@ -1,0 +1,77 @@
+"""Action: the check every host of a push runs before any host changes anything, in one turn of
+the strategy: the netplan role's check (`sparkfab_netplan`, stage check) and, unless it refuses,
+the files role's preview (`sparkfab_install` with preview: what its run would change, nothing
+changed). Its `pending` lets a host that has nothing to change end its play there: a push that
+changes nothing then costs this one turn per host, not one per module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+DOCUMENTATION = r"""
+module: sparkfab_fabric_check
+short_description: The netplan check and the files preview of one host in one turn
+description:
+  - Runs C(sparkfab_netplan) with C(stage=check), then (unless that fails) C(sparkfab_install)
+    with C(preview=true); both ship with the roles (their C(library)).
+  - The result is the netplan check's (C(msg) where it refuses) with the preview's under
+    C(files), and C(pending) - whether the netplan converge or the install has anything to do.
+  - Supports check mode and diff mode (handed to both modules).
+options:
+  bundle_text:
+    description: The host's bundle (JSON), given to both modules; kept out of the logs.
+    type: str
+    required: true
+  netplan:
+    description: C(sparkfab_netplan)'s arguments (C(stage) and C(bundle_text) are set here).
+    type: dict
+    required: true
+  files:
+    description: C(sparkfab_install)'s arguments (C(preview) and C(bundle_text) are set here).
+    type: dict
+    required: true
+"""
+
+#: what a module adds to its result that is not the check's to report
+_OWN = ("invocation", "_ansible_no_log", "warnings", "deprecations")
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("bundle_text", "netplan", "files"))
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        _, args = self.validate_argument_spec(
+            argument_spec={
+                "bundle_text": {"type": "str", "required": True, "no_log": True},
+                "netplan": {"type": "dict", "required": True},
+                "files": {"type": "dict", "required": True},
+            }
+        )
+        text = args["bundle_text"]
+        netplan_args = {**args["netplan"], "stage": "check", "bundle_text": text}
+        files_args = {**args["files"], "preview": True, "bundle_text": text}
+        warnings: list[Any] = []
+        try:
+            netplan = self._module("sparkfab_netplan", netplan_args, task_vars, warnings)
+            files = {} if netplan.get("failed") else self._module("sparkfab_install", files_args, task_vars, warnings)
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        files.pop("diff", None)  # the install shows it when it runs
+        if netplan.get("failed") or files.get("failed"):
+            # a refusal (or an error) is the host's `msg`: every host stops before any changes
+            result.update(files if files.get("failed") else netplan, pending=True)
+        else:
+            result.update(netplan, files=files, pending=bool(netplan.get("pending") or files.get("changed")))
+        if warnings:
+            result["warnings"] = warnings
+        return result
+
+    def _module(self, name: str, module_args: dict[str, Any], task_vars: Any, warnings: list[Any]) -> dict[str, Any]:
+        res = self._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
+        warnings += res.get("warnings") or []
+        return {k: v for k, v in res.items() if k not in _OWN}
