@@ -9,6 +9,7 @@ import shlex
 import pytest
 import yaml
 
+from sparkfab.paths import lab_dir
 from tests.conftest import REPO
 from tests.helpers.lab import in_machine, lab, mgmt_ip, requires_lab, silence_sshd, sparkfab, ssh
 
@@ -423,7 +424,8 @@ def test_a_flip_is_all_or_nothing_with_a_silent_or_a_failing_spark():
 
 def test_secrets_reach_the_engine_from_a_root_only_file(tmp_path, monkeypatch):
     """A secret named on the instance travels from apply's environment into a 0600 root file on
-    each Spark and from there into the engine's environment, and into no rendered file."""
+    each Spark and from there into the engine's environment, and into no rendered file and
+    nothing the run keeps (ansible-runner's artifacts: its events, with every task's result)."""
     secret = "s3cr3t-$(touch /tmp/sparkfab-canary) 'q'"
     monkeypatch.setenv("SPARKFAB_LAB_SECRET", secret)
     data = yaml.safe_load((REPO / "inventory/pair-1cable.yml").read_text())
@@ -435,6 +437,8 @@ def test_secrets_reach_the_engine_from_a_root_only_file(tmp_path, monkeypatch):
         assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
         stat = ssh("pair1", "spark-a", "stat -c '%a %U %G' /etc/sparkfab/secrets.env").stdout.split()
         assert stat == ["600", "root", "root"]
+        kept = [p for p in (lab_dir("pair1") / "state").rglob("*") if p.is_file()]
+        assert kept and not [str(p) for p in kept if b"s3cr3t" in p.read_bytes()]
         assert sparkfab("serve", "start", str(inv), "--lab", "-q").code == 0
         inst = next(iter(data["all"]["vars"]["sparkfab"]["instances"]))
         environ = ssh("pair1", "spark-b", f"tr '\\0' '\\n' < /proc/$(cat /run/sparkfab/{inst}.pid)/environ")
