@@ -182,12 +182,27 @@ def supervisor(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path
     )
 
 
+#: the supervisors this process started, by machine directory: how one ended (an exit status or
+#: a signal) is known only to its parent, and says why a machine stopped without a word
+_started: dict[Path, subprocess.Popen[bytes]] = {}
+
+
 def start(spec: LabSpec, m: Machine, lower: Path, extra_ro: list[tuple[Path, str]]) -> int:
     for d in init_cgroups(spec, m.node):
         d.mkdir(parents=True, exist_ok=True)
     p = proc.spawn(["sh", "-c", supervisor(spec, m, lower, extra_ro)], str(m.log))
+    _started[m.dir] = p
     m.pidfile.write_text(f"{p.pid}\n")
     return p.pid
+
+
+def _how_it_ended(m: Machine) -> str:
+    """How the machine's supervisor ended, where this process started it ("" otherwise)."""
+    p = _started.get(m.dir)
+    rc = None if p is None else p.poll()
+    if rc is None:
+        return ""
+    return f" (its supervisor was killed by signal {-rc})" if rc < 0 else f" (its supervisor exited with {rc})"
 
 
 def init_pid(m: Machine) -> int | None:
@@ -245,7 +260,9 @@ def wait_booted(m: Machine, timeout: float | None = None) -> None:
         if supervisor_pid(m) is None:
             tail = _console_tail(m)
             error = StoppedSilently if not tail.strip() else LabError
-            raise error(f"{m.node.name} stopped while it booted; its console ends:\n{tail or '  (nothing)'}")
+            raise error(
+                f"{m.node.name} stopped while it booted{_how_it_ended(m)}; its console ends:\n{tail or '  (nothing)'}"
+            )
         try:
             res = run(m, "sh", "-c", "systemctl is-system-running --wait; test ! -e /run/nologin", timeout=10)
             state = res.stdout.strip()
@@ -272,19 +289,27 @@ def wait_booted(m: Machine, timeout: float | None = None) -> None:
 
 class StoppedSilently(LabError):
     """The machine's supervisor ended before the machine printed a line (its container never
-    started: seen once in a long run on a loaded 2-core machine): worth one more start."""
+    started: seen in two long runs on a loaded 2-core machine, once with its one retry too):
+    worth starting again."""
+
+
+#: how often a machine that stopped without a word is started (the first start included)
+STARTS = 3
 
 
 def boot(m: Machine, start_again: Callable[[], int]) -> int | None:
-    """Wait for `m`'s boot; a machine that stopped before printing anything is started once
-    more (`start_again`, which returns the new supervisor's pid). Returns that pid, if any."""
-    try:
-        wait_booted(m)
-        return None
-    except StoppedSilently:
-        pid = start_again()
-        wait_booted(m)
-        return pid
+    """Wait for `m`'s boot; a machine that stopped before printing anything is started again,
+    up to STARTS starts in all (`start_again` returns the new supervisor's pid). Returns the
+    last such pid, if any."""
+    pid = None
+    for _ in range(STARTS - 1):
+        try:
+            wait_booted(m)
+            return pid
+        except StoppedSilently:
+            pid = start_again()
+    wait_booted(m)
+    return pid
 
 
 def supervisor_pid(m: Machine) -> int | None:

@@ -164,8 +164,8 @@ def test_the_control_plane_units_ufw_and_docker_user_rules_are_made_to_hold(tmp_
     (cp / "sparkfab-firewall.service").write_text("[Unit]\n")
     (cp / "ufw.rules").write_text("# sparkfab\nallow in on enp1s0f1np1 to any port 22 proto tcp\n\n")
     (cp / "docker-user.sh").write_text(
-        f"#!/bin/sh\necho docker-user.sh \"$*\" >> {bin_dir}/calls\n"
-        f"if [ \"$1\" = --check ]; then [ -e {tmp_path}/fwd ] && echo missing=0 || echo missing=2; exit 0; fi\n"
+        f'#!/bin/sh\necho docker-user.sh "$*" >> {bin_dir}/calls\n'
+        f'if [ "$1" = --check ]; then [ -e {tmp_path}/fwd ] && echo missing=0 || echo missing=2; exit 0; fi\n'
         f"if [ -e {tmp_path}/fwd ]; then echo added=0; else touch {tmp_path}/fwd; echo added=2; fi\n"
     )
     (cp / "docker-user.sh").chmod(0o755)

@@ -109,20 +109,28 @@ def test_a_boot_that_ended_degraded_without_logins_is_reported_at_once(tmp_path,
     assert time.monotonic() - t0 < 5
 
 
-def test_a_machine_that_stopped_before_printing_anything_is_started_once_more(tmp_path):
-    """Its container never started (nothing on its console): one more start; a machine that
+def test_a_machine_that_stopped_before_printing_anything_is_started_again(tmp_path, monkeypatch):
+    """Its container never started (nothing on its console): started again, up to STARTS
+    starts, then reported with how its supervisor ended (a signal, here); a machine that
     stopped with something to say is reported, not started again."""
     m = _stopped(tmp_path, "s4", "")
-    started: list[str] = []
+    started: list[int] = []
 
     def again() -> int:
-        started.append("again")
-        raise LabError("started again")
+        p = subprocess.Popen(["sh", "-c", "kill -9 $$"])
+        p.wait()
+        monkeypatch.setitem(machine._started, m.dir, p)  # as machine.start keeps its supervisor
+        m.pidfile.write_text(f"{p.pid}\n")
+        started.append(p.pid)
+        return p.pid
 
-    with pytest.raises(LabError, match="started again"):
+    with pytest.raises(
+        machine.StoppedSilently,
+        match=r"(?s)s4 stopped while it booted \(its supervisor was killed by signal 9\).*nothing",
+    ):
         machine.boot(m, again)
-    assert started == ["again"]
+    assert len(started) == machine.STARTS - 1
     m.log.write_text("sh: mount: Device or resource busy\n")
     with pytest.raises(LabError, match="stopped while it booted"):
         machine.boot(m, again)
-    assert started == ["again"]
+    assert len(started) == machine.STARTS - 1
