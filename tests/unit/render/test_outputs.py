@@ -106,7 +106,8 @@ def _until_sigterm_is_caught(pid: int) -> None:
 @pytest.mark.slow  # starts sparkfab in a subprocess and waits for its handler (about 5 s)
 def test_sigterm_during_a_render_leaves_one_whole_tree(tmp_path):
     """A render of a big ring is ended by SIGTERM at several moments: the earlier tree is
-    intact or the new one is whole, the exit is 143, and no .new-/.old- directory stays."""
+    intact or the new one is whole, the exit is 143 (or the render had finished), and no
+    .new-/.old- directory stays."""
     n = 300  # a ring of 300 on the management network: about 2 s of render after start-up
     hosts = {f"s{i}": {"ansible_host": f"10.0.{i // 200}.{i % 200 + 1}"} for i in range(n)}
     cables = [[f"s{i}:p0", f"s{(i + 1) % n}:p1"] for i in range(n)]
@@ -125,7 +126,10 @@ def test_sigterm_during_a_render_leaves_one_whole_tree(tmp_path):
         time.sleep(delay)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=60)
-        assert p.returncode in (0, 143), err.decode()[-400:]
+        # a SIGTERM after the render finished can meet the interpreter's own exit, which has put
+        # the default handler back (a death by the signal: 143 to a shell); the tree is whole
+        finished = p.returncode == -signal.SIGTERM and b"rendered " in err
+        assert p.returncode in (0, 143) or finished, err.decode()[-400:]
         ended += p.returncode == 143
         assert sorted(x.name for x in tmp_path.iterdir() if x.name.startswith(".out.")) == []
         assert sorted(str(x.relative_to(out)) for x in out.rglob("*")) == before
