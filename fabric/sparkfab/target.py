@@ -102,6 +102,18 @@ class Target:
         directory), or through the lab's ssh_config."""
         return connection.for_plan(self.plan, self.work(verb), self.lab)
 
+    def unreachable_why(self, host: str) -> str:
+        """What can be seen of `host` where it does not answer: on a lab, what the lab host sees
+        of that Spark (its machine, port, sshd, firewall); on hardware nothing ("")."""
+        if self.lab is None:
+            return ""
+        from sparkfab.lab import probe
+
+        try:
+            return probe.unreachable(LabState.read(self.lab).spec, host)
+        except Exception as exc:  # it is added to an error that must still be said
+            return f"(the lab's view could not be read: {exc})"
+
 
 def lab_of(path: Path, cluster: str) -> Path | None:
     """The lab directory when `path` is the inventory of a lab that is up, else None."""

@@ -144,6 +144,14 @@ def test_unreachable_host_is_named_and_others_are_applied():
         assert "spark-c049: unreachable" in res.err
         assert "spark-329f" not in res.err.split("deploy failed on:")[1]
         assert "192.168.100.1/24" in ssh("ring4", "spark-329f", "ip -4 -o addr").stdout
+        # what the lab host sees of it, with the error: running, addressed, and no sshd
+        view = res.err.split("the lab's view of spark-c049: ", 1)[-1]
+        assert view.startswith("its machine runs (init ") and "nothing listens on port 22" in view, res.err
+        checked = sparkfab("verify", "inventory/ring4.yml", "--lab", "--format", "json")
+        ssh_rows = [r for r in json.loads(checked.out)["results"] if r["check"] == "ssh"]
+        assert [r["host"] for r in ssh_rows] == ["spark-c049"], ssh_rows
+        assert "the lab's view: its machine runs" in ssh_rows[0]["detail"], ssh_rows
+        assert "nothing listens on port 22" in ssh_rows[0]["detail"], ssh_rows
 
 
 def test_dry_run_creates_nothing():

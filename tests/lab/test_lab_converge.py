@@ -16,7 +16,7 @@ import pytest
 
 from sparkfab.paths import lab_dir
 from tests.conftest import REPO
-from tests.helpers.lab import in_machine, lab, requires_lab, sparkfab, ssh, started
+from tests.helpers.lab import in_machine, lab, mgmt_ip, requires_lab, sparkfab, ssh, started
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -265,6 +265,11 @@ def test_a_spark_that_goes_silent_mid_apply_is_dropped_within_a_minute():
                 run.kill()
         assert run.returncode == 3 and "spark-b: unreachable" in err, err[-2000:]
         assert took < 90, f"apply held on for {took:.0f} s after spark-b went silent"
+        # the lab says what it sees of the silent Spark: running, addressed, listening, and the drop
+        view = err.split("the lab's view of spark-b: ", 1)[-1]
+        assert view.startswith("its machine runs (init "), err[-2000:]
+        assert f"{mgmt_ip('pair1', 'spark-b')} is on " in view and "sshd listens on port 22" in view, view
+        assert "its firewall's input drops: ip filter INPUT: a rule that drops" in view, view
         assert "spark-a: " not in err.split("deploy failed on:")[-1], err[-2000:]
         assert in_machine("pair1", "spark-b", "iptables", "-w", "-D", *drop[3:]).returncode == 0
         again = sparkfab("apply", inv, "--lab", "-q")

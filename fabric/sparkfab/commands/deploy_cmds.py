@@ -52,7 +52,7 @@ def _apply(target: Target, args: argparse.Namespace) -> int:
         f"apply {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} "
         f"failed={len(result.failures)} (link {plan.link_speed})"
     )
-    fail_if(result, target.plan)
+    fail_if(result, target)
     return Exit.OK
 
 
@@ -87,7 +87,7 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
             _say(flip.record(target))
         else:
             _roll_back(target, flip, result, args)
-    fail_if(result, target.plan)
+    fail_if(result, target)
     if args.check:
         return _preview_flip(result, args.mode, flip.was)
     _say(flip.record(target))
@@ -177,7 +177,7 @@ def _reset(target: Target, args: argparse.Namespace) -> int:
     result = run_with_progress("reset.yml", target, tree, args, limit=limit)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
-    fail_if(result, target.plan)
+    fail_if(result, target)
     if not args.check and not limit:
         forget_speeds(target)
     changed = sum(h.changed for h in result.hosts.values())

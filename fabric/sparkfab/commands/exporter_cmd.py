@@ -62,7 +62,7 @@ def exporter_cmd(args: argparse.Namespace) -> int:
         result = run_with_progress(
             "exporter.yml", target, tree, args, {"sparkfab_exporter_action": args.action}, limit=limit
         )
-        fail_if(result, target.plan)
+        fail_if(result, target)
         changed = sorted(h.host for h in result.hosts.values() if h.changed)
         verb = "started or restarted" if args.action == "start" else "stopped"
         if args.check:

@@ -124,7 +124,11 @@ KEY_CHANGED = (
 )
 
 
-def fail_if(result: RunResult, plan: Plan | None = None) -> None:
+def fail_if(result: RunResult, target: Target | None = None) -> None:
+    """The failures of `result` as the verb's error: refusals as a usage error (exit 2), the rest
+    as a deploy error, a changed host key with the command that accepts it, and an unreachable lab
+    Spark with what the lab host sees of it."""
+    plan = target.plan if target is not None else None
     refused = [h for h in result.failures if any(m in h.message for m in REFUSALS)]
     if refused:
         lines = [f"{h.host}: {h.message}" for h in refused]
@@ -141,6 +145,9 @@ def fail_if(result: RunResult, plan: Plan | None = None) -> None:
                 )
             else:
                 lines.append(f"{h.host}: {h.state} at task '{h.failed_task}': {h.message}")
+                why = target.unreachable_why(h.host) if h.state == "unreachable" and target is not None else ""
+                if why:
+                    lines.append(f"  the lab's view of {h.host}: {why}")
         raise DeployError("\n  ".join(["deploy failed on:", *lines]) + f"\n  (artifacts: {result.artifacts})")
 
 

@@ -47,7 +47,7 @@ def _serve(target: Target, args: argparse.Namespace) -> int:
     limit = files_here(instance_limit(target.plan, args.instance, args.limit))
     confirm(target, args, f"serve {args.action}", selected(target.plan, tree, limit))
     result = run_with_progress("serve.yml", target, tree, args, {"sparkfab_serve_action": args.action}, limit=limit)
-    fail_if(result, target.plan)
+    fail_if(result, target)
     if args.check:
         stop, start = (
             passed_over(result, "Serve | Stop the engine", "Serve | Remove the engine"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -10,6 +11,7 @@ from sparkfab.commands.common import Verb, add_all_rows, add_check_limit, add_fo
 from sparkfab.commands.tables import print_report
 from sparkfab.errors import Exit, UsageError
 from sparkfab.target import Target
+from sparkfab.verify.result import Result
 from sparkfab.verify.run import verify
 
 
@@ -44,11 +46,17 @@ def verify_cmd(args: argparse.Namespace) -> int:
         log=(lambda line: None) if args.quiet else _log,
         only=only,
     )
+    report.results = [_seen(target, r) if r.check == "ssh" and r.actual == "unreachable" else r for r in report.results]
     if args.format == "json":
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
         print_report(report, args.all)
     return Exit.OK if report.ok else Exit.CHECK
+
+
+def _seen(target: Target, r: Result) -> Result:
+    why = target.unreachable_why(r.host)
+    return dataclasses.replace(r, detail=f"{r.detail}; the lab's view: {why}") if why else r
 
 
 def _expectations(args: argparse.Namespace) -> int:

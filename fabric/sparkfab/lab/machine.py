@@ -258,7 +258,7 @@ def wait_booted(m: Machine, timeout: float | None = None) -> None:
     while time.monotonic() < deadline:
         ended = ""
         if supervisor_pid(m) is None:
-            tail = _console_tail(m)
+            tail = console_tail(m)
             error = StoppedSilently if not tail.strip() else LabError
             raise error(
                 f"{m.node.name} stopped while it booted{_how_it_ended(m)}; its console ends:\n{tail or '  (nothing)'}"
@@ -278,12 +278,12 @@ def wait_booted(m: Machine, timeout: float | None = None) -> None:
         if ended:
             raise LabError(
                 f"{m.node.name} finished booting but does not let users log in (console: {m.log}); "
-                f"its state: {last}; {ended}; its console ends:\n{_console_tail(m)}"
+                f"its state: {last}; {ended}; its console ends:\n{console_tail(m)}"
             )
         time.sleep(0.2)
     raise LabError(
         f"{m.node.name} did not finish booting within {timeout:.0f} s (console: {m.log}); "
-        f"its state: {last}; {_boot_jobs(m)[1]}; its console ends:\n{_console_tail(m)}"
+        f"its state: {last}; {_boot_jobs(m)[1]}; its console ends:\n{console_tail(m)}"
     )
 
 
@@ -347,7 +347,7 @@ def _boot_jobs(m: Machine) -> tuple[list[str] | None, str]:
     return jobs, text
 
 
-def _console_tail(m: Machine, lines: int = 12) -> str:
+def console_tail(m: Machine, lines: int = 12) -> str:
     try:
         text = m.log.read_text(errors="replace")
     except OSError:

@@ -174,10 +174,13 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
     try:
         _until_written(pidfile)
         task = int(pidfile.read_text())
-        tree = [verb.pid, *proc.descendants(verb.pid)]
+        tree = [pid for pid in (verb.pid, *proc.descendants(verb.pid)) if pid != task]
+        # stopped first, all of them, then killed: killed one by one, the tether would see
+        # sparkfab die and end the task before its own SIGKILL came (the tether working)
         for pid in tree:
-            if pid != task:
-                proc.send(pid, signal.SIGKILL)
+            proc.send(pid, signal.SIGSTOP)
+        for pid in tree:
+            proc.send(pid, signal.SIGKILL)
         verb.wait()
         time.sleep(0.5)
         assert proc.alive(task), "the crash took the task along: nothing is left to find"
