@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +18,11 @@ REPO = Path(__file__).resolve().parents[1]
 #: vLLM's own checks of every launch take seconds to start: the tests that are about them turn
 #: them on (tests/slow/test_oracle.py); everything else relies on the flag table
 os.environ.setdefault("SPARKFAB_ORACLE", "off")
+#: the state of real clusters (/var/lib/sparkfab/<cluster> as root) is never the tests': every
+#: verb a test runs keeps its state in a folder of this run's own, removed when it ends
+if "SPARKFAB_STATE_DIR" not in os.environ:
+    os.environ["SPARKFAB_STATE_DIR"] = tempfile.mkdtemp(prefix="sparkfab-test-state-")
+    atexit.register(shutil.rmtree, os.environ["SPARKFAB_STATE_DIR"], True)
 EXAMPLES = sorted((REPO / "inventory").glob("*.yml"))
 REGEN = os.environ.get("SPARKFAB_REGEN") == "1"
 
