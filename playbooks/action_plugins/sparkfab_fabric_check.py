@@ -55,10 +55,10 @@ class ActionModule(ActionBase):
         text = args["bundle_text"]
         netplan_args = {**args["netplan"], "stage": "check", "bundle_text": text}
         files_args = {**args["files"], "preview": True, "bundle_text": text}
-        warnings: list[Any] = []
+        said: dict[str, list[Any]] = {"warnings": [], "deprecations": []}
         try:
-            netplan = self._module("sparkfab_netplan", netplan_args, task_vars, warnings)
-            files = {} if netplan.get("failed") else self._module("sparkfab_install", files_args, task_vars, warnings)
+            netplan = self._module("sparkfab_netplan", netplan_args, task_vars, said)
+            files = {} if netplan.get("failed") else self._module("sparkfab_install", files_args, task_vars, said)
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         files.pop("diff", None)  # the install shows it when it runs
@@ -67,11 +67,15 @@ class ActionModule(ActionBase):
             result.update(files if files.get("failed") else netplan, pending=True)
         else:
             result.update(netplan, files=files, pending=bool(netplan.get("pending") or files.get("changed")))
-        if warnings:
-            result["warnings"] = warnings
+        result.update({kind: items for kind, items in said.items() if items})
         return result
 
-    def _module(self, name: str, module_args: dict[str, Any], task_vars: Any, warnings: list[Any]) -> dict[str, Any]:
+    def _module(
+        self, name: str, module_args: dict[str, Any], task_vars: Any, said: dict[str, list[Any]]
+    ) -> dict[str, Any]:
+        """`name`'s result less what is not the check's to report; its warnings and deprecations
+        go into `said`, which the action's result carries for Ansible to show."""
         res = self._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
-        warnings += res.get("warnings") or []
+        for kind, items in said.items():
+            items += res.get(kind) or []
         return {k: v for k, v in res.items() if k not in _OWN}
