@@ -254,6 +254,9 @@ def _run(
         runtree.RUN_MARK: str(pdd),
     }
     runtree.end_leftovers(pdd)
+    tmp = runtree.scratch(work)
+    if tmp is not None:
+        envvars["TMPDIR"] = str(tmp)
     # Ctrl-C and SIGTERM during the run: sparkfab's handlers (ansible-runner's own would stay
     # installed after the run) flag the stop, the cancel callback ends ansible-playbook with
     # everything it started, and the verb ends as interrupted with the table so far.

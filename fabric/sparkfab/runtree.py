@@ -5,6 +5,7 @@ cancel, a controller that was killed, what such a crash left behind)."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -80,6 +81,26 @@ def end_leftovers(pdd: Path) -> list[int]:
     if ended:
         sys.stderr.write(f"ended {len(ended)} process(es) an earlier run in {pdd} left behind: {ended[:8]}\n")
     return ended
+
+
+#: the longest path of a unix socket (sun_path, with its NUL)
+_SUN_PATH = 108
+#: what Mitogen adds to TMPDIR for its listener: /mitogen_unix_XXXXXXXX.sock
+_MITOGEN_SOCKET = len("/mitogen_unix_") + 8 + len(".sock")
+
+
+def scratch(work: Path) -> Path | None:
+    """The run's own temporary folder, `work`/tmp: ansible-playbook and all it starts get it as
+    TMPDIR (Mitogen's unix sockets go there), and it is emptied before each run, so what a run that
+    was killed left (a socket no process removed) goes with the next run instead of piling up in
+    /tmp. Called once `end_leftovers` has ended whatever could still use it. None where a socket
+    in it would be longer than a unix socket's path may be: the run then uses the system's."""
+    tmp = work / "tmp"
+    if len(str(tmp.resolve())) + _MITOGEN_SOCKET >= _SUN_PATH:
+        return None
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(mode=0o700, parents=True)
+    return tmp
 
 
 def end_playbooks() -> None:

@@ -42,6 +42,9 @@ def _env(root: Path) -> dict[str, str]:
         "HF_HUB_OFFLINE": "1",
         "HF_HOME": str(root / "hf"),
         "VLLM_NO_USAGE_STATS": "1",
+        # its ZMQ sockets and other temporary files with the test's, not left in /tmp when it is killed
+        "VLLM_RPC_BASE_PATH": str(root),
+        "TMPDIR": str(root),
     }
 
 

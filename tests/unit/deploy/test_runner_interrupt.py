@@ -167,7 +167,8 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
     """sparkfab, the tether and ansible-playbook killed at once (a controller crash): the task a
     worker started lives on, orphaned, where no tether can see it. The next run in the same
     state directory finds it by the mark every process of a run carries, and ends it first."""
-    from sparkfab.runtree import end_leftovers
+    from sparkfab.runenv import strategy_env
+    from sparkfab.runtree import end_leftovers, scratch
 
     verb, pidfile = _verb_in_a_process(tmp_path)
     tree: list[int] = []
@@ -184,11 +185,30 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
         verb.wait()
         time.sleep(0.5)
         assert proc.alive(task), "the crash took the task along: nothing is left to find"
+        # Mitogen's listener, which no process removed, is in the run's own TMPDIR, not in /tmp
+        left = sorted((tmp_path / "state" / "tmp").glob("mitogen_unix_*.sock"))
+        assert left or not strategy_env(dict(os.environ)), "the run's sockets are not in its own folder"
         ended = end_leftovers(tmp_path / "state" / "runner")
         assert task in ended and _until_gone(task)
         assert end_leftovers(tmp_path / "state" / "runner") == []
+        # the next run empties that folder before it starts
+        assert scratch(tmp_path / "state") == tmp_path / "state" / "tmp"
+        assert list((tmp_path / "state" / "tmp").iterdir()) == []
     finally:
         if verb.poll() is None:
             verb.kill()
         for pid in tree:
             proc.send(pid, signal.SIGKILL)
+
+
+def test_the_runs_own_tmpdir_is_emptied_and_never_too_long_for_a_socket(tmp_path):
+    """A run's TMPDIR is its state's tmp/, emptied before the run; where a Mitogen socket in it
+    would pass the 108 bytes of a unix socket's path, the run keeps the system's."""
+    from sparkfab.runtree import scratch
+
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "tmp" / "mitogen_unix_left.sock").write_text("")
+    assert scratch(tmp_path) == tmp_path / "tmp" and list((tmp_path / "tmp").iterdir()) == []
+    assert (tmp_path / "tmp").stat().st_mode & 0o777 == 0o700
+    deep = tmp_path / ("d" * (100 - len(str(tmp_path))))
+    assert scratch(deep) is None and not deep.exists()
