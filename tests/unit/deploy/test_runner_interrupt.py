@@ -5,9 +5,11 @@ interrupted or terminated, and sparkfab's own signal handlers are back afterward
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,6 +21,16 @@ from sparkfab.deploy import Interrupted, run_playbook
 from sparkfab.errors import Terminated
 from tests.conftest import REPO
 from tests.helpers.inventories import localhost
+
+
+@pytest.fixture
+def state():
+    """A run's state folder with a short path, as a cluster's is (/var/lib/sparkfab/CLUSTER): the
+    run's TMPDIR is in it, where Mitogen's unix sockets must fit in 108 bytes (a test's tmp_path
+    under pytest-xdist does not always leave room)."""
+    folder = Path(tempfile.mkdtemp(prefix="sparkfab-run-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _until_written(pidfile: Path) -> None:
@@ -61,9 +73,9 @@ def _left(snapshot: list[tuple[int, str | None]], seconds: float = 10) -> list[s
     return out
 
 
-def _verb_in_a_process(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+def _verb_in_a_process(tmp_path: Path, state: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """A verb's run of the sleeping probe in a process of its own (as sparkfab is one), with the
-    file its task writes its pid to; the run's state in `tmp_path/state`."""
+    file its task writes its pid to; the run's state in `state`."""
     pidfile = tmp_path / "task.pid"
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
@@ -72,7 +84,7 @@ def _verb_in_a_process(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
         "hosts=['local'], workdir=Path(sys.argv[5]))"
     )
     playbook = str(REPO / "tests/data/playbooks/sleep-probe.yml")
-    args = [str(REPO / "fabric"), playbook, str(localhost(tmp_path)), str(pidfile), str(tmp_path / "state")]
+    args = [str(REPO / "fabric"), playbook, str(localhost(tmp_path)), str(pidfile), str(state)]
     return subprocess.Popen([sys.executable, "-c", code, *args]), pidfile
 
 
@@ -81,7 +93,7 @@ def _verb_in_a_process(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
     [(signal.SIGTERM, Terminated), pytest.param(signal.SIGINT, KeyboardInterrupt, marks=pytest.mark.slow)],
     ids=["SIGTERM", "SIGINT"],
 )
-def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, signum, ends_as):
+def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, state, signum, ends_as):
     inventory = localhost(tmp_path)
     pidfile = tmp_path / "task.pid"
 
@@ -99,7 +111,7 @@ def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, s
             "probe",
             extravars={"probe_pid": str(pidfile)},
             hosts=["local"],
-            workdir=tmp_path / "state",
+            workdir=state,
         )
     assert time.monotonic() - t0 < 60  # not the task's 120 s
     assert type(caught.value.__cause__) is ends_as
@@ -109,11 +121,11 @@ def test_a_signal_ends_the_run_and_its_task_and_hands_back_the_table(tmp_path, s
     assert signal.getsignal(signum) == before
 
 
-def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
+def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path, state):
     """SIGKILL reaches no handler: the kernel tells the tethered wrapper, which ends
     ansible-playbook and everything below it, the workers that started sessions of their own
     and the task they run included, so no play goes on alone and nothing is left."""
-    verb, pidfile = _verb_in_a_process(tmp_path)
+    verb, pidfile = _verb_in_a_process(tmp_path, state)
     tree: list[int] = []
     try:
         _until_written(pidfile)
@@ -138,7 +150,7 @@ def test_ansible_playbook_dies_with_a_sparkfab_killed_by_sigkill(tmp_path):
 
 
 @pytest.mark.slow  # a real run of 8 s and more: the default tier stays under two minutes
-def test_a_run_past_its_bound_ends_with_each_hosts_step_named(tmp_path):
+def test_a_run_past_its_bound_ends_with_each_hosts_step_named(tmp_path, state):
     """--timeout bounds the whole run: the task's process goes with it, and the error names the
     step each host was at."""
     from sparkfab.errors import DeployError
@@ -155,7 +167,7 @@ def test_a_run_past_its_bound_ends_with_each_hosts_step_named(tmp_path):
             extravars={"probe_pid": str(pidfile)},
             timeout=8,
             hosts=["local"],
-            workdir=tmp_path / "state",
+            workdir=state,
         )
     assert time.monotonic() - t0 < 60  # not the task's 120 s
     task = int(pidfile.read_text())
@@ -163,14 +175,14 @@ def test_a_run_past_its_bound_ends_with_each_hosts_step_named(tmp_path):
 
 
 @pytest.mark.slow  # a real run: the default tier stays under two minutes
-def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
+def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path, state):
     """sparkfab, the tether and ansible-playbook killed at once (a controller crash): the task a
     worker started lives on, orphaned, where no tether can see it. The next run in the same
     state directory finds it by the mark every process of a run carries, and ends it first."""
     from sparkfab.runenv import strategy_env
     from sparkfab.runtree import end_leftovers, scratch
 
-    verb, pidfile = _verb_in_a_process(tmp_path)
+    verb, pidfile = _verb_in_a_process(tmp_path, state)
     tree: list[int] = []
     try:
         _until_written(pidfile)
@@ -186,14 +198,14 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path):
         time.sleep(0.5)
         assert proc.alive(task), "the crash took the task along: nothing is left to find"
         # Mitogen's listener, which no process removed, is in the run's own TMPDIR, not in /tmp
-        left = sorted((tmp_path / "state" / "tmp").glob("mitogen_unix_*.sock"))
+        left = sorted((state / "tmp").glob("mitogen_unix_*.sock"))
         assert left or not strategy_env(dict(os.environ)), "the run's sockets are not in its own folder"
-        ended = end_leftovers(tmp_path / "state" / "runner")
+        ended = end_leftovers(state / "runner")
         assert task in ended and _until_gone(task)
-        assert end_leftovers(tmp_path / "state" / "runner") == []
+        assert end_leftovers(state / "runner") == []
         # the next run empties that folder before it starts
-        assert scratch(tmp_path / "state") == tmp_path / "state" / "tmp"
-        assert list((tmp_path / "state" / "tmp").iterdir()) == []
+        assert scratch(state) == state / "tmp"
+        assert list((state / "tmp").iterdir()) == []
     finally:
         if verb.poll() is None:
             verb.kill()
