@@ -123,7 +123,8 @@ def test_ctrl_c_during_an_apply_ends_the_whole_run_and_the_next_apply_converges(
         left = [p for p in seen if proc.alive(p)]
         assert left == [], f"processes of the run still there: {left}"
         again = sparkfab("apply", inv, "--lab", "-q")
-        assert again.code == 0, again.err
+        # on failure, also what the interrupted apply had seen of each Spark (its table)
+        assert again.code == 0, f"{again.err}\nthe interrupted apply said:\n{err[-3000:]}"
         code, fails = _verify(inv)
         assert code == 0, fails
 

@@ -81,7 +81,20 @@ def hostname(v: str) -> str:
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"^(?=.{{1,254}}\Z){_LABEL}(\.{_LABEL})*\.?\Z")
 _SCOPE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}\Z")
-Subnet = Annotated[ipaddress.IPv4Network, AfterValidator(_private)]
+
+
+def _cidr_text(v: Any) -> Any:
+    """A subnet as written, `A.B.C.D/N`: Python's network type also takes a number (a boolean
+    among them, which YAML makes of yes/true) or a pair, and would read `true` as 0.0.0.1/32."""
+    if isinstance(v, ipaddress.IPv4Network):
+        return v
+    if not isinstance(v, str):
+        shown = str(v).lower() if isinstance(v, bool) else repr(v)
+        raise ValueError(f"{shown} is not a subnet: write it as A.B.C.D/N")
+    return v
+
+
+Subnet = Annotated[ipaddress.IPv4Network, BeforeValidator(_cidr_text), AfterValidator(_private)]
 #: A Unix port an engine may listen on: unprivileged (not sshd's 22), below the top one
 Port = Annotated[int, Field(ge=1024, le=65535), _NO_BOOL]
 #: Environment names and values as both `docker --env-file` and a shell take them literally.
@@ -106,7 +119,7 @@ class HostVars(Strict):
 
 class Switch(Strict):
     model: Literal["CRS804", "CRS812", "generic"]
-    ports: Annotated[int, Field(ge=1, le=512)] | None = None
+    ports: Annotated[int, Field(ge=1, le=512), _NO_BOOL] | None = None
     speed: Literal[100, 200, 400, 800] | None = None
     subnets: list[Subnet] | None = None
 

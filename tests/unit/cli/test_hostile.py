@@ -1134,6 +1134,15 @@ ROBUST_CASES = [
     validate("fqdn-final-dot", pair_host("spark-a.example.com."), r"valid", code=0),
     validate("rank-true", pair_host(True, "rank"), r"rank.*not a whole number"),
     validate("tp-true", inv(lambda d: glm(d).update(tp=True)), r"tp.*not a whole number"),
+    # a subnet is text: Python's network type reads true as 0.0.0.1/32 and a number as an address
+    validate("pool-true", inv(lambda d: sf(d).update(subnet_pool=True)), r"subnet_pool: true is not a subnet"),
+    validate("pool-int", inv(lambda d: sf(d).update(subnet_pool=3232235520)), r"subnet_pool: 3232235520 is not a"),
+    validate("pool-pair", inv(lambda d: sf(d).update(subnet_pool=[3232235520, 16])), r"subnet_pool.*not a subnet"),
+    validate(
+        "switch-ports-true",
+        inv(lambda d: sf(d).update(switches={"sw": {"model": "generic", "ports": True}})),
+        r"ports.*not a whole number",
+    ),
     validate("port-superscript", pair_host("\u00b2\u00b2", "ansible_port"), r"ansible_port"),
     ini(
         "ini-host-vars-v6-inject",
