@@ -9,8 +9,10 @@ import json
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import time
+import warnings
 
 import pytest
 
@@ -122,11 +124,39 @@ def test_ctrl_c_during_an_apply_ends_the_whole_run_and_the_next_apply_converges(
         assert "interrupted, ansible-playbook ended" in err and "sparkfab: interrupted" in err, err[-2000:]
         left = [p for p in seen if proc.alive(p)]
         assert left == [], f"processes of the run still there: {left}"
+        # Twice in clean-clone CI runs (never here) a Spark's port 22 did not answer for the 10 s
+        # of ssh's ConnectTimeout right after the Ctrl-C, with the lab's view clean once it had
+        # failed; the next apply is what this test is about, so it starts once both answer, and
+        # a slow answer is said as a warning with what the lab saw at the time.
+        for host in ("spark-a", "spark-b"):
+            took, view = _until_ssh_answers("pair2", host, 60)
+            if took > 2:
+                warnings.warn(
+                    f"{host} answered ssh {took:.1f} s after the Ctrl-C; the lab's view first: {view}", stacklevel=1
+                )
         again = sparkfab("apply", inv, "--lab", "-q")
         # on failure, also what the interrupted apply had seen of each Spark (its table)
         assert again.code == 0, f"{again.err}\nthe interrupted apply said:\n{err[-3000:]}"
         code, fails = _verify(inv)
         assert code == 0, fails
+
+
+def _until_ssh_answers(cluster: str, host: str, seconds: float) -> tuple[float, str]:
+    """Seconds until `host`'s port 22 accepts a connection, and the lab's view of it when it
+    first did not (or "")."""
+    from sparkfab.lab import probe
+    from sparkfab.lab.state import LabState
+
+    ip, t0, view = mgmt_ip(cluster, host), time.monotonic(), ""
+    while True:
+        try:
+            socket.create_connection((ip, 22), timeout=1).close()
+            return time.monotonic() - t0, view
+        except OSError:
+            if not view:
+                view = probe.unreachable(LabState.read(lab_dir(cluster)).spec, host)
+            assert time.monotonic() - t0 < seconds, f"{host} did not answer ssh within {seconds} s: {view}"
+            time.sleep(0.2)
 
 
 def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
