@@ -259,7 +259,11 @@ def wait_booted(m: Machine, timeout: float | None = None) -> None:
         ended = ""
         if supervisor_pid(m) is None:
             tail = console_tail(m)
-            error = StoppedSilently if not tail.strip() else LabError
+            # nothing on its console (its container never started), or its systemd had begun
+            # (an nspawn that ended mid-boot: once in a clean-clone run, exit status 1): worth
+            # another start; an error before the container (a mount) is not
+            transient = not tail.strip() or SYSTEMD_BEGAN in tail
+            error = StoppedSilently if transient else LabError
             raise error(
                 f"{m.node.name} stopped while it booted{_how_it_ended(m)}; its console ends:\n{tail or '  (nothing)'}"
             )
@@ -289,10 +293,13 @@ def wait_booted(m: Machine, timeout: float | None = None) -> None:
 
 class StoppedSilently(LabError):
     """The machine's supervisor ended before the machine printed a line (its container never
-    started: seen in two long runs on a loaded 2-core machine, once with its one retry too):
+    started: seen in two long runs on a loaded 2-core machine, once with its one retry too), or
+    after its systemd had begun to boot (nspawn exited with 1 mid-boot in a clean-clone run):
     worth starting again."""
 
 
+#: what the machine's systemd prints first on its console
+SYSTEMD_BEGAN = "running in system mode"
 #: how often a machine that stopped without a word is started (the first start included)
 STARTS = 3
 
