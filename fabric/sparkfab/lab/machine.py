@@ -259,10 +259,7 @@ def wait_booted(m: Machine, timeout: float | None = None) -> None:
         ended = ""
         if supervisor_pid(m) is None:
             tail = console_tail(m)
-            # nothing on its console (its container never started), or its systemd had begun
-            # (an nspawn that ended mid-boot: once in a clean-clone run, exit status 1): worth
-            # another start; an error before the container (a mount) is not
-            transient = not tail.strip() or SYSTEMD_BEGAN in tail
+            transient = not tail.strip() or SYSTEMD_BEGAN in tail  # not an error before the container
             error = StoppedSilently if transient else LabError
             raise error(
                 f"{m.node.name} stopped while it booted{_how_it_ended(m)}; its console ends:\n{tail or '  (nothing)'}"
@@ -292,14 +289,11 @@ def wait_booted(m: Machine, timeout: float | None = None) -> None:
 
 
 class StoppedSilently(LabError):
-    """The machine's supervisor ended before the machine printed a line (its container never
-    started: seen in two long runs on a loaded 2-core machine, once with its one retry too), or
-    after its systemd had begun to boot (nspawn exited with 1 mid-boot in a clean-clone run):
-    worth starting again."""
+    """The machine's supervisor ended before it printed a line (its container never started) or
+    after its systemd began (nspawn exited 1 mid-boot): seen in long runs, worth starting again."""
 
 
-#: what the machine's systemd prints first on its console
-SYSTEMD_BEGAN = "running in system mode"
+SYSTEMD_BEGAN = "running in system mode"  #: the machine's systemd's first line on its console
 #: how often a machine that stopped without a word is started (the first start included)
 STARTS = 3
 
