@@ -124,11 +124,10 @@ KEY_CHANGED = (
 )
 
 
-def fail_if(result: RunResult, target: Target | None = None) -> None:
+def fail_if(result: RunResult, target: Target) -> None:
     """The failures of `result` as the verb's error: refusals as a usage error (exit 2), the rest
     as a deploy error, a changed host key with the command that accepts it, and an unreachable lab
     Spark with what the lab host sees of it."""
-    plan = target.plan if target is not None else None
     refused = [h for h in result.failures if any(m in h.message for m in REFUSALS)]
     if refused:
         lines = [f"{h.host}: {h.message}" for h in refused]
@@ -137,7 +136,7 @@ def fail_if(result: RunResult, target: Target | None = None) -> None:
         lines = []
         for h in result.failures:
             if any(m in h.message for m in KEY_CHANGED):
-                addr = plan.host(h.host).ansible.get("ansible_host", h.host) if plan else h.host
+                addr = target.plan.host(h.host).ansible.get("ansible_host", h.host)
                 lines.append(
                     f"{h.host}: refused: its SSH host key is not the one known for {addr}; if the host was "
                     f"reinstalled, forget the old key (`ssh-keygen -R {addr}`, in the known_hosts file ssh "
@@ -145,7 +144,7 @@ def fail_if(result: RunResult, target: Target | None = None) -> None:
                 )
             else:
                 lines.append(f"{h.host}: {h.state} at task '{h.failed_task}': {h.message}")
-                why = target.unreachable_why(h.host) if h.state == "unreachable" and target is not None else ""
+                why = target.unreachable_why(h.host) if h.state == "unreachable" else ""
                 if why:
                     lines.append(f"  the lab's view of {h.host}: {why}")
         raise DeployError("\n  ".join(["deploy failed on:", *lines]) + f"\n  (artifacts: {result.artifacts})")

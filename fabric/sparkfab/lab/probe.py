@@ -72,6 +72,8 @@ def _listening(net: list[str]) -> str:
 
 
 def _drops(net: list[str]) -> str:
+    """The base chains on the input hook that drop (their policy, or a rule with drop or reject);
+    a rule in a chain they jump to is not followed."""
     doc = _json([*net, "nft", "-j", "list", "ruleset"])
     if not isinstance(doc, dict):
         return f"its firewall cannot be read ({doc})"
