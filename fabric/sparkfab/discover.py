@@ -2,9 +2,12 @@
 what every port sees into cables, then into the `cables` section of an inventory.
 
 A direct cable is seen from both ends and by both PCIe twins of each port; a switch port is
-seen from the Spark's side only (the switch announces itself by LLDP). Everything odd is
-reported: a port with no neighbour, twins that disagree, a neighbour that is not in the list,
-a cable seen from one end only, a Spark that does not answer.
+seen from the Spark's side only (the switch announces itself by LLDP, and its port ids are read
+through its OS's profile, `sparkfab.switchos`). Twins share a wire, so a netdev also hears its
+own twin and both far twins: its own chassis is left out and the far twins name one port.
+Everything odd is reported: a port with no neighbour, twins that disagree, a neighbour that is
+not in the list, a switch port that no profile places, a cable seen from one end only, a Spark
+that does not answer.
 """
 
 from __future__ import annotations
@@ -12,14 +15,15 @@ from __future__ import annotations
 import concurrent.futures as cf
 import io
 import json
-import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ruamel.yaml import YAML
 
-from sparkfab.spark import port_of
+from sparkfab import catalog, switchos
+from sparkfab.plan import Plan
+from sparkfab.spark import LinkSpeed, port_of
 from sparkfab.verify import facts, lldp
 from sparkfab.verify.checks import as_root
 from sparkfab.verify.remote import Remote
@@ -33,7 +37,7 @@ class HostView:
     address: str
     hostname: str = ""
     chassis: set[str] = field(default_factory=set)  # chassis ids (MACs) and its system name
-    ports: dict[str, tuple[str, str]] = field(default_factory=dict)  # netdev -> (system name, port id)
+    ports: dict[str, list[lldp.Neighbour]] = field(default_factory=dict)  # netdev -> what it heard
     fabric: list[str] = field(default_factory=list)
     carrier: set[str] = field(default_factory=set)  # fabric netdevs with carrier when last read
     error: str = ""
@@ -46,13 +50,20 @@ class Discovery:
     cables: list[list[str]]
     hosts: dict[str, HostView]
     odd: list[str]
+    switches: dict[str, switchos.KnownSwitch] = field(default_factory=dict)  # by key: those the cables name
+    mode: LinkSpeed = "200"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "cables": self.cables,
             "odd": self.odd,
             "hosts": {
-                k: {"address": v.address, "hostname": v.hostname, "error": v.error, "neighbours": v.ports}
+                k: {
+                    "address": v.address,
+                    "hostname": v.hostname,
+                    "error": v.error,
+                    "neighbours": {n: [list(x) for x in heard] for n, heard in v.ports.items()},
+                }
                 for k, v in self.hosts.items()
             },
         }
@@ -94,14 +105,19 @@ def probe(th: Remote, view: HostView, settle_s: float) -> None:
     view.ports = {k: v for k, v in lldp.neighbours(out[3]).items() if port_of(k)}
 
 
+def own(view: HostView) -> set[str]:
+    """The names and chassis ids a host's own twins announce."""
+    return view.chassis | {view.hostname, view.label} - {""}
+
+
+def heard(view: HostView, netdev: str) -> list[lldp.Neighbour]:
+    """What a netdev heard from other hosts (its own twin left out)."""
+    return lldp.foreign(view.ports.get(netdev, []), own(view))
+
+
 def unheard(view: HostView) -> set[str]:
-    """The ports with carrier that have not heard a neighbour yet."""
-    return set() if view.error else view.carrier - set(view.ports)
-
-
-def _switch_port(port_id: str) -> str | None:
-    nums = re.findall(r"\d+", port_id)
-    return f"{nums[0]}/{nums[1]}" if len(nums) >= 2 else (nums[0] if nums else None)
+    """The ports with carrier that have not heard another host yet."""
+    return set() if view.error else {n for n in view.carrier if not heard(view, n)}
 
 
 @dataclass(frozen=True)
@@ -119,23 +135,45 @@ class FarEnd:
 Ends = dict[tuple[str, str], dict[int, FarEnd]]  # (host, port) -> root -> far end
 
 
-def _far_end(by_name: dict[str, str], system: str, port_id: str) -> FarEnd:
-    """A Spark's port (also a Spark that did not answer: its port id names a netdev), else a switch."""
-    peer, peer_port = by_name.get(system), port_of(port_id)
+def _far_end(by_name: dict[str, str], switches: dict[str, switchos.KnownSwitch | None], n: lldp.Neighbour) -> FarEnd:
+    """A Spark's port (also a Spark that did not answer: its port id names a netdev), else a
+    switch's port placed through its profile, else a port id we cannot place."""
+    peer, peer_port = by_name.get(n.system), port_of(n.port)
     if peer is not None or peer_port is not None:
-        return FarEnd(peer or system, peer_port[0]) if peer_port else FarEnd(peer or system, port_id, "unknown")
-    sw = _switch_port(port_id)
-    return FarEnd(system, sw, "switch") if sw else FarEnd(system, port_id, "unknown")
+        return FarEnd(peer or n.system, peer_port[0]) if peer_port else FarEnd(peer or n.system, n.port, "unknown")
+    sw = switches.get(n.system)
+    at = sw.place(n.port) if sw else None
+    return FarEnd(sw.key, at, "switch") if sw and at else FarEnd(n.system, n.port, "unknown")
 
 
-def _ends(views: dict[str, HostView], odd: list[str]) -> Ends:
-    by_name = {n: v.label for v in views.values() if not v.error for n in (v.chassis | {v.hostname, v.label})}
+def _switches(
+    views: dict[str, HostView], known: dict[str, switchos.KnownSwitch], mode: LinkSpeed
+) -> dict[str, switchos.KnownSwitch | None]:
+    """Every system that is not a Spark, by the name it announces: a switch the inventory names
+    (by its `lldp_name` or key), else one guessed from its port ids (None: no profile fits)."""
+    sparks = {n for v in views.values() for n in own(v)}
+    ports: dict[str, list[str]] = {}
+    for v in views.values():
+        for netdev in v.ports:
+            for n in heard(v, netdev):
+                if n.system not in sparks and port_of(n.port) is None:
+                    ports.setdefault(n.system, []).append(n.port)
+    return {s: known.get(s) or switchos.guessed_switch(s, p, mode) for s, p in ports.items()}
+
+
+def _ends(views: dict[str, HostView], odd: list[str], switches: dict[str, switchos.KnownSwitch | None]) -> Ends:
+    by_name = {n: v.label for v in views.values() if not v.error for n in own(v)}
     ends: Ends = {}
     for v in (x for x in views.values() if not x.error):
-        odd += [f"{v.label}:{netdev} has no LLDP neighbour" for netdev in v.fabric if netdev not in v.ports]
-        for netdev, (system, port_id) in sorted(v.ports.items()):
+        odd += [f"{v.label}:{netdev} has no LLDP neighbour" for netdev in v.fabric if not heard(v, netdev)]
+        for netdev in sorted(v.ports):
+            fars = sorted({_far_end(by_name, switches, n) for n in heard(v, netdev)}, key=str)
+            if not fars:
+                continue
+            if len(fars) > 1:
+                odd.append(f"{v.label}:{netdev} hears several far ends: {', '.join(map(str, fars))}")
             port, root = port_of(netdev) or ("", 0)
-            ends.setdefault((v.label, port), {})[root] = _far_end(by_name, system, port_id)
+            ends.setdefault((v.label, port), {})[root] = fars[0]
     return ends
 
 
@@ -145,7 +183,13 @@ def _cable(
     if far.kind == "switch":
         return [f"{host}:{port}", str(far)]
     if far.kind == "unknown":
-        odd.append(f"{host}:{port} sees {far}, which is not in the list of Sparks")
+        if port_of(far.port) is None and far.node not in views:
+            odd.append(
+                f"{host}:{port} sees {far}, which is neither a Spark of the list nor a switch port that a profile"
+                f" ({', '.join(switchos.OS_NAMES)}) places: name the switch in the inventory (model, os, lldp_name)"
+            )
+        else:
+            odd.append(f"{host}:{port} sees {far}, which is not in the list of Sparks")
         return None
     if (far.node, far.port) not in ends:
         why = (
@@ -155,9 +199,17 @@ def _cable(
     return [f"{host}:{port}", str(far)]
 
 
-def derive(views: dict[str, HostView], order: list[str]) -> Discovery:
+def derive(
+    views: dict[str, HostView],
+    order: list[str],
+    known: dict[str, switchos.KnownSwitch] | None = None,
+    mode: LinkSpeed = "200",
+) -> Discovery:
+    """The cables from what every port heard (`known`: the inventory's switches by the name each
+    announces; `mode`: the link speed, which says how many legs a switch port breaks out into)."""
     odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
-    ends = _ends(views, odd)
+    switches = _switches(views, known or {}, mode)
+    ends = _ends(views, odd, switches)
     cables: dict[frozenset[str], list[str]] = {}
     for (host, port), roots in sorted(ends.items()):
         if len(set(roots.values())) > 1:
@@ -167,7 +219,9 @@ def derive(views: dict[str, HostView], order: list[str]) -> Discovery:
         cable = _cable(views, ends, host, port, far, odd) if far else None
         if cable:
             cables.setdefault(frozenset(cable), cable)
-    return Discovery(_ring_order(list(cables.values()), order), views, odd)
+    wired = {c[1].split(":")[0] for c in cables.values()}
+    used = {sw.key: sw for sw in switches.values() if sw and sw.key in wired}
+    return Discovery(_ring_order(list(cables.values()), order), views, odd, used, mode)
 
 
 def _ring_order(cables: list[list[str]], order: list[str]) -> list[list[str]]:
@@ -229,10 +283,9 @@ def _flow(cable: list[str]) -> Any:
 def _new_inventory(result: Discovery, cluster: str) -> str:
     hosts = {v.label: {"ansible_host": v.address} for v in result.hosts.values() if not v.error}
     sparks = list(hosts)
-    switches = sorted({c[1].split(":")[0] for c in result.cables if c[1].split(":")[0] not in hosts})
-    data: dict[str, Any] = {"cluster": cluster, "link_speed": 200, "mtu": 9000, "cables": []}
-    if switches:
-        data["switches"] = {s: {"model": "CRS804"} for s in switches}
+    data: dict[str, Any] = {"cluster": cluster, "link_speed": _speed_value(result.mode), "mtu": 9000, "cables": []}
+    if result.switches:
+        data["switches"] = {k: _switch_entry(sw) for k, sw in sorted(result.switches.items())}
     if len(sparks) > 1:
         data["instances"] = {"main": {"hosts": sparks, "tp": len(sparks)}}
     doc = {"all": {"hosts": hosts, "vars": {"sparkfab": data}}}
@@ -242,12 +295,29 @@ def _new_inventory(result: Discovery, cluster: str) -> str:
     return "# yaml-language-server: $schema=./schema.json\n# written by `sparkfab discover`\n" + body
 
 
+def _speed_value(mode: LinkSpeed) -> int | str:
+    return int(mode) if mode.isdigit() else mode
+
+
+def _switch_entry(sw: switchos.KnownSwitch) -> dict[str, Any]:
+    """A new inventory's entry for a switch discover placed ports on."""
+    if sw.model.name in catalog.MODELS:
+        entry: dict[str, Any] = {"model": sw.model.name}
+    else:
+        entry = {"model": "generic", "ports": sw.model.port_count}
+    if sw.os != switchos.MODEL_OS.get(sw.model.name):
+        entry["os"] = sw.os
+    return entry
+
+
 def discover(
     targets: list[tuple[str, str, Any]],
     settle_s: float = 2.5,
     by_hostname: bool = False,
     patience_s: float = 10.0,
     round_s: float = 1.0,
+    known: dict[str, switchos.KnownSwitch] | None = None,
+    mode: LinkSpeed = "200",
 ) -> Discovery:
     """targets: (label, address, testinfra host) for each Spark, in the order given. With
     by_hostname (only addresses were given), Sparks are named by their hostnames.
@@ -267,4 +337,33 @@ def discover(
     if by_hostname:
         for v in views:
             v.label = v.hostname or v.address
-    return derive({v.label: v for v in views}, [v.label for v in views])
+    return derive({v.label: v for v in views}, [v.label for v in views], known, mode)
+
+
+def known_switches(plan: Plan) -> dict[str, switchos.KnownSwitch]:
+    """A plan's switches by the system name each announces (its `lldp_name`, else its key)."""
+    out = {}
+    for sw in plan.switches:
+        model = catalog.MODELS.get(sw.model) or catalog.generic(sw.ports, sw.port_gbps)
+        out[sw.lldp_name or sw.name] = switchos.known_switch(
+            sw.name, model, cast(switchos.SwitchOS, sw.os), plan.link_speed
+        )
+    return out
+
+
+def problems(text: str) -> list[str]:
+    """What `validate` would refuse in an inventory discover wrote (empty: it is valid)."""
+    import tempfile
+    from pathlib import Path
+
+    from sparkfab.errors import InventoryError
+    from sparkfab.resolve import load_plan
+
+    with tempfile.TemporaryDirectory(prefix="sparkfab-discover-") as d:
+        path = Path(d) / "discovered.yml"
+        path.write_text(text)
+        try:
+            load_plan(str(path))
+        except InventoryError as exc:
+            return [p.render("").strip() for p in exc.problems]
+    return []

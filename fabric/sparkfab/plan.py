@@ -39,17 +39,12 @@ class Iface:
     peer_address: str | None = None  # without prefix
     switch: str | None = None
     switch_port: str | None = None  # "port/lane"
+    #: the port id the switch announces for that lane, as its OS names it (`sparkfab.switchos`)
+    switch_port_id: str | None = None
 
     @property
     def ip(self) -> str:
         return self.address.split("/")[0]
-
-    @property
-    def switch_port_id(self) -> str:
-        """The port id a lab switch announces for this twin's lane, p<port>s<lane>r<root>
-        (real switches name their ports their own way; verify matches those by number)."""
-        port, lane = (self.switch_port or "0/0").split("/")
-        return f"p{port}s{lane}r{self.root}"
 
 
 @dataclass(frozen=True)
@@ -138,6 +133,10 @@ class Switch:
     model: str
     capacity: dict[LinkSpeed, int]  # link-speed mode -> Sparks it carries
     used: int
+    os: str = "generic"  # how it names its ports (`sparkfab.switchos`)
+    lldp_name: str = ""  # the system name it announces (its key unless the inventory says another)
+    ports: int = 0  # front ports (a generic switch's; a catalog model knows its own)
+    port_gbps: int = 0  # a generic switch's port speed
 
 
 #: the Ansible variables that say how a host is reached (shown by `plan`; secrets never are)
@@ -160,6 +159,14 @@ class Exporter:
     port: int
     interval_s: float
     peak_window_s: int
+
+
+@dataclass(frozen=True)
+class PerfTools:
+    """Where nccl-tests and its NCCL are on every Spark (`~/` is the login's home there)."""
+
+    nccl_tests: str = "~/nccl-tests/build"
+    nccl: str = "~/nccl/build"
 
 
 @dataclass(frozen=True)
@@ -188,12 +195,17 @@ class Plan:
     host_speeds: dict[str, LinkSpeed] = field(default_factory=dict)
     #: the fabric exporter, where the inventory asks for one
     exporter: Exporter | None = None
+    #: where `verify --perf` finds nccl-tests and NCCL on every Spark
+    perf_tools: PerfTools = field(default_factory=PerfTools)
 
     def host(self, name: str) -> Host:
         return next(h for h in self.hosts if h.name == name)
 
     def instance(self, name: str) -> Instance:
         return next(i for i in self.instances if i.name == name)
+
+    def switch(self, name: str) -> Switch:
+        return next(s for s in self.switches if s.name == name)
 
     def instance_of(self, host: str) -> Instance | None:
         return next((i for i in self.instances if host in i.hosts), None)

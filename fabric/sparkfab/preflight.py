@@ -199,13 +199,17 @@ def _instance(plan: Plan, inst: Instance, hosts: dict[str, Remote]) -> list[Resu
 
 
 def _mpi(plan: Plan, inst: Instance, head: Remote) -> list[Result]:
-    """What `verify --perf` needs for nccl-tests: mpirun and all_reduce_perf on rank 0's login
-    PATH, and ssh from rank 0's login user to every other rank without a prompt (how mpirun
-    starts them). Warnings: apply and serve do not need them."""
+    """What `verify --perf` needs for nccl-tests: mpirun on rank 0's login PATH, all_reduce_perf
+    where the inventory's `perf_tools` says, and ssh from rank 0's login user to every other rank
+    without a prompt (how mpirun starts them). Warnings: apply and serve do not need them."""
     if len(inst.hosts) < 2:
         return []
-    if head.run(perf.as_login(perf.MPI_TOOLS)).rc != 0:
-        why = "mpirun or all_reduce_perf is not on the login user's PATH: verify --perf skips nccl-tests"
+    if head.run(perf.as_login(perf.mpi_tools(plan))).rc != 0:
+        why = (
+            f"mpirun is not on the login user's PATH or all_reduce_perf is not in {plan.perf_tools.nccl_tests}"
+            " (apt-get install openmpi-bin; nccl-tests built as NVIDIA's DGX Spark playbook does): verify --perf"
+            " skips nccl-tests"
+        )
         return [Result("mpi", inst.hosts[0], inst.name, "mpirun, all_reduce_perf", "absent", WARN, why)]
     answers = dict(
         line.split(" ", 1) for line in head.run(perf.peer_ssh_command(plan, inst)).stdout.splitlines() if " " in line

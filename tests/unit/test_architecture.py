@@ -40,6 +40,7 @@ LAYERS = (
             "sparkfab.engines",
             "sparkfab.modelcheck",
             "sparkfab.catalog",
+            "sparkfab.switchos",
             "sparkfab.spark",
             "sparkfab.errors",
             "sparkfab.yamlload",

@@ -122,6 +122,10 @@ class Switch(Strict):
     ports: Annotated[int, Field(ge=1, le=512), _NO_BOOL] | None = None
     speed: Literal[100, 200, 400, 800] | None = None
     subnets: list[Subnet] | None = None
+    #: the switch's operating system, which names its ports (default: the model's; `switchos`)
+    os: Literal["routeros", "cumulus", "generic"] | None = None
+    #: the system name it announces over LLDP, where that is not its key here (RouterOS: its identity)
+    lldp_name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)] | None = None
 
 
 class Cable(Strict):
@@ -193,6 +197,19 @@ def _booleans_too(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [*schema.get("anyOf", []), {"type": "boolean"}]
 
 
+#: a directory on every Spark: absolute, or under the login's home (`~/`), without characters a
+#: shell would read (it is written into the commands `verify --perf` runs on each rank)
+ToolDir = Annotated[str, StringConstraints(pattern=r"^(~/|/)[A-Za-z0-9_./+-]*$", max_length=255)]
+
+
+class PerfTools(Strict):
+    """Where NCCL and nccl-tests live on every Spark (`verify --perf`): NVIDIA's DGX Spark playbook
+    builds them under the login's home, and runs the binary by its path with NCCL's library path."""
+
+    nccl_tests: ToolDir = "~/nccl-tests/build"
+    nccl: ToolDir = "~/nccl/build"
+
+
 class Sparkfab(Strict):
     cluster: ClusterName
     #: the inventory group whose hosts are the cluster (default: the hosts that carry this block)
@@ -210,6 +227,8 @@ class Sparkfab(Strict):
     switches: dict[Name, Switch] = Field(default_factory=dict)
     cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)
     instances: dict[Name, Instance] = Field(default_factory=dict)
+    #: where `verify --perf` finds nccl-tests and the NCCL it was built against, on every Spark
+    perf_tools: PerfTools = Field(default_factory=PerfTools)
     #: a fabric exporter for Prometheus on every Spark (true: its defaults)
     exporter: Annotated[Exporter | None, BeforeValidator(_exporter_form)] = Field(
         default=None, json_schema_extra=_booleans_too

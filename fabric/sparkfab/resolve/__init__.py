@@ -26,8 +26,15 @@ from sparkfab import catalog
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory import Inventory, parse_partial, read
 from sparkfab.launchers import search_path
-from sparkfab.plan import Exporter, Host, Instance, Plan, Rail, Switch
-from sparkfab.resolve.cables import Cable, check_names_and_ports, check_switches, parse_cables, switch_model
+from sparkfab.plan import Exporter, Host, Instance, PerfTools, Plan, Rail, Switch
+from sparkfab.resolve.cables import (
+    Cable,
+    check_names_and_ports,
+    check_switches,
+    parse_cables,
+    switch_model,
+    switch_profile,
+)
 from sparkfab.resolve.context import Ctx
 from sparkfab.resolve.hosts import resolve_hosts
 from sparkfab.resolve.instances import ResolvedInstance, instances
@@ -100,6 +107,10 @@ def assemble(
             switch_model(inv, n).name,
             {m: switch_model(inv, n).capacity(catalog.LANE_GBPS[m]) for m in catalog.LANE_MODES},
             sum(1 for c in cables if c.switched and n in (c.a.node, c.b.node)),
+            switch_profile(inv, n).os,
+            sf.switches[n].lldp_name or n,
+            switch_model(inv, n).port_count,
+            sf.switches[n].speed or 400 if sf.switches[n].model == "generic" else 0,
         )
         for n in sf.switches
     )
@@ -127,6 +138,7 @@ def assemble(
             if sf.exporter is not None
             else None
         ),
+        perf_tools=PerfTools(sf.perf_tools.nccl_tests, sf.perf_tools.nccl),
     )
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sparkfab import catalog, spark
+from sparkfab import catalog, spark, switchos
 from sparkfab.inventory import Inventory, split_end, walk
 from sparkfab.resolve.context import SF, Ctx, close
 
@@ -189,6 +189,19 @@ def switch_model(inv: Inventory, name: str) -> catalog.SwitchModel:
     if sw.model == "generic":
         return catalog.generic(sw.ports or 32, sw.speed or 400)
     return catalog.MODELS[sw.model]
+
+
+def switch_profile(inv: Inventory, name: str) -> switchos.Profile:
+    """How the switch names itself and its ports: the inventory's `os`, else its model's."""
+    sw = inv.sparkfab.switches[name]
+    return switchos.profile(sw.os or switchos.MODEL_OS[sw.model])
+
+
+def switch_port_id(inv: Inventory, name: str, port: int, lane: int) -> str:
+    """The port id switch `name` announces for breakout lane `lane` of front port `port`."""
+    model = switch_model(inv, name)
+    legs = model.lanes(port, catalog.LANE_GBPS[inv.sparkfab.link_speed])
+    return switch_profile(inv, name).port_id(model, port, lane, legs)
 
 
 def check_switches(ctx: Ctx, cables: list[Cable]) -> None:

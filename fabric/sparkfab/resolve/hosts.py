@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from sparkfab import spark
 from sparkfab.plan import SWITCHLESS, Host, Iface
-from sparkfab.resolve.cables import Cable, End, switch_model
+from sparkfab.resolve.cables import Cable, End, switch_model, switch_port_id
 from sparkfab.resolve.context import Ctx
 from sparkfab.resolve.instances import ResolvedInstance
 from sparkfab.resolve.rails import RailKey
@@ -77,6 +77,7 @@ def _iface(ctx: Ctx, c: Cable, e: End, root: int, key: RailKey, net: ipaddress.I
         peer_address=str(_address(ctx, c, peer, net)) if peer else None,
         switch=sw.node if sw else None,
         switch_port=sw.port if sw else None,
+        switch_port_id=switch_port_id(ctx.inv, sw.node, sw.sw_port, sw.lane) if sw else None,
     )
 
 

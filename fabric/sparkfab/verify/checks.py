@@ -82,8 +82,9 @@ def _typed_on_stdin(backend: Any, password: str) -> None:
 
 LINKS, ADDRS = facts.LINKS, "ip -j -4 addr show"
 TABLE, RULESET = "nft list table inet sparkfab", "nft -j list ruleset"
-#: the netdevs' carrier, then what lldpd heard (its exit status is the command's)
-NEIGHBOURS = f"{LINKS}; echo @@; lldpcli -f json show neighbors"
+#: the netdevs' carrier, the host's own chassis (its twins hear it), then what lldpd heard (its
+#: exit status is the command's)
+NEIGHBOURS = f"{LINKS}; echo @@; lldpcli -f json show chassis; echo @@; lldpcli -f json show neighbors"
 
 
 def _speeds_command(host: Host) -> str:
@@ -244,7 +245,7 @@ def _rail_peers(plan: Plan, host: Host) -> list[tuple[Any, str]]:
     return pairs
 
 
-def cabling(host: Host, th: Remote) -> list[Result]:
+def cabling(plan: Plan, host: Host, th: Remote) -> list[Result]:
     res = th.run(NEIGHBOURS)
     if res.rc != 0:
         return [
@@ -258,14 +259,15 @@ def cabling(host: Host, th: Remote) -> list[Result]:
                 "lldpd must run on the fabric ports (sparkfab apply configures it)",
             )
         ]
-    listing, _, heard = res.stdout.partition("@@")
+    listing, _, rest = res.stdout.partition("@@")
+    chassis, _, heard = rest.partition("@@")
     try:
         carrier = {name for name, link in facts.links(listing).items() if link.carrier}
     except ValueError:
         carrier = {i.netdev for i in host.ifaces}
     # a neighbour lldpd still lists on a port without carrier is what it heard before the cable went
     seen = {k: v for k, v in lldp.neighbours(heard).items() if k in carrier}
-    return lldp.check_host(host, seen)
+    return lldp.check_host(plan, host, seen, lldp.local_chassis(chassis))
 
 
 def rdma(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:

@@ -1,83 +1,123 @@
-"""Cabling against the plan from LLDP neighbours, per port (Cumulus PTM semantics):
-pass when the neighbour's system name and port id match the plan, fail with expected and
-actual otherwise, `missing` when a port has no neighbour (a dead cable)."""
+"""Cabling against the plan from LLDP neighbours, per port (Cumulus PTM semantics): pass when the
+planned far end is among what the port hears, fail with expected and actual otherwise,
+`missing` when a port hears nobody (a dead cable).
+
+A Spark's two PCIe twins of a port share one wire, so each twin hears every other netdev on it:
+its own twin, and both twins of the far Spark (or the switch's port). What a netdev hears is
+therefore a list; the host's own chassis is left out of it, and the far end may answer from
+either of its twins. Which neighbour lldpd lists last is its arrival order, never a verdict.
+"""
 
 from __future__ import annotations
 
 import json
-import re
+from typing import Any, NamedTuple
 
-from sparkfab.plan import Host, Iface
+from sparkfab import spark
+from sparkfab.plan import Host, Iface, Plan
 from sparkfab.verify.result import FAIL, PASS, Result
 
 
-def neighbours(lldpcli_json: str) -> dict[str, tuple[str, str]]:
-    """`lldpcli -f json show neighbors` -> {local interface: (system name, port id)}.
+class Neighbour(NamedTuple):
+    system: str  # the system name it announces
+    port: str  # its port id
+    chassis: str = ""  # its chassis id (a MAC, as lldpd announces it by default)
 
-    lldpcli writes a dict instead of a list when there is one interface or one chassis.
-    """
+    def __str__(self) -> str:
+        return f"{self.system}:{self.port}"
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
+    """lldpcli writes a dict instead of a list when there is one item: always a list of dicts."""
+    if isinstance(value, dict):
+        return [{k: v} for k, v in value.items()]
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def _chassis(info: dict[str, Any]) -> tuple[str, str]:
+    """(system name, chassis id) of a neighbour's or the local chassis block."""
+    for entry in _entries(info.get("chassis") or {}):
+        for name, body in entry.items():
+            cid = (body.get("id") or {}) if isinstance(body, dict) else {}
+            return str(name), str(cid.get("value", "")) if isinstance(cid, dict) else ""
+    return "", ""
+
+
+def neighbours(lldpcli_json: str) -> dict[str, list[Neighbour]]:
+    """`lldpcli -f json show neighbors` -> {local interface: every neighbour it heard}."""
     data = json.loads(lldpcli_json or "{}").get("lldp") or {}
-    ifaces = data.get("interface") or []
-    if isinstance(ifaces, dict):
-        ifaces = [{k: v} for k, v in ifaces.items()]
-    out = {}
-    for entry in ifaces:
+    out: dict[str, list[Neighbour]] = {}
+    for entry in _entries(data.get("interface") or []):
         for local, info in entry.items():
-            chassis = info.get("chassis") or {}
-            name = next(iter(chassis), "") if isinstance(chassis, dict) else ""
+            if not isinstance(info, dict):
+                continue
+            system, cid = _chassis(info)
             port = (info.get("port") or {}).get("id") or {}
-            out[local] = (name, str(port.get("value", "")) if isinstance(port, dict) else str(port))
+            pid = str(port.get("value", "")) if isinstance(port, dict) else str(port)
+            out.setdefault(local, []).append(Neighbour(system, pid, cid))
     return out
 
 
-def expected_neighbour(iface: Iface) -> tuple[str, str]:
+def local_chassis(lldpcli_json: str) -> set[str]:
+    """`lldpcli -f json show chassis` -> the host's own system name and chassis id (what its
+    twins announce to each other), to be left out of what a netdev hears."""
+    data = json.loads(lldpcli_json or "{}").get("local-chassis") or {}
+    return {x for x in _chassis(data) if x}
+
+
+def foreign(heard: list[Neighbour], own: set[str]) -> list[Neighbour]:
+    """What a netdev hears from other hosts: its own twin (the host's chassis) left out, each
+    neighbour once."""
+    out: list[Neighbour] = []
+    for n in heard:
+        if n.system not in own and (not n.chassis or n.chassis not in own) and n not in out:
+            out.append(n)
+    return out
+
+
+def expected_neighbour(plan: Plan, iface: Iface) -> tuple[str, str]:
+    """(system name, port id) the planned far end announces; a Spark from the twin on this
+    netdev's PCIe root (its other twin is as good a witness: `_matches`)."""
     if iface.switch:
-        return iface.switch, iface.switch_port_id
+        return plan.switch(iface.switch).lldp_name, iface.switch_port_id or ""
     return iface.peer_host or "", iface.peer_netdev or ""
 
 
-def _switch_port_matches(expected: str, actual: str) -> bool:
-    """Lab switches announce p<port>s<lane>r<root>; real ones name ports their own way:
-    accept any port id whose numbers end with the planned port and lane."""
-    if expected == actual:
-        return True
-    want = re.findall(r"\d+", expected)[:2]
-    got = re.findall(r"\d+", actual)
-    return len(got) >= 2 and got[-2:] == want if not actual.startswith("p") else False
+def _matches(iface: Iface, want: tuple[str, str], n: Neighbour) -> bool:
+    if iface.switch:
+        return n.port == want[1] and n.system == want[0]
+    far = spark.port_of(n.port)
+    return n.system == want[0] and far is not None and far[0] == iface.peer_port
 
 
-def check_host(host: Host, seen: dict[str, tuple[str, str]]) -> list[Result]:
+def _detail(plan: Plan, iface: Iface, want: tuple[str, str], heard: list[Neighbour]) -> str:
+    """Why a port failed, as precisely as what it heard allows."""
+    if iface.switch:
+        renamed = [n for n in heard if n.port == want[1] and n.system != want[0]]
+        if renamed:
+            return (
+                f"the switch on this port announces itself as {renamed[0].system!r}, not {want[0]!r}: "
+                f"set `lldp_name: {renamed[0].system}` on switch {iface.switch} (or rename the switch)"
+            )
+    return "wrong neighbour: cable in the wrong port (swapped?)"
+
+
+def check_host(plan: Plan, host: Host, seen: dict[str, list[Neighbour]], own: set[str] | None = None) -> list[Result]:
+    """One row per fabric netdev: what the plan expects it to hear against what it heard
+    (`own`: the host's chassis, whose announcements are its own twins')."""
+    own = (own or set()) | {host.name}
     results = []
     for iface in host.ifaces:
-        want = expected_neighbour(iface)
-        got = seen.get(iface.netdev)
+        want = expected_neighbour(plan, iface)
+        heard = foreign(seen.get(iface.netdev, []), own)
         label = f"{iface.netdev} ({iface.port})"
-        if got is None:
-            results.append(
-                Result(
-                    "cabling",
-                    host.name,
-                    label,
-                    f"{want[0]}:{want[1]}",
-                    "-",
-                    FAIL,
-                    "missing: no LLDP neighbour (dead or unplugged cable)",
-                )
-            )
+        expected = f"{want[0]}:{want[1]}"
+        if not heard:
+            detail = "missing: no LLDP neighbour (dead or unplugged cable)"
+            results.append(Result("cabling", host.name, label, expected, "-", FAIL, detail))
             continue
-        match = got[0] == want[0] and (
-            got[1] == want[1] or (iface.switch is not None and _switch_port_matches(want[1], got[1]))
-        )
-        detail = "" if match else "wrong neighbour: cable in the wrong port (swapped?)"
-        results.append(
-            Result(
-                "cabling",
-                host.name,
-                label,
-                f"{want[0]}:{want[1]}",
-                f"{got[0]}:{got[1]}",
-                PASS if match else FAIL,
-                detail,
-            )
-        )
+        match = next((n for n in heard if _matches(iface, want, n)), None)
+        actual = str(match) if match else ", ".join(str(n) for n in heard)
+        detail = "" if match else _detail(plan, iface, want, heard)
+        results.append(Result("cabling", host.name, label, expected, actual, PASS if match else FAIL, detail))
     return results

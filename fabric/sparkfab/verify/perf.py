@@ -150,26 +150,90 @@ def as_login(command: str, root_env: str = "") -> str:
     )
 
 
+def tool_path(path: str) -> str:
+    """A tool directory as a login shell writes it: `~/x` as "$HOME"/x (expanded by the shell
+    that runs it, on that Spark), anything else quoted."""
+    return f'"$HOME"/{shlex.quote(path[2:])}' if path.startswith("~/") else shlex.quote(path)
+
+
+def binary(plan: Plan) -> str:
+    """all_reduce_perf where the inventory says nccl-tests is built (NVIDIA's playbook: ~/nccl-tests/build)."""
+    return tool_path(plan.perf_tools.nccl_tests.rstrip("/") + "/all_reduce_perf")
+
+
+def nccl_lib(plan: Plan) -> str:
+    """The library directory of the NCCL nccl-tests was built against (NVIDIA's playbook: ~/nccl/build/lib)."""
+    return tool_path(plan.perf_tools.nccl.rstrip("/") + "/lib")
+
+
 def all_reduce_command(plan: Plan, inst: Instance) -> str:
     """nccl-tests across the instance, as NVIDIA's Spark playbook runs it: mpirun as the login
     user (verify's commands run as root through sudo, so it goes back to $SUDO_USER; a root login
     gets OpenMPI's permission to run as root), the other ranks started over ssh to their
     management addresses, ranks in cable order, each with its own rendered /etc/sparkfab/nccl.env
     (read on that rank, literally), and MPI's own traffic (its TCP, and UCX where OpenMPI is
-    built with it) on the management interface, off the fabric under test. MASTER_ADDR and
-    MASTER_PORT (rank 0's control address) are for a stand-in of all_reduce_perf; nccl-tests
-    does not read them."""
+    built with it) on the management interface, off the fabric under test. The binary is the
+    inventory's, by its absolute path (a rank started over ssh has no login PATH), and NCCL's
+    library directory leads LD_LIBRARY_PATH, passed to every rank with `-x` (the playbook's way;
+    the home directory is rank 0's, as the playbook assumes one layout on every Spark).
+    MASTER_ADDR and MASTER_PORT (rank 0's control address) are for a stand-in of
+    all_reduce_perf; nccl-tests does not read them."""
     hostlist = shlex.quote(",".join(f"{plan.host(h).mgmt_address}:1" for h in inst.hosts))
-    rank_cmd = f"{export_env('/etc/sparkfab/nccl.env')}; exec all_reduce_perf -b 1M -e 256M -f 4 -d bfloat16"
+    rank_cmd = f'{export_env("/etc/sparkfab/nccl.env")}; exec "$0" -b 1M -e 256M -f 4 -d bfloat16'
     mgmt = plan.host(inst.hosts[0]).mgmt_if
     mpi = (
+        f"LD_LIBRARY_PATH={nccl_lib(plan)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} "
         f"UCX_NET_DEVICES={shlex.quote(mgmt)} MASTER_ADDR={inst.master_addr} MASTER_PORT={plan.master_port + 1} "
         f"mpirun -np {len(inst.hosts)} -H {hostlist} --mca plm_rsh_agent {shlex.quote(RSH_AGENT)} "
         f"--mca btl_tcp_if_include {shlex.quote(mgmt)} --mca oob_tcp_if_include {shlex.quote(mgmt)} "
-        "-x UCX_NET_DEVICES -x MASTER_ADDR -x MASTER_PORT "
-        f"sh -c {shlex.quote(rank_cmd)}"
+        "-x LD_LIBRARY_PATH -x UCX_NET_DEVICES -x MASTER_ADDR -x MASTER_PORT "
+        f"sh -c {shlex.quote(rank_cmd)} {binary(plan)}"
     )
     return as_login(mpi, ROOT_OK)
+
+
+def tools_command(plan: Plan) -> str:
+    """On one Spark, as the login user: `binary <path>` when all_reduce_perf is there and runs,
+    `nccl <version>` from the NCCL library's file name (libnccl.so.2.X.Y), each line or `missing`."""
+    probe = (
+        f'b={binary(plan)}; if [ -x "$b" ]; then echo "binary $b"; else echo "binary missing $b"; fi; '
+        f"l=$(readlink -f {nccl_lib(plan)}/libnccl.so.2 2>/dev/null); "
+        'case "$l" in *libnccl.so.2.*) echo "nccl ${l##*libnccl.so.}";; *) echo "nccl missing";; esac'
+    )
+    return as_login(probe)
+
+
+def check_tools(plan: Plan, inst: Instance, hosts: dict[str, Remote]) -> list[Result]:
+    """nccl-tests and its NCCL on every rank of an instance (mpirun starts the binary on each one):
+    the binary where the inventory says, and one NCCL version on all ranks."""
+
+    def one(h: str) -> tuple[str, str, str]:
+        out = hosts[h].run(tools_command(plan)).stdout.split("\n")
+        found = dict(line.split(" ", 1) for line in out if " " in line)
+        return h, found.get("binary", "missing"), found.get("nccl", "missing")
+
+    with cf.ThreadPoolExecutor(max_workers=len(inst.hosts)) as pool:
+        seen = list(pool.map(one, inst.hosts))
+    versions = {v for _, _, v in seen if v != "missing"}
+    rows = []
+    for h, b, v in seen:
+        where = f"{plan.perf_tools.nccl_tests}/all_reduce_perf, NCCL in {plan.perf_tools.nccl}/lib"
+        if b.startswith("missing"):
+            why = (
+                f"no all_reduce_perf at {b.split(' ', 1)[-1]}: build nccl-tests there as NVIDIA's DGX Spark"
+                " playbook does, or set perf_tools.nccl_tests to where it is"
+            )
+            rows.append(Result("nccl-tests", h, inst.name, where, "absent", FAIL, why))
+        elif v == "missing":
+            why = f"no libnccl.so.2 under {plan.perf_tools.nccl}/lib: set perf_tools.nccl to the NCCL nccl-tests uses"
+            rows.append(Result("nccl-tests", h, inst.name, where, "binary, no NCCL", FAIL, why))
+        else:
+            same = len(versions) == 1
+            why = "" if same else f"the ranks load different NCCL versions: {', '.join(sorted(versions))}"
+            rows.append(
+                Result("nccl-tests", h, inst.name, "one NCCL on every rank", f"NCCL {v}", PASS if same else FAIL, why)
+            )
+    return rows
 
 
 def peer_ssh_command(plan: Plan, inst: Instance) -> str:
@@ -183,14 +247,26 @@ def peer_ssh_command(plan: Plan, inst: Instance) -> str:
     return as_login(probe)
 
 
-#: what `verify --perf` needs on rank 0, found on the login user's PATH (a login shell's)
-MPI_TOOLS = "command -v all_reduce_perf && command -v mpirun"
+def mpi_tools(plan: Plan) -> str:
+    """What `verify --perf` needs on rank 0: mpirun on the login user's PATH, and all_reduce_perf
+    where the inventory says nccl-tests is built."""
+    return f"command -v mpirun && [ -x {binary(plan)} ]"
 
 
-def all_reduce(plan: Plan, inst: Instance, head: Remote, want: float) -> Result:
-    """nccl-tests' all_reduce_perf across one instance, judged by the mode's bus-bandwidth mark."""
-    if head.run(as_login(MPI_TOOLS)).rc != 0:
-        return Result.skip("all_reduce_perf", inst.hosts[0], inst.name, "all_reduce_perf or mpirun not installed")
+def all_reduce(plan: Plan, inst: Instance, hosts: dict[str, Remote], want: float) -> list[Result]:
+    """nccl-tests' all_reduce_perf across one instance, judged by the mode's bus-bandwidth mark,
+    after its binary and NCCL are checked on every rank."""
+    head = hosts[inst.hosts[0]]
+    if head.run(as_login(mpi_tools(plan))).rc != 0:
+        why = f"mpirun or {plan.perf_tools.nccl_tests}/all_reduce_perf not installed on {inst.hosts[0]}"
+        return [Result.skip("all_reduce_perf", inst.hosts[0], inst.name, why)]
+    tools = check_tools(plan, inst, hosts)
+    if any(r.status == FAIL for r in tools):
+        return tools
+    return [*tools, _run_all_reduce(plan, inst, head, want)]
+
+
+def _run_all_reduce(plan: Plan, inst: Instance, head: Remote, want: float) -> Result:
     res = head.run(all_reduce_command(plan, inst))
     rows, avg = hardware.parse_nccl_tests(res.stdout)
     best = max((r.busbw for r in rows), default=0.0) * 8
@@ -208,7 +284,8 @@ def all_reduce(plan: Plan, inst: Instance, head: Remote, want: float) -> Result:
 
 def _all_reduce(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
     return [
-        all_reduce(plan, inst, hosts[inst.hosts[0]], SPEEDS[plan.mode_of(inst.hosts[0])].busbw_pass_gbps)
+        row
         for inst in plan.instances
         if len(inst.hosts) > 1
+        for row in all_reduce(plan, inst, hosts, SPEEDS[plan.mode_of(inst.hosts[0])].busbw_pass_gbps)
     ]

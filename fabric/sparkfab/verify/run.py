@@ -44,7 +44,8 @@ def _cabling(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> list[
     while True:
         with cf.ThreadPoolExecutor(max_workers=16) as pool:
             parts = pool.map(
-                lambda h: checks.cabling(h, hosts[h.name]), [h for h in plan.hosts if h.name in reachable and h.ifaces]
+                lambda h: checks.cabling(plan, h, hosts[h.name]),
+                [h for h in plan.hosts if h.name in reachable and h.ifaces],
             )
             results = [r for part in parts for r in part]
         if all(r.status != FAIL for r in results) or time.monotonic() > deadline:

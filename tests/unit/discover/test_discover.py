@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from sparkfab.discover import HostView, derive, merge
+import itertools
+
+import pytest
+
+from sparkfab import catalog
+from sparkfab.discover import HostView, derive, merge, problems
+from sparkfab.switchos import known_switch
+from sparkfab.verify.lldp import Neighbour
 
 
 def view(label: str, ports: dict[str, tuple[str, str]], fabric: list[str] | None = None) -> HostView:
@@ -11,8 +18,22 @@ def view(label: str, ports: dict[str, tuple[str, str]], fabric: list[str] | None
         f"addr-{label}",
         hostname=label,
         chassis={label},
-        ports=ports,
+        ports={k: [Neighbour(*v)] for k, v in ports.items()},
         fabric=fabric if fabric is not None else sorted(ports),
+    )
+
+
+TWINS = ("enp1s0f1np1", "enP2p1s0f1np1")
+
+
+def on_wire(label: str, far: list[Neighbour], order: tuple[int, ...] = (0, 1, 2)) -> HostView:
+    """A Spark's p1 twins on one wire: each hears its own twin and every far netdev, in `order`."""
+    ports = {}
+    for mine, twin in (TWINS, TWINS[::-1]):
+        heard = [Neighbour(label, twin, f"mac-{label}"), *far]
+        ports[mine] = [heard[i] for i in order if i < len(heard)] + heard[len(order) :]
+    return HostView(
+        label, f"addr-{label}", hostname=label, chassis={label, f"mac-{label}"}, ports=ports, fabric=list(TWINS)
     )
 
 
@@ -39,8 +60,9 @@ def test_odd_things_are_reported():
     assert "a:enP2p1s0f0np0 has no LLDP neighbour" in text
     assert "a:p1: its twins disagree: root 0 sees b:p1, root 1 sees c:p0" in text
     assert "cable a:p1 - b:p1 is seen from one end only" in text
-    assert "a:p0 sees stranger" not in text  # a non-Spark port id is a switch port
-    assert ["a:p0", "stranger:7"] in r.cables
+    # a port id that no switch profile places is reported, never written as a switch port
+    assert "a:p0 sees stranger (port id eth7), which is neither a Spark of the list nor a switch port" in text
+    assert not any("stranger" in end for c in r.cables for end in c)
 
 
 def test_a_port_id_that_names_nothing_is_reported_not_cabled():
@@ -51,7 +73,7 @@ def test_a_port_id_that_names_nothing_is_reported_not_cabled():
 
 
 def test_switch_ports_and_merge_keeps_comments():
-    a = view("s1", {"enp1s0f1np1": ("sw1", "p2s1r0"), "enP2p1s0f1np1": ("sw1", "p2s1r1")})
+    a = view("s1", {"enp1s0f1np1": ("sw1", "p2s1"), "enP2p1s0f1np1": ("sw1", "p2s1")})
     r = derive({"s1": a}, ["s1"])
     assert r.cables == [["s1:p1", "sw1:2/1"]]
     text = (
@@ -112,3 +134,56 @@ def test_discover_reports_a_port_that_stays_silent_after_its_patience():
     r = discover(_pair(late_b=10**6), settle_s=0, patience_s=0.2, round_s=0.01)
     assert "a:enp1s0f1np1 has no LLDP neighbour" in r.odd
     assert any("seen from one end only" in o for o in r.odd)
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_a_pair_on_one_wire_is_one_cable_in_every_arrival_order(order):
+    a = on_wire("a", [Neighbour("b", t, "mac-b") for t in TWINS], order)
+    b = on_wire("b", [Neighbour("a", t, "mac-a") for t in TWINS], order)
+    r = derive({"a": a, "b": b}, ["a", "b"])
+    assert r.cables == [["a:p1", "b:p1"]] and r.odd == []
+
+
+@pytest.mark.parametrize(
+    "model,mode,port_ids,cables",
+    [
+        ("CRS804", "200", ["qsfp56-dd-1-1", "qsfp56-dd-1-5", "qsfp56-dd-4-5"], ["1/1", "1/2", "4/2"]),
+        ("CRS812", "100", ["qsfp56-dd-1-1", "qsfp56-dd-1-3", "qsfp56-dd-2-7"], ["1/1", "1/2", "2/4"]),
+        ("CRS812", "200", ["qsfp56-dd-2-5", "qsfp56-1-1", "qsfp56-2-1"], ["2/2", "3/1", "4/1"]),
+    ],
+)
+def test_routeros_port_names_become_the_inventory_s_ports(model, mode, port_ids, cables):
+    """A MikroTik announces its identity and first-lane port names; discover writes the cables
+    the inventory names, and the inventory it writes is one validate accepts."""
+    views = {f"s{i}": on_wire(f"s{i}", [Neighbour("MikroTik", pid, "mac-sw")]) for i, pid in enumerate(port_ids)}
+    known = {"MikroTik": known_switch("sw1", catalog.MODELS[model], "routeros", mode)}
+    r = derive(views, list(views), known, mode)
+    assert r.odd == [] and r.cables == [[f"s{i}:p1", f"sw1:{c}"] for i, c in enumerate(cables)]
+    # and without an inventory: the switch is named as it announces itself, its model guessed
+    fresh = derive(views, list(views), None, mode)
+    assert fresh.odd == [] and [c[1] for c in fresh.cables] == [f"MikroTik:{c}" for c in cables]
+    if model == "CRS812" or mode == "200":
+        assert problems(merge(None, fresh, "x")) == []
+
+
+def test_a_port_no_profile_places_is_odd_and_never_a_cable():
+    views = {"s0": on_wire("s0", [Neighbour("core", "Gi0/0/1", "mac-sw")])}
+    r = derive(views, ["s0"])
+    assert r.cables == [] and "which is neither a Spark of the list nor a switch port" in r.odd[0]
+    legs = {"s0": on_wire("s0", [Neighbour("MikroTik", "qsfp56-dd-1-3", "mac-sw")])}  # a 100G leg at 200
+    assert derive(legs, ["s0"]).cables == [] and derive(legs, ["s0"]).odd
+
+
+def test_cumulus_breakout_names():
+    views = {f"s{i}": on_wire(f"s{i}", [Neighbour("leaf1", p, "mac-sw")]) for i, p in enumerate(["swp1s0", "swp1s1"])}
+    r = derive(views, list(views))
+    assert r.odd == [] and [c[1] for c in r.cables] == ["leaf1:1/1", "leaf1:1/2"]
+    assert "os: cumulus" in merge(None, r, "x") and problems(merge(None, r, "x")) == []
+
+
+def test_a_spark_never_cables_to_itself():
+    """Its own twin's announcements are no cable (the review's `[spark-a:p1, spark-a:p1]`)."""
+    for order in itertools.permutations(range(3)):
+        a = on_wire("a", [Neighbour("b", t, "mac-b") for t in TWINS], order)
+        r = derive({"a": a}, ["a"])
+        assert all(c[0].split(":")[0] != c[1].split(":")[0] for c in r.cables)

@@ -15,42 +15,101 @@ from tests.conftest import REPO
 CAPTURED = REPO / "tests/data/captured"
 
 
+def _pairs(seen):
+    return {k: [(n.system, n.port) for n in v] for k, v in seen.items()}
+
+
 def test_lldp_neighbours_list_form():
     seen = lldp.neighbours((CAPTURED / "lldpcli-ring-spark329f.json").read_text())
-    assert seen == {
-        "enp1s0f0np0": ("spark-3d38", "enp1s0f1np1"),
-        "enp1s0f1np1": ("spark-355d", "enp1s0f1np1"),
-        "enP2p1s0f0np0": ("spark-3d38", "enP2p1s0f1np1"),
-        "enP2p1s0f1np1": ("spark-355d", "enP2p1s0f1np1"),
+    assert _pairs(seen) == {
+        "enp1s0f0np0": [("spark-3d38", "enp1s0f1np1")],
+        "enp1s0f1np1": [("spark-355d", "enp1s0f1np1")],
+        "enP2p1s0f0np0": [("spark-3d38", "enP2p1s0f1np1")],
+        "enP2p1s0f1np1": [("spark-355d", "enP2p1s0f1np1")],
     }
+    assert seen["enp1s0f0np0"][0].chassis == "4a:a3:fb:04:94:d4"
 
 
 def test_lldp_neighbours_single_interface_is_a_dict():
     seen = lldp.neighbours((CAPTURED / "lldpcli-one-neighbour.json").read_text())
-    assert seen == {"enp1s0f1np1": ("sw1", "p4s1r0")}
+    assert _pairs(seen) == {"enp1s0f1np1": [("sw1", "p4s1r0")]}
+
+
+def _n(system, port, chassis=""):
+    return lldp.Neighbour(system, port, chassis)
 
 
 def test_lldp_check_against_plan_names_swaps_and_dead_ports():
     plan = load_plan(str(REPO / "inventory/ring4.yml"))
     host = plan.host("spark-329f")
     seen = lldp.neighbours((CAPTURED / "lldpcli-ring-spark329f.json").read_text())
-    assert all(r.status == PASS for r in lldp.check_host(host, seen))
+    assert all(r.status == PASS for r in lldp.check_host(plan, host, seen))
     swapped = dict(seen)
-    swapped["enp1s0f1np1"] = ("spark-c049", "enp1s0f0np0")
+    swapped["enp1s0f1np1"] = [_n("spark-c049", "enp1s0f0np0")]
     del swapped["enP2p1s0f0np0"]
-    results = {r.subject: r for r in lldp.check_host(host, swapped)}
+    results = {r.subject: r for r in lldp.check_host(plan, host, swapped)}
     bad = results["enp1s0f1np1 (p1)"]
     assert (bad.status, bad.expected, bad.actual) == (FAIL, "spark-355d:enp1s0f1np1", "spark-c049:enp1s0f0np0")
     dead = results["enP2p1s0f0np0 (p0)"]
     assert dead.status == FAIL and dead.detail.startswith("missing")
 
 
-def test_lldp_switch_port_names_of_real_switches():
+def test_twins_on_one_wire_give_one_verdict_for_every_arrival_order():
+    """A twin hears its own twin and both far twins (one wire per port): whichever lldpd lists
+    last, the cable passes; its own twin alone is no cable; a swapped far end fails in every order."""
+    import itertools
+
+    plan = load_plan(str(REPO / "inventory/pair-1cable.yml"))
+    host = plan.host("spark-a")
+    own = {"spark-a", "aa:aa"}
+    heard = [
+        _n("spark-b", "enp1s0f1np1", "bb:bb"),
+        _n("spark-b", "enP2p1s0f1np1", "bb:bb"),
+        _n("spark-a", "enP2p1s0f1np1", "aa:aa"),
+    ]
+    for order in itertools.permutations(heard):
+        seen = {"enp1s0f1np1": list(order), "enP2p1s0f1np1": list(order)}
+        assert {r.status for r in lldp.check_host(plan, host, seen, own)} == {PASS}
+    alone = {"enp1s0f1np1": [heard[2]], "enP2p1s0f1np1": [_n("spark-a", "enp1s0f1np1", "aa:aa")]}
+    assert {r.detail[:7] for r in lldp.check_host(plan, host, alone, own)} == {"missing"}
+    other = [_n("spark-c", "enp1s0f0np0", "cc:cc"), heard[2]]
+    for order in itertools.permutations(other):
+        rows = lldp.check_host(plan, host, {"enp1s0f1np1": list(order)}, own)
+        assert rows[0].status == FAIL and rows[0].actual == "spark-c:enp1s0f0np0"
+
+
+@pytest.mark.parametrize(
+    "inventory,host,port_id",
+    [
+        ("switch8-crs804-200.yml", "spark-01", "qsfp56-dd-1-1"),
+        ("switch8-crs804-200.yml", "spark-04", "qsfp56-dd-2-5"),  # sw1:2/2, the second 200G leg
+        ("switch8-crs812-100.yml", "spark-03", "qsfp56-dd-1-5"),  # sw1:1/3, the third 100G leg
+        ("switch8-crs812-100.yml", "spark-08", "qsfp56-dd-2-7"),
+    ],
+)
+def test_lldp_switch_ports_as_routeros_names_them(inventory, host, port_id):
+    plan = load_plan(str(REPO / "inventory" / inventory))
+    h = plan.host(host)
+    own = {host, "aa:aa"}
+    twin = {i.netdev: _n(host, other.netdev, "aa:aa") for i, other in zip(h.ifaces, reversed(h.ifaces), strict=True)}
+    seen = {i.netdev: [twin[i.netdev], _n("sw1", port_id, "cc:cc")] for i in h.ifaces}
+    assert {r.status for r in lldp.check_host(plan, h, seen, own)} == {PASS}
+    lane = {i.netdev: [_n("sw1", port_id[:-1] + "9", "cc:cc")] for i in h.ifaces}
+    assert {r.status for r in lldp.check_host(plan, h, lane, own)} == {FAIL}
+
+
+def test_a_switch_whose_identity_is_not_its_key_is_named_with_the_fix():
     plan = load_plan(str(REPO / "inventory/switch8-crs804-200.yml"))
-    host = plan.host("spark-04")  # sw1 port 2 lane 2
-    seen = {"enp1s0f1np1": ("sw1", "qsfp56-dd-2-2"), "enP2p1s0f1np1": ("sw1", "qsfp56-dd-2-1")}
-    status = {r.subject: r.status for r in lldp.check_host(host, seen)}
-    assert status == {"enp1s0f1np1 (p1)": PASS, "enP2p1s0f1np1 (p1)": FAIL}
+    h = plan.host("spark-02")
+    seen = {i.netdev: [_n("MikroTik", "qsfp56-dd-1-5")] for i in h.ifaces}
+    rows = lldp.check_host(plan, h, seen)
+    assert {r.status for r in rows} == {FAIL}
+    assert "announces itself as 'MikroTik', not 'sw1': set `lldp_name: MikroTik` on switch sw1" in rows[0].detail
+
+
+def test_the_local_chassis_is_what_the_twins_hear_from_each_other():
+    text = '{"local-chassis": {"chassis": {"spark-a": {"id": {"type": "mac", "value": "aa:bb"}}}}}'
+    assert lldp.local_chassis(text) == {"spark-a", "aa:bb"}
 
 
 @pytest.mark.parametrize(
@@ -318,8 +377,11 @@ def test_perf_runs_each_rank_with_its_own_nccl_env():
     inst = plan.instances[0]
     cmd = all_reduce_command(plan, inst)
     exported = re.findall(r" -x (\S+)", cmd)
-    assert set(exported) == {"UCX_NET_DEVICES", "MASTER_ADDR", "MASTER_PORT"}, "no NCCL variable copied from the head"
-    assert "/etc/sparkfab/nccl.env" in cmd and "export" in cmd and "exec all_reduce_perf" in cmd
+    assert set(exported) == {"LD_LIBRARY_PATH", "UCX_NET_DEVICES", "MASTER_ADDR", "MASTER_PORT"}, (
+        "no NCCL variable copied from the head"
+    )
+    assert "/etc/sparkfab/nccl.env" in cmd and "export" in cmd and 'exec "$0"' in cmd
+    assert '"$HOME"/nccl-tests/build/all_reduce_perf' in cmd and '"$HOME"/nccl/build/lib' in cmd
     hosts = [h.split(":")[0] for h in re.search(r"mpirun -np \d+ -H (\S+)", cmd).group(1).split(",")]
     assert hosts == [plan.host(h).mgmt_address for h in inst.hosts], "ranks in cable order"
     assert f"btl_tcp_if_include {plan.host(inst.hosts[0]).mgmt_if}" in cmd

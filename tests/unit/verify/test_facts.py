@@ -59,7 +59,7 @@ def test_the_gathering_names_everything_the_per_host_checks_ask(tmp_path):
     checks.config_checks(plan, host, th, rendered)
     checks.jumbo_pings(plan, host, th)
     checks.rdma(plan, host, th, exp)
-    checks.cabling(host, th)
+    checks.cabling(plan, host, th)
     assert th.live == []
 
 
@@ -72,8 +72,9 @@ def test_a_neighbour_heard_before_the_carrier_went_is_missing():
     host = plan.host("spark-329f")
     heard = (REPO / "tests/data/captured/lldpcli-ring-spark329f.json").read_text()
     links = {i.netdev: {"carrier": i.netdev != "enP2p1s0f1np1"} for i in host.ifaces}
-    fake = FakeHost(answers={checks.NEIGHBOURS: Answer(0, f"{ip_link(**links)}\n@@\n{heard}")})
-    failed = [(r.subject, r.actual) for r in checks.cabling(host, fake) if r.status == "fail"]
+    chassis = '{"local-chassis": {"chassis": {"spark-329f": {"id": {"type": "mac", "value": "aa:bb"}}}}}'
+    fake = FakeHost(answers={checks.NEIGHBOURS: Answer(0, f"{ip_link(**links)}\n@@\n{chassis}\n@@\n{heard}")})
+    failed = [(r.subject, r.actual) for r in checks.cabling(plan, host, fake) if r.status == "fail"]
     assert failed == [("enP2p1s0f1np1 (p1)", "-")]
 
 

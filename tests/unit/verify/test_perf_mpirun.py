@@ -20,7 +20,7 @@ from tests.helpers.inventories import plan_of
 #: prints what a rank of nccl-tests would see, and a table in nccl-tests' shape from rank 0
 STAND_IN = """#!/usr/bin/env python3
 import json, os, sys
-keys = ("OMPI_COMM_WORLD_RANK", "NCCL_IB_HCA", "UCX_NET_DEVICES", "MASTER_ADDR")
+keys = ("OMPI_COMM_WORLD_RANK", "NCCL_IB_HCA", "UCX_NET_DEVICES", "MASTER_ADDR", "LD_LIBRARY_PATH")
 print("@@" + json.dumps({**{k: os.environ.get(k) for k in keys}, "argv": sys.argv[1:]}))
 if os.environ.get("OMPI_COMM_WORLD_RANK") == "0":
     print("   1048576   262144  bfloat16  sum  -1  100.0  10.49  10.49  0  100.0  10.49  10.49  0")
@@ -35,14 +35,16 @@ def _pair() -> Any:
 
 
 def _run(tmp_path: Path, command: str) -> subprocess.CompletedProcess[str]:
-    bindir = tmp_path / "bin"
-    bindir.mkdir(exist_ok=True)
+    """`command` with nccl-tests where NVIDIA's playbook builds it (~/nccl-tests/build, not on
+    PATH: the ranks must find it by its path) and the home directory in `tmp_path`."""
+    bindir = tmp_path / "nccl-tests/build"
+    bindir.mkdir(parents=True, exist_ok=True)
     (bindir / "all_reduce_perf").write_text(STAND_IN)
     (bindir / "all_reduce_perf").chmod(0o755)
     nccl = tmp_path / "nccl.env"
     nccl.write_text("# rendered\nNCCL_IB_HCA==rocep1s0f1,roceP2p1s0f1\n")
     command = command.replace("/etc/sparkfab/nccl.env", str(nccl))
-    env = {"PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
     return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -63,6 +65,7 @@ def test_mpirun_as_root_runs_every_rank_with_its_env(tmp_path):
         assert r["NCCL_IB_HCA"] == "=rocep1s0f1,roceP2p1s0f1"  # the env file, read literally
         assert r["UCX_NET_DEVICES"] == "lo" and r["MASTER_ADDR"] == inst.master_addr
         assert r["argv"] == ["-b", "1M", "-e", "256M", "-f", "4", "-d", "bfloat16"]
+        assert r["LD_LIBRARY_PATH"].split(":")[0] == f"{tmp_path}/nccl/build/lib"  # -x: every rank's
     rows, avg = parse_nccl_tests(res.stdout)
     assert avg == 10.49 and rows[0].busbw == 10.49
     # without OpenMPI's permission the same mpirun refuses root: what verify used to send
