@@ -34,7 +34,7 @@ SNAPSHOT = " ; ".join(
         "echo '## nftables'",
         "nft -s list ruleset",  # stateless: without the counters Docker's rules keep
         "echo '## sysctls'",
-        "sysctl -a 2>/dev/null | grep -E '^net.ipv4.(ip_forward|conf.*rp_filter) ' | sort",
+        "sysctl -a 2>/dev/null | grep -E '^net.ipv4.(ip_forward|conf.*(rp_filter|arp_ignore|arp_announce)) ' | sort",
         "echo '## links'",
         "ip -o link show | awk '{print $2, $5}' | sort",
     ]

@@ -46,11 +46,30 @@ def fabric_subnets(plan: Plan) -> list[str]:
     return [r.subnet for r in plan.rails]
 
 
+def sysctls(plan: Plan, host: Host) -> dict[str, int]:
+    """The kernel settings a Spark's fabric needs, by key (the file below, and what verify reads).
+
+    Both PCIe twins of a port share one wire, so an ARP request for one twin's address reaches
+    the other twin too, and by default (arp_ignore 0) Linux answers it there with that twin's
+    MAC: a peer's neighbour entry may then send a rail's traffic into the other twin (RoCE
+    resolves its destination MAC from that entry). arp_ignore 1 answers only on the netdev that
+    holds the address, arp_announce 2 asks with the address of the netdev that sends. With the
+    control plane over the fabric, a relaying Spark forwards, and replies may come back on
+    another cable than the request went out (rp_filter 2: loose)."""
+    out: dict[str, int] = {}
+    for i in host.fabric_ifs:
+        out[f"net.ipv4.conf.{i}.arp_ignore"] = 1
+        out[f"net.ipv4.conf.{i}.arp_announce"] = 2
+    if plan.control_plane == "fabric":
+        if host.forwarding:
+            out["net.ipv4.ip_forward"] = 1
+        out |= {f"net.ipv4.conf.{i}.rp_filter": 2 for i in host.fabric_ifs}
+    return out
+
+
 def sysctl(plan: Plan, host: Host) -> File:
-    lines = [f"# sparkfab: control plane over the fabric of {plan.cluster}/{host.name} (generated)"]
-    if host.forwarding:
-        lines.append("net.ipv4.ip_forward = 1")
-    lines += [f"net.ipv4.conf.{i}.rp_filter = 2" for i in host.fabric_ifs]
+    lines = [f"# sparkfab: the fabric of {plan.cluster}/{host.name} (generated)"]
+    lines += [f"{key} = {value}" for key, value in sysctls(plan, host).items()]
     return File(SYSCTL_PATH, "\n".join(lines) + "\n")
 
 

@@ -39,8 +39,9 @@ def host_files(plan: Plan, host: Host, assets: dict[str, str]) -> list[File]:
         if graph is not None:
             files.append(graph)
         files.append(File(LLDP_PATH, LLDP_CONF))
+        files.append(control.sysctl(plan, host))
     if plan.control_plane == "fabric" and host.ifaces:
-        files += [control.sysctl(plan, host), control.nftables(plan, host), control.ufw_rules(plan, host)]
+        files += [control.nftables(plan, host), control.ufw_rules(plan, host)]
         files.append(control.firewall_unit(plan, host))
         if host.forwarding:
             files += [control.docker_user(plan, host), control.docker_unit(plan, host)]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkfab.plan import Host, Instance, Plan
+from sparkfab.render import control
 from sparkfab.render.control import forward_pairs
 from sparkfab.render.launch import container_options, export_env
 from sparkfab.verify import facts, firewall, hardware, lldp
@@ -97,10 +98,7 @@ def _ping_command(plan: Plan, netdev: str, peer: str) -> str:
 
 
 def _sysctl_names(plan: Plan, host: Host) -> list[str]:
-    if plan.control_plane != "fabric" or not host.ifaces:
-        return []
-    forwarding = ["net.ipv4.ip_forward"] if host.forwarding else []
-    return forwarding + [f"net.ipv4.conf.{name}.rp_filter" for name in host.fabric_ifs]
+    return list(control.sysctls(plan, host))
 
 
 def _config_paths(files: dict[str, str]) -> list[str]:
@@ -154,8 +152,7 @@ def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]
 
 def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> list[Result]:
     out = []
-    for key in _sysctl_names(plan, host):
-        want = 1 if key == "net.ipv4.ip_forward" else 2
+    for key, want in control.sysctls(plan, host).items():
         out.append(Result.compare("sysctl", host.name, key, want, th.sysctl(key)))
     if plan.control_plane == "fabric" and host.ifaces:
         fw = th.run(TABLE)
@@ -256,7 +253,7 @@ def cabling(plan: Plan, host: Host, th: Remote) -> list[Result]:
                 "running",
                 "not answering",
                 FAIL,
-                "lldpd must run on the fabric ports (sparkfab apply configures it)",
+                "lldpd must run on the Spark: `apt-get install lldpd` (preflight names it; apply sets its port ids)",
             )
         ]
     listing, _, rest = res.stdout.partition("@@")

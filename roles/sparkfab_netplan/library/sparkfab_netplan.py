@@ -77,7 +77,7 @@ options:
   record_before:
     description:
       - In C(check), write C(/etc/sparkfab/before) if it is not there.
-      - It holds the MTUs, rp_filter, forwarding and whether the ip filter table exists.
+      - It holds the MTUs, rp_filter, arp_ignore, arp_announce, forwarding and whether the ip filter table exists.
     type: bool
     default: false
   instance:
@@ -343,7 +343,8 @@ def record_before(module):
     lines.append(f"table ip-filter {'present' if present else 'absent'}")
     for dev in module.params["netdevs"]:
         lines.append(f"mtu {dev} {_read(f'/sys/class/net/{dev}/mtu')}")
-        lines.append(f"sysctl net.ipv4.conf.{dev}.rp_filter {_read(f'/proc/sys/net/ipv4/conf/{dev}/rp_filter')}")
+        for key in ("rp_filter", "arp_ignore", "arp_announce"):
+            lines.append(f"sysctl net.ipv4.conf.{dev}.{key} {_read(f'/proc/sys/net/ipv4/conf/{dev}/{key}')}")
     _write(path, "\n".join(lines) + "\n", 0o644)
     return True
 

@@ -91,7 +91,12 @@ def test_link_checks(case, state, exp, failing):
 
 FILES = {f.path: f.content for f in render(RING, {}).hosts[HOST.name]}
 NCCL = "/etc/sparkfab/nccl.env"
-SYSCTLS = {"net.ipv4.ip_forward": 1, **{f"net.ipv4.conf.{n}.rp_filter": 2 for n in HOST.fabric_ifs}}
+SYSCTLS = {
+    "net.ipv4.ip_forward": 1,
+    **{f"net.ipv4.conf.{n}.rp_filter": 2 for n in HOST.fabric_ifs},
+    **{f"net.ipv4.conf.{n}.arp_ignore": 1 for n in HOST.fabric_ifs},
+    **{f"net.ipv4.conf.{n}.arp_announce": 2 for n in HOST.fabric_ifs},
+}
 RULESET = '{"nftables": []}'
 MISSING = "missing: run `sparkfab apply`"
 DIFFERS = "differs from the plan"
@@ -115,6 +120,13 @@ CONFIG_ROWS = [
         [("sysctl", f"net.ipv4.conf.{HOST.fabric_ifs[0]}.rp_filter", "")],
     ),
     ("no forwarding", FILES, {**SYSCTLS, "net.ipv4.ip_forward": 0}, 0, [("sysctl", "net.ipv4.ip_forward", "")]),
+    (
+        "a twin answers ARP for the other",
+        FILES,
+        {**SYSCTLS, f"net.ipv4.conf.{HOST.fabric_ifs[1]}.arp_ignore": 0},
+        0,
+        [("sysctl", f"net.ipv4.conf.{HOST.fabric_ifs[1]}.arp_ignore", "")],
+    ),
     ("firewall not loaded", FILES, SYSCTLS, 1, [("firewall", "table inet sparkfab", "")]),
 ]  # fmt: skip
 
