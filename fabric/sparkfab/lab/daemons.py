@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import time
@@ -23,7 +24,8 @@ from sparkfab.paths import lab_dir
 
 
 def start_switches(spec: LabSpec, conf: Path) -> dict[str, int]:
-    """lldpd on every switch's ports (a switch announces its port ids to the Sparks), with `conf`."""
+    """lldpd on every switch's ports, with `conf`: a switch announces its system name (its OS's
+    identity, `lldp_name`) and its ports' names as its OS names them (`sparkfab.switchos`)."""
     pids: dict[str, int] = {}
     logs = spec.dir / "logs"
     logs.mkdir(exist_ok=True)
@@ -32,7 +34,7 @@ def start_switches(spec: LabSpec, conf: Path) -> dict[str, int]:
             continue
         script = (
             "mount -t tmpfs -o mode=755 sf-run /run && mkdir -p /run/lldpd && "
-            f"hostname {n.name} && exec lldpd -d -O {conf} -I '{n.lldp_ifs}'"
+            f"hostname {shlex.quote(n.system or n.name)} && exec lldpd -d -O {conf} -I {shlex.quote(n.lldp_ifs)}"
         )
         argv = [
             "ip",

@@ -1,5 +1,6 @@
 """The lab's links, through pyroute2: namespaces, the management bridge and its veths, the
-fabric veths (one per rail of a cable) and the switch bridges; and their removal by prefix.
+cables (one bridge each, with a veth to every netdev on the cable) and the switch bridges; and
+their removal by prefix.
 
 A Spark's end of a cable starts at the MTU a ConnectX-7 netdev boots with (1500): netplan sets
 the plan's; a switch's port has the plan's MTU from the start (the switch's own configuration)."""
@@ -10,6 +11,7 @@ import os
 import time
 from typing import Any
 
+from sparkfab import proc
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec, Node, Veth, ns_prefix, root_prefix
 
@@ -76,24 +78,39 @@ def mgmt_link(spec: LabSpec, n: Node) -> None:
         os.close(root_fd)
 
 
+#: a bridge's group_fwd_mask bit for 01:80:c2:00:00:0e: a cable forwards LLDP (it is a wire), a
+#: switch's bridge does not (a switch's ports terminate it)
+LLDP_FORWARD = 1 << 14
+
+
 def fabric(spec: LabSpec) -> None:
+    """The switches' bridges, one bridge per cable in the wires namespace (no IPv6 there: a wire
+    sends nothing of its own), and a veth from every netdev on a cable to its bridge."""
+    wires = {n.ns for n in spec.nodes if n.kind == "wires"}
+    for ns_name in wires:
+        for key in ("all", "default"):
+            proc.run(["ip", "netns", "exec", ns_name, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1"])
     for ns_name, bridge, mtu in spec.switch_bridges:
         with netns(ns_name) as ns:
-            ns.link("add", ifname=bridge, kind="bridge", mtu=mtu)
+            mask = {"br_group_fwd_mask": LLDP_FORWARD} if ns_name in wires else {}
+            ns.link("add", ifname=bridge, kind="bridge", mtu=mtu, **mask)
             ns.link("set", index=ns.link_lookup(ifname=bridge)[0], state="up")
     for v in spec.veths:
         make_veth(v)
 
 
 def make_veth(v: Veth) -> None:
-    """Create a rail inside the Spark's namespace with its final names (networkd v252 does not
-    pick up a link renamed after creation), both ends up (a cut one's far end down); a Spark's
-    end at the boot MTU, a switch port at the plan's."""
-    far_mtu = v.mtu if v.bridge else BOOT_MTU
+    """Create a netdev of a cable in its namespace with its final name (networkd v252 does not
+    pick up a link renamed after creation) and its peer as a port of the cable's bridge, both up
+    (a cut one's peer down); a Spark's netdev at the boot MTU, a switch's port at the plan's and
+    a port of the switch's bridge."""
     with netns(v.a_ns) as a:
-        peer = {"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": far_mtu}
-        a.link("add", ifname=v.a_if, kind="veth", mtu=BOOT_MTU, peer=peer)
-        a.link("set", index=a.link_lookup(ifname=v.a_if)[0], state="up")
+        peer = {"ifname": v.b_if, "net_ns_fd": v.b_ns, "mtu": v.mtu}
+        a.link("add", ifname=v.a_if, kind="veth", mtu=v.mtu if v.a_bridge else BOOT_MTU, peer=peer)
+        idx = a.link_lookup(ifname=v.a_if)[0]
+        if v.a_bridge:
+            a.link("set", index=idx, master=a.link_lookup(ifname=v.a_bridge)[0])
+        a.link("set", index=idx, state="up")
     with netns(v.b_ns) as b:
         idx = b.link_lookup(ifname=v.b_if)[0]
         if v.bridge:

@@ -1,9 +1,15 @@
 """The lab as data: what `lab up` will create for a plan (pure; `lab up --dry-run` prints it).
 
 Every object carries the lab's prefix so `lab down` finds it again, also after a crash:
-namespaces `sf-<cluster>-<host>` (switches `sf-<cluster>-sw.<name>`), root-namespace links
-`sf-<id>-...` (id: 6 hex digits of the cluster name, since link names stop at 15 characters),
-`/etc/netns/<namespace>/` and the lab directory.
+namespaces `sf-<cluster>-<host>` (switches `sf-<cluster>-sw.<name>`, the cables'
+`sf-<cluster>-@wires`), root-namespace links `sf-<id>-...` (id: 6 hex digits of the cluster
+name, since link names stop at 15 characters), `/etc/netns/<namespace>/` and the lab directory.
+
+A cable is one wire, as on the hardware: both PCIe twins of a Spark's port and the far end (the
+far Spark's twins, or the switch's port for that breakout lane) are ports of one bridge, the
+cable's, in the wires namespace. So each twin hears its own twin and both far twins over LLDP,
+and an ARP broadcast reaches every netdev on the cable. The cable's bridge forwards LLDP (a
+switch does not: its bridge keeps the Sparks apart at LLDP, as a switch's ports do).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from pathlib import Path
 
 from sparkfab import spark
 from sparkfab.paths import lab_dir
-from sparkfab.plan import Plan
+from sparkfab.plan import Host, Iface, Plan
 
 #: the management interface of a lab host that is not a Spark
 OTHER_MGMT_IF = "eth0"
@@ -49,11 +55,14 @@ class Node:
     mgmt_ip: str = ""
     root_peer: str = ""
     lldp_ifs: str = ""
+    system: str = ""  # a switch's LLDP system name (its OS's identity, `lldp_name`)
 
 
 @dataclass(frozen=True)
 class Veth:
-    """One rail of one cable: a veth pair with the real netdev names at both ends."""
+    """One netdev on a cable: a veth pair from the netdev (a Spark's twin, with its real name, or
+    a switch's port, named as its OS names it) to a port of the cable's bridge in the wires
+    namespace."""
 
     a_ns: str
     a_if: str
@@ -61,11 +70,14 @@ class Veth:
     b_if: str
     mtu: int
     label: str  # what messages call it: `cables[N] root R`, and what a drill did to it
-    bridge: str | None = None  # b end is a switch port, enslaved to this bridge
+    bridge: str | None = None  # the cable's bridge (in b_ns) the b end is a port of
     cable: int = -1  # the cable it stands for (its index in the inventory) ...
     root: int = 0  # ... and the PCIe root of its rail
     rate_mbit: int = 0  # the token-bucket rate it is shaped to (0: not shaped)
     cut: bool = False  # pulled at the far end (a drill): the Spark's end has no carrier
+    kind: str = "twin"  # twin: a Spark's netdev; switch: a switch's port (a_bridge: the switch's own)
+    end: int = 0  # which end of the cable (its place in the inventory's `cables` entry) it is at
+    a_bridge: str | None = None  # a switch port's bridge in the switch's namespace
 
 
 @dataclass(frozen=True)
@@ -104,7 +116,9 @@ class LabSpec:
                 if n.kind == "spark"
                 else f"{n.mgmt_if} {n.mgmt_ip}, a booted machine outside the cluster (sparkfab leaves it alone)"
                 if n.kind == "host"
-                else "lldpd"
+                else "one bridge per cable, forwarding LLDP"
+                if n.kind == "wires"
+                else f"lldpd announcing {n.system} on {n.lldp_ifs}"
             )
             lines.append(f"namespace {n.ns} ({n.kind} {n.name}): {what}")
         for ns, br, mtu in self.switch_bridges:
@@ -113,6 +127,38 @@ class LabSpec:
             to = f"{v.b_ns}:{v.b_if}" + (f" (port of {v.bridge}, MTU {v.mtu})" if v.bridge else "")
             lines.append(f"veth {v.a_ns}:{v.a_if} <-> {to}  [{v.label}]")
         return lines
+
+
+#: the bridge of a switch: its ports switch between every Spark, and forward no LLDP
+SWITCH_BRIDGE = "br0"
+
+
+#: the node of the cables' bridges (no host is named with an `@`)
+WIRES = "@wires"
+
+
+def wires_ns(cluster: str) -> str:
+    """The namespace of the cables' bridges."""
+    return ns_prefix(cluster) + WIRES
+
+
+def cable_bridge(cable: int) -> str:
+    return f"c{cable}"
+
+
+def _twin(plan: Plan, ns_of: dict[str, str], wires: str, h: Host, i: Iface, index: int, end: int) -> Veth:
+    return Veth(
+        ns_of[h.name],
+        i.netdev,
+        wires,
+        f"h{index}{i.port}r{i.root}",
+        plan.mtu,
+        f"cables[{i.cable}] root {i.root}",
+        cable_bridge(i.cable),
+        cable=i.cable,
+        root=i.root,
+        end=end,
+    )
 
 
 def spec(plan: Plan) -> LabSpec:
@@ -130,39 +176,42 @@ def spec(plan: Plan) -> LabSpec:
         Node(name, ns_prefix(c) + name, "host", OTHER_MGMT_IF, str(hosts[first + i]), f"{rp}m{first + i}")
         for i, name in enumerate(plan.left_out)
     ]
-    switches = sorted({i.switch for h in plan.hosts for i in h.ifaces if i.switch})
-    nodes += [Node(s, ns_prefix(c) + "sw." + s, "switch", lldp_ifs="p*") for s in switches]
-    ns_of = {n.name: n.ns for n in nodes}
-    veths, seen = [], set()
-    for h in plan.hosts:
+    wires = wires_ns(c)
+    used = sorted({i.switch for h in plan.hosts for i in h.ifaces if i.switch})
+    ns_of = {n.name: n.ns for n in nodes} | _switch_ns(c, used)
+    order = {h.name: k for k, h in enumerate(plan.hosts)}
+    ports: dict[str, set[str]] = {s: set() for s in used}
+    veths: list[Veth] = []
+    switch_ports: dict[int, Veth] = {}
+    for index, h in enumerate(plan.hosts):
         for i in h.ifaces:
-            if i.switch:
-                veths.append(
-                    Veth(
-                        ns_of[h.name],
-                        i.netdev,
-                        ns_of[i.switch],
-                        i.switch_port_id,
-                        plan.mtu,
-                        f"cables[{i.cable}] root {i.root}",
-                        f"br{i.root}",
-                        cable=i.cable,
-                        root=i.root,
-                    )
+            # a direct cable's far end (what a swap moves) is its Spark listed later
+            end = 1 if i.peer_host and order[i.peer_host] < index else 0
+            veths.append(_twin(plan, ns_of, wires, h, i, index, end))
+            if i.switch and i.cable not in switch_ports and i.switch_port_id:
+                ports[i.switch].add(i.switch_port_id)
+                switch_ports[i.cable] = Veth(
+                    ns_of[i.switch],
+                    i.switch_port_id,
+                    wires,
+                    f"c{i.cable}sw",
+                    plan.mtu,
+                    f"cables[{i.cable}] at {i.switch}:{i.switch_port}",
+                    cable_bridge(i.cable),
+                    cable=i.cable,
+                    kind="switch",
+                    end=1,
+                    a_bridge=SWITCH_BRIDGE,
                 )
-            elif (i.cable, i.root) not in seen and i.peer_host and i.peer_netdev:
-                seen.add((i.cable, i.root))
-                veths.append(
-                    Veth(
-                        ns_of[h.name],
-                        i.netdev,
-                        ns_of[i.peer_host],
-                        i.peer_netdev,
-                        plan.mtu,
-                        f"cables[{i.cable}] root {i.root}",
-                        cable=i.cable,
-                        root=i.root,
-                    )
-                )
-    bridges = tuple((ns_of[s], f"br{r}", plan.mtu) for s in switches for r in (0, 1))
+    veths += [switch_ports[k] for k in sorted(switch_ports)]
+    nodes += [
+        Node(s, ns_of[s], "switch", lldp_ifs=",".join(sorted(ports[s])), system=plan.switch(s).lldp_name) for s in used
+    ]
+    nodes.append(Node(WIRES, wires, "wires"))
+    bridges = tuple((ns_of[s], SWITCH_BRIDGE, plan.mtu) for s in used)
+    bridges += tuple((wires, cable_bridge(k), plan.mtu) for k in sorted({v.cable for v in veths}))
     return LabSpec(c, lab_id(c), lab_dir(c), str(net), f"{rp}br", str(hosts[-1]), tuple(nodes), tuple(veths), bridges)
+
+
+def _switch_ns(cluster: str, names: list[str]) -> dict[str, str]:
+    return {s: ns_prefix(cluster) + "sw." + s for s in names}

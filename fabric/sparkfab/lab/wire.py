@@ -1,10 +1,12 @@
 """Fault drills on a running lab: swap two cables, cut one, shape a link (tc tbf), restart a
 Spark's Docker; and a Spark's cables made anew when it reboots.
 
-A cable is named `cables[i]` (both rails) or `cables[i].r0` / `.r1` (one rail). The
-current wiring (what was swapped or cut, and every rail's shaped rate) is kept in the lab
-directory so that several drills can be stacked and a rebooted Spark gets its cables back as
-they were.
+A cable is named `cables[i]` (the whole wire) or `cables[i].r0` / `.r1` (the twins of one PCIe
+root on it). A swap plugs the far ends of two cables into each other's ports: their netdevs
+move to the other cable's bridge (`lab.spec`: a cable is one bridge), as a recabling moves the
+plug. The current wiring (what was swapped or cut, and every netdev's shaped rate) is kept in
+the lab directory so that several drills can be stacked and a rebooted Spark gets its cables
+back as they were.
 """
 
 from __future__ import annotations
@@ -42,66 +44,76 @@ def _save(spec: LabSpec, veths: list[Veth]) -> None:
 
 
 def _select(veths: list[Veth], ref: str) -> list[int]:
+    """The netdevs a reference names: a whole cable (its switch port too), or one root's twins."""
     m = _REF.match(ref)
     if not m:
         raise UsageError(f"'{ref}' is not a cable: write cables[N] or cables[N].r0")
     cable, rail = int(m.group(1)), m.group(2)
-    idx = [i for i, v in enumerate(veths) if v.cable == cable and (rail is None or v.root == int(rail))]
+    idx = [
+        i
+        for i, v in enumerate(veths)
+        if v.cable == cable and (rail is None or (v.kind == "twin" and v.root == int(rail)))
+    ]
     if not idx:
         raise UsageError(f"{ref}: no such cable in this lab")
     return idx
 
 
-def _delete(v: Veth) -> None:
-    with netns(v.a_ns) as a:
-        found = a.link_lookup(ifname=v.a_if)
-        if found:
-            a.link("del", index=found[0])
+def _announced(spec: LabSpec, v: Veth) -> tuple[str, str]:
+    """(system name, port id) a netdev of a cable is heard as over LLDP."""
+    node = next(n for n in spec.nodes if n.ns == v.a_ns)
+    return node.system or node.name, v.a_if
 
 
 def swap(spec: LabSpec, a: str, b: str) -> list[str]:
-    """Plug the far ends of two cables into each other's ports (rail by rail)."""
+    """Plug the far ends of two whole cables into each other's ports: the netdevs at each
+    cable's second end move to the other cable's wire."""
+    if any((m := _REF.match(ref)) and m.group(2) for ref in (a, b)):
+        raise UsageError("the twins of a port share one wire: swap whole cables (cables[N])")
     veths = current(spec)
     ia, ib = _select(veths, a), _select(veths, b)
-    if len(ia) != len(ib):
-        raise UsageError("swap two whole cables, or two single rails")
-    done = []
-    for x, y in zip(ia, ib, strict=True):
-        va, vb = veths[x], veths[y]
-        _delete(va)
-        _delete(vb)
-        na = replace(va, b_ns=vb.b_ns, b_if=vb.b_if, bridge=vb.bridge, label=va.label + " (swapped)")
-        nb = replace(vb, b_ns=va.b_ns, b_if=va.b_if, bridge=va.bridge, label=vb.label + " (swapped)")
-        for v in (na, nb):
-            make_veth(v)
-        _shape(*((v, f"{v.rate_mbit}mbit") for v in (na, nb) if v.rate_mbit))
-        veths[x], veths[y] = na, nb
-        done.append(
-            f"{va.a_ns}:{va.a_if} now meets {na.b_ns}:{na.b_if}; {vb.a_ns}:{vb.a_if} now meets {nb.b_ns}:{nb.b_if}"
-        )
+    far_a = [i for i in ia if veths[i].end == 1]
+    far_b = [i for i in ib if veths[i].end == 1]
+    wire_a, wire_b = veths[ia[0]].bridge, veths[ib[0]].bridge
+    with netns(veths[ia[0]].b_ns) as w:
+        # unplugged: every netdev of both cables loses carrier (lldpd forgets what it heard
+        # there), the plugs change places, plugged in again
+        ports = {i: w.link_lookup(ifname=veths[i].b_if)[0] for i in (*ia, *ib)}
+        for idx in ports.values():
+            w.link("set", index=idx, state="down")
+        for moved, to in ((far_a, wire_b), (far_b, wire_a)):
+            for i in moved:
+                v = veths[i]
+                w.link("set", index=ports[i], master=w.link_lookup(ifname=to)[0])
+                veths[i] = replace(v, bridge=to, label=v.label + " (swapped)")
+        for i, idx in ports.items():
+            w.link("set", index=idx, state="down" if veths[i].cut else "up")
     _save(spec, veths)
-    silent = heard(spec, [veths[i] for i in (*ia, *ib)])
+    done = []
+    for near, far in ((ia, far_b), (ib, far_a)):
+        here = sorted({":".join(_announced(spec, veths[i])) for i in near if veths[i].end == 0})
+        there = sorted({":".join(_announced(spec, veths[i])) for i in far})
+        done.append(f"{', '.join(here)} now meets {', '.join(there)}")
+    silent = heard(spec, veths, {wire_a, wire_b} - {None})
     if silent:
         done.append(f"LLDP has not heard the new far end yet on {', '.join(silent)}")
     return done
 
 
-def heard(spec: LabSpec, veths: list[Veth], timeout_s: float = 20.0) -> list[str]:
-    """Wait until every Spark end of `veths` hears its far end over LLDP, as a recabled port
-    does once the neighbour's next announcement arrived (a veth made anew is picked up by the
-    Spark's lldpd a moment later: until then it may still show what the old netdev heard).
-    Returns the ends still silent after `timeout_s`."""
+def heard(spec: LabSpec, veths: list[Veth], wires: set[str | None], timeout_s: float = 20.0) -> list[str]:
+    """Wait until every Spark netdev on these wires (cable bridges) hears the netdevs of other
+    nodes on its wire and nothing else over LLDP, as a recabled port does once the new
+    neighbour's announcement arrived and the old one's has aged out (lldpd keeps a neighbour for
+    four announcement intervals). Returns the netdevs still wrong after `timeout_s`."""
     from sparkfab.lab import machine
     from sparkfab.verify import lldp
 
-    by_ns = {n.ns: n for n in spec.nodes}
     sparks = {m.node.ns: m for m in machine.machines(spec)}
-    want: dict[tuple[str, str], tuple[str, str]] = {}  # (namespace, netdev) -> (far system, far port id)
+    want: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (namespace, netdev) -> what it should hear
     for v in veths:
-        if v.a_ns in sparks:
-            want[(v.a_ns, v.a_if)] = (by_ns[v.b_ns].name, v.b_if)
-        if v.b_ns in sparks:
-            want[(v.b_ns, v.b_if)] = (by_ns[v.a_ns].name, v.a_if)
+        if v.bridge in wires and v.a_ns in sparks:
+            others = [o for o in veths if o.bridge == v.bridge and o.a_ns != v.a_ns]
+            want[(v.a_ns, v.a_if)] = {_announced(spec, o) for o in others}
     for ns in {ns for ns, _ in want}:
         machine.run(sparks[ns], "lldpcli", "update")
     deadline = time.monotonic() + timeout_s
@@ -109,11 +121,15 @@ def heard(spec: LabSpec, veths: list[Veth], timeout_s: float = 20.0) -> list[str
         for ns in sorted({ns for ns, _ in want}):
             res = machine.run(sparks[ns], "lldpcli", "-f", "json", "show", "neighbors")
             seen = lldp.neighbours(res.stdout) if res.returncode == 0 else {}
-            for key in [k for k in want if k[0] == ns and seen.get(k[1]) == want[k]]:
-                del want[key]
+            own = {sparks[ns].node.name}
+            for key in [k for k in want if k[0] == ns]:
+                got = {(n.system, n.port) for n in lldp.foreign(seen.get(key[1], []), own)}
+                if got and got <= want[key]:
+                    del want[key]
         if want:
             time.sleep(0.5)
-    return [f"{by_ns[ns].name}:{netdev}" for ns, netdev in sorted(want)]
+    names = {n.ns: n.name for n in spec.nodes}
+    return [f"{names[ns]}:{netdev}" for ns, netdev in sorted(want)]
 
 
 def cut(spec: LabSpec, ref: str) -> list[str]:
@@ -131,9 +147,9 @@ def cut(spec: LabSpec, ref: str) -> list[str]:
 
 
 def rate(spec: LabSpec, ref: str, rate_text: str) -> list[str]:
-    """Shape both ends of the rails with a token bucket (e.g. 1gbit)."""
+    """Shape both directions of the twins on a cable with a token bucket (e.g. 1gbit)."""
     veths = current(spec)
-    chosen = [veths[i] for i in _select(veths, ref)]
+    chosen = [veths[i] for i in _select(veths, ref) if veths[i].kind == "twin"]
     _shape(*((v, rate_text) for v in chosen))
     return [f"shaped {v.a_ns}:{v.a_if} <-> {v.b_ns}:{v.b_if} to {rate_text}" for v in chosen]
 
@@ -217,16 +233,11 @@ def _remove_far_end(v: Veth) -> None:
 
 
 def link_speed(spec: LabSpec, mode: LinkSpeed, hosts: set[str] | None = None) -> str:
-    """Shape every fabric veth (or those of `hosts`) to the lab's rate for a link-speed mode
-    (`sparkfab.lab.engine`). A veth to a switch belongs to its Spark; a direct cable to both
-    Sparks, and both must be among `hosts` (an instance's cables never leave it)."""
+    """Shape every Spark's fabric netdev (or those of `hosts`) to the lab's rate for a link-speed
+    mode (`sparkfab.lab.rates`), both directions: what it sends and what its wire hands it."""
     names = {n.ns: n.name for n in spec.nodes}
     veths = current(spec)
-    chosen = [
-        i
-        for i, v in enumerate(veths)
-        if hosts is None or {names.get(v.a_ns), names.get(v.b_ns)} - {None} <= hosts | _switch_names(spec)
-    ]
+    chosen = [i for i, v in enumerate(veths) if v.kind == "twin" and (hosts is None or names[v.a_ns] in hosts)]
     _shape(*((veths[i], f"{RATE_MBIT[mode]}mbit") for i in chosen))
     for i in chosen:
         veths[i] = replace(veths[i], rate_mbit=RATE_MBIT[mode])
@@ -239,13 +250,10 @@ def link_speed_text(spec: LabSpec, mode: LinkSpeed, hosts: set[str] | None = Non
     return f"lab {spec.cluster}: {which} shaped to {rate_text(mode)}"
 
 
-def _switch_names(spec: LabSpec) -> set[str]:
-    return {n.name for n in spec.nodes if n.kind == "switch"}
-
-
 def _shape(*shaped: tuple[Veth, str]) -> None:
-    """Shape both ends of each veth to its rate (a tc rate such as `400mbit`); each namespace
-    is entered once for all its ends (a pyroute2 handle on a namespace is a process)."""
+    """Shape both ends of each veth to its rate (a tc rate such as `400mbit`): the netdev's
+    egress and its wire's egress toward it; each namespace is entered once for all its ends (a
+    pyroute2 handle on a namespace is a process)."""
     ends: dict[str, list[tuple[str, str]]] = {}
     for v, tc_rate in shaped:
         for ns_name, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):

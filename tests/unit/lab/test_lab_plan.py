@@ -29,12 +29,21 @@ def test_lab_plan_of_every_example(cli, path, monkeypatch):
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_every_rail_is_one_veth_that_knows_its_cable_and_root(path):
+def test_every_cable_is_one_wire_with_every_netdev_on_it(path):
+    """One bridge per cable: both twins of each end's port, and the switch's port for its lane
+    (named as the switch's OS names it), each a veth that knows its cable and root."""
     plan = load_plan(str(path))
-    veths = spec(plan).veths
-    rails = {(i.cable, i.root) for h in plan.hosts for i in h.ifaces}
-    assert sorted((v.cable, v.root) for v in veths) == sorted(rails)
-    assert all(v.label == f"cables[{v.cable}] root {v.root}" for v in veths)
+    lab = spec(plan)
+    twins = [v for v in lab.veths if v.kind == "twin"]
+    netdevs = {(h.name, i.netdev, i.cable, i.root) for h in plan.hosts for i in h.ifaces}
+    names = {n.ns: n.name for n in lab.nodes}
+    assert sorted((names[v.a_ns], v.a_if, v.cable, v.root) for v in twins) == sorted(netdevs)
+    assert all(v.label == f"cables[{v.cable}] root {v.root}" and v.bridge == f"c{v.cable}" for v in twins)
+    for v in (v for v in lab.veths if v.kind == "switch"):
+        on = {i.switch_port_id for h in plan.hosts for i in h.ifaces if i.cable == v.cable}
+        assert on == {v.a_if} and v.bridge == f"c{v.cable}" and v.end == 1
+    cables = {v.cable for v in lab.veths}
+    assert {b for _, b, _ in lab.switch_bridges if b.startswith("c")} == {f"c{c}" for c in cables}
 
 
 def test_the_lab_inventory_and_its_recipes_are_written_only_when_they_change(tmp_path):
