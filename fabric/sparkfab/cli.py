@@ -27,6 +27,7 @@ from sparkfab.commands import (
     init_cmd,
     inventory_cmds,
     lab_cmds,
+    peer_ssh_cmd,
     preflight_cmd,
     render_cmds,
     sample_cmds,
@@ -44,6 +45,7 @@ VERBS: tuple[Verb, ...] = (
     *lab_cmds.VERBS,
     *preflight_cmd.VERBS,
     *deploy_cmds.VERBS,  # apply, linkspeed, reset
+    *peer_ssh_cmd.VERBS,
     *serve_cmd.VERBS,
     *exporter_cmd.VERBS,
     *verify_cmd.VERBS,

@@ -40,6 +40,7 @@ class HostView:
     ports: dict[str, list[lldp.Neighbour]] = field(default_factory=dict)  # netdev -> what it heard
     fabric: list[str] = field(default_factory=list)
     carrier: set[str] = field(default_factory=set)  # fabric netdevs with carrier when last read
+    macs: dict[str, str] = field(default_factory=dict)  # fabric netdev's MAC -> netdev
     error: str = ""
 
 
@@ -94,7 +95,9 @@ def probe(th: Remote, view: HostView, settle_s: float) -> None:
     except Exception as exc:
         view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         return
-    view.carrier = {name for name, link in facts.links(out[0]).items() if port_of(name) and link.carrier}
+    listing = facts.links(out[0])
+    view.carrier = {name for name, link in listing.items() if port_of(name) and link.carrier}
+    view.macs = {link.address: name for name, link in listing.items() if port_of(name) and link.address}
     view.hostname = out[1].strip()
     chassis = (json.loads(out[2] or "{}").get("local-chassis") or {}).get("chassis") or {}
     for name, info in chassis.items():
@@ -161,13 +164,27 @@ def _switches(
     return {s: known.get(s) or switchos.guessed_switch(s, p, mode) for s, p in ports.items()}
 
 
+def _by_mac(views: dict[str, HostView], n: lldp.Neighbour) -> lldp.Neighbour:
+    """A Spark's neighbour as lldpd announces it as shipped (its port id the netdev's MAC, not its
+    name: `portidsubtype ifname` is sparkfab's setting, made by apply), named by that netdev: the
+    MAC as the far Spark lists its links, else the port description (lldpd's default is the
+    interface's name) for a Spark that did not answer."""
+    for v in views.values():
+        netdev = v.macs.get(n.port.lower())
+        if netdev:
+            return lldp.Neighbour(v.label, netdev, n.chassis, n.descr)
+    if port_of(n.port) is None and port_of(n.descr) is not None:  # a Spark that did not answer
+        return lldp.Neighbour(n.system, n.descr, n.chassis, n.descr)
+    return n
+
+
 def _ends(views: dict[str, HostView], odd: list[str], switches: dict[str, switchos.KnownSwitch | None]) -> Ends:
     by_name = {n: v.label for v in views.values() if not v.error for n in own(v)}
     ends: Ends = {}
     for v in (x for x in views.values() if not x.error):
         odd += [f"{v.label}:{netdev} has no LLDP neighbour" for netdev in v.fabric if not heard(v, netdev)]
         for netdev in sorted(v.ports):
-            fars = sorted({_far_end(by_name, switches, n) for n in heard(v, netdev)}, key=str)
+            fars = sorted({_far_end(by_name, switches, _by_mac(views, n)) for n in heard(v, netdev)}, key=str)
             if not fars:
                 continue
             if len(fars) > 1:

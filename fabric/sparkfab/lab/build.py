@@ -61,13 +61,13 @@ def _build(
     links.mgmt(spec)
     links.fabric(spec)
     t["links_s"] = time.perf_counter() - t0
-    known = keys.make(spec)
+    keys.make(spec)
     extra = engine.install(spec, engine_name, tps)
     line = spark.SPEEDS[mode].line_gbps
     ms = machine.machines(spec)
     pids: dict[str, int] = {}
     for m in ms:
-        machine.prepare(spec, m, root, keys.directory(spec), known, line)
+        machine.prepare(spec, m, root, keys.directory(spec), line)
         pids[f"{m.node.name}.machine"] = machine.start(spec, m, root, extra)
     (spec.dir / "switch-lldpd.conf").write_text(SWITCH_LLDP)
     pids |= daemons.start_switches(spec, spec.dir / "switch-lldpd.conf")

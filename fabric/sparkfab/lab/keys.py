@@ -1,6 +1,7 @@
-"""The lab's ssh: its key (what logs in to every lab Spark, and what the Sparks use to reach
-each other, as mpirun does), each Spark's host key, and the ssh_config and known_hosts the
-lab's verbs connect with (host-key checking stays on, connections are multiplexed)."""
+"""The lab's ssh: its key (what logs in to every lab Spark, as the operator's does), each Spark's
+host key, and the ssh_config and known_hosts the lab's verbs connect with (host-key checking
+stays on, connections are multiplexed). The Sparks get no key to reach each other: as shipped,
+they have none (`sparkfab peer-ssh` gives mpirun one)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def directory(spec: LabSpec) -> Path:
 
 
 def make(spec: LabSpec) -> str:
-    """Generate the keys; return the known_hosts lines every Spark and the lab trust."""
+    """Generate the keys; return the known_hosts lines the lab's verbs trust."""
     d = directory(spec)
     d.mkdir(parents=True, exist_ok=True)
     key = d / "id_ed25519"

@@ -84,10 +84,10 @@ def _put(m: Machine, lower: Path, path: str, content: str | bytes, mode: int, ow
     os.chmod(target, mode)
 
 
-def prepare(spec: LabSpec, m: Machine, lower: Path, keys: Path, known_hosts: str, line_gbps: int) -> None:
+def prepare(spec: LabSpec, m: Machine, lower: Path, keys: Path, line_gbps: int) -> None:
     """The machine's own files: its name, host key, who may log in (the lab's key, for root and
-    the non-root login), its key and known hosts to reach the other Sparks (mpirun does), its
-    Docker's settings, and the mode of its cables for the hardware's facts."""
+    the non-root login), its Docker's settings, and the mode of its cables for the hardware's
+    facts. No key to reach another Spark: a Spark as shipped has none (`sparkfab peer-ssh`)."""
     for d in (m.upper, m.dir / "work", m.dir / "merged", m.dir / "docker"):
         d.mkdir(parents=True, exist_ok=True)
     n = m.node
@@ -99,8 +99,6 @@ def prepare(spec: LabSpec, m: Machine, lower: Path, keys: Path, known_hosts: str
     lab_key = keys / "id_ed25519"
     for home, uid in (("/root", 0), (f"/home/{image.LOGIN}", image.LOGIN_UID)):
         _put(m, lower, f"{home}/.ssh/authorized_keys", lab_key.with_suffix(".pub").read_bytes(), 0o600, uid)
-        _put(m, lower, f"{home}/.ssh/id_ed25519", lab_key.read_bytes(), 0o600, uid)
-        _put(m, lower, f"{home}/.ssh/known_hosts", known_hosts, 0o644, uid)
     daemon = {
         "cgroup-parent": cgroup_parent(spec, n),
         "runtimes": {"sparkfab-lab": {"path": "/usr/local/sbin/sparkfab-lab-runc"}},

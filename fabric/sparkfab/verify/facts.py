@@ -53,6 +53,7 @@ class Link:
     flags: tuple[str, ...]
     mtu: int | None
     operstate: str
+    address: str = ""  # its MAC (lldpd's port id as shipped)
 
     @property
     def up(self) -> bool:
@@ -75,6 +76,7 @@ def links(text: str) -> dict[str, Link]:
             tuple(str(f) for f in x.get("flags", [])),
             x.get("mtu") if isinstance(x.get("mtu"), int) else None,
             str(x.get("operstate", "?")),
+            str(x.get("address", "")).lower(),
         )
         for x in rows
         if isinstance(x, dict) and "ifname" in x

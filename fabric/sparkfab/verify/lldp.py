@@ -20,8 +20,9 @@ from sparkfab.verify.result import FAIL, PASS, Result
 
 class Neighbour(NamedTuple):
     system: str  # the system name it announces
-    port: str  # its port id
+    port: str  # its port id (lldpd as shipped: the netdev's MAC; after apply: its name)
     chassis: str = ""  # its chassis id (a MAC, as lldpd announces it by default)
+    descr: str = ""  # its port description (lldpd's default: the interface's name)
 
     def __str__(self) -> str:
         return f"{self.system}:{self.port}"
@@ -52,9 +53,11 @@ def neighbours(lldpcli_json: str) -> dict[str, list[Neighbour]]:
             if not isinstance(info, dict):
                 continue
             system, cid = _chassis(info)
-            port = (info.get("port") or {}).get("id") or {}
-            pid = str(port.get("value", "")) if isinstance(port, dict) else str(port)
-            out.setdefault(local, []).append(Neighbour(system, pid, cid))
+            port = info.get("port") or {}
+            ident = port.get("id") or {} if isinstance(port, dict) else port
+            pid = str(ident.get("value", "")) if isinstance(ident, dict) else str(ident)
+            descr = str(port.get("descr", "")) if isinstance(port, dict) else ""
+            out.setdefault(local, []).append(Neighbour(system, pid, cid, descr))
     return out
 
 
@@ -86,7 +89,7 @@ def expected_neighbour(plan: Plan, iface: Iface) -> tuple[str, str]:
 def _matches(iface: Iface, want: tuple[str, str], n: Neighbour) -> bool:
     if iface.switch:
         return n.port == want[1] and n.system == want[0]
-    far = spark.port_of(n.port)
+    far = spark.port_of(n.port) or spark.port_of(n.descr)  # a Spark as shipped: a MAC, its name in descr
     return n.system == want[0] and far is not None and far[0] == iface.peer_port
 
 

@@ -192,23 +192,32 @@ def all_reduce_command(plan: Plan, inst: Instance) -> str:
     return as_login(mpi, ROOT_OK)
 
 
-def tools_command(plan: Plan) -> str:
-    """On one Spark, as the login user: `binary <path>` when all_reduce_perf is there and runs,
-    `nccl <version>` from the NCCL library's file name (libnccl.so.2.X.Y), each line or `missing`."""
-    probe = (
-        f'b={binary(plan)}; if [ -x "$b" ]; then echo "binary $b"; else echo "binary missing $b"; fi; '
-        f"l=$(readlink -f {nccl_lib(plan)}/libnccl.so.2 2>/dev/null); "
+def _absolute(path: str, home: str) -> str:
+    return home.rstrip("/") + path[1:] if path.startswith("~/") else path
+
+
+def tools_command(binary_path: str, lib_dir: str) -> str:
+    """On one Spark: `binary ok|missing` for the binary mpirun will start there, `nccl X.Y.Z|missing`
+    from the NCCL library's file name (libnccl.so.2.X.Y) where LD_LIBRARY_PATH will lead."""
+    b, lib = shlex.quote(binary_path), shlex.quote(lib_dir.rstrip("/") + "/libnccl.so.2")
+    return (
+        f'if [ -x {b} ]; then echo "binary ok"; else echo "binary missing"; fi; '
+        f"l=$(readlink -f {lib} 2>/dev/null); "
         'case "$l" in *libnccl.so.2.*) echo "nccl ${l##*libnccl.so.}";; *) echo "nccl missing";; esac'
     )
-    return as_login(probe)
 
 
 def check_tools(plan: Plan, inst: Instance, hosts: dict[str, Remote]) -> list[Result]:
-    """nccl-tests and its NCCL on every rank of an instance (mpirun starts the binary on each one):
-    the binary where the inventory says, and one NCCL version on all ranks."""
+    """nccl-tests and its NCCL on every rank of an instance, where mpirun will look: the binary
+    and library directory of the inventory's `perf_tools`, `~/` being rank 0's login's home (the
+    path mpirun passes on, as NVIDIA's playbook assumes one layout on every Spark); one NCCL
+    version on all ranks."""
+    home = hosts[inst.hosts[0]].run(as_login('printf "%s" "$HOME"')).stdout.strip() or "~"
+    where = _absolute(plan.perf_tools.nccl_tests.rstrip("/") + "/all_reduce_perf", home)
+    lib = _absolute(plan.perf_tools.nccl.rstrip("/") + "/lib", home)
 
     def one(h: str) -> tuple[str, str, str]:
-        out = hosts[h].run(tools_command(plan)).stdout.split("\n")
+        out = hosts[h].run(tools_command(where, lib)).stdout.split("\n")
         found = dict(line.split(" ", 1) for line in out if " " in line)
         return h, found.get("binary", "missing"), found.get("nccl", "missing")
 
@@ -217,16 +226,15 @@ def check_tools(plan: Plan, inst: Instance, hosts: dict[str, Remote]) -> list[Re
     versions = {v for _, _, v in seen if v != "missing"}
     rows = []
     for h, b, v in seen:
-        where = f"{plan.perf_tools.nccl_tests}/all_reduce_perf, NCCL in {plan.perf_tools.nccl}/lib"
-        if b.startswith("missing"):
+        if b != "ok":
             why = (
-                f"no all_reduce_perf at {b.split(' ', 1)[-1]}: build nccl-tests there as NVIDIA's DGX Spark"
-                " playbook does, or set perf_tools.nccl_tests to where it is"
+                f"no all_reduce_perf at {where} (mpirun starts it there on every rank): build nccl-tests there as "
+                "NVIDIA's DGX Spark playbook does, or set perf_tools.nccl_tests to where it is"
             )
             rows.append(Result("nccl-tests", h, inst.name, where, "absent", FAIL, why))
         elif v == "missing":
-            why = f"no libnccl.so.2 under {plan.perf_tools.nccl}/lib: set perf_tools.nccl to the NCCL nccl-tests uses"
-            rows.append(Result("nccl-tests", h, inst.name, where, "binary, no NCCL", FAIL, why))
+            why = f"no libnccl.so.2 in {lib}: set perf_tools.nccl to the NCCL nccl-tests was built with"
+            rows.append(Result("nccl-tests", h, inst.name, f"{lib}/libnccl.so.2", "absent", FAIL, why))
         else:
             same = len(versions) == 1
             why = "" if same else f"the ranks load different NCCL versions: {', '.join(sorted(versions))}"

@@ -187,3 +187,44 @@ def test_a_spark_never_cables_to_itself():
         a = on_wire("a", [Neighbour("b", t, "mac-b") for t in TWINS], order)
         r = derive({"a": a}, ["a"])
         assert all(c[0].split(":")[0] != c[1].split(":")[0] for c in r.cables)
+
+
+def test_sparks_as_shipped_announce_macs_and_are_still_cabled():
+    """lldpd's port id is the netdev's MAC until sparkfab's `portidsubtype ifname` is installed
+    (lldpcli(8)): discover names it by the MAC the far Spark's own link listing gives."""
+    macs = {"a": {"enp1s0f1np1": "3c:6d:66:aa:00:01", "enP2p1s0f1np1": "3c:6d:66:aa:00:02"}}
+    macs["b"] = {"enp1s0f1np1": "3c:6d:66:bb:00:01", "enP2p1s0f1np1": "3c:6d:66:bb:00:02"}
+    views = {}
+    for me, far in (("a", "b"), ("b", "a")):
+        heard = [Neighbour(far, mac.upper(), f"mac-{far}") for mac in macs[far].values()]
+        v = on_wire(me, heard)
+        v.ports = {
+            k: [Neighbour(me, macs[me][t], f"mac-{me}") if n.system == me else n for n in ns]
+            for k, ns in v.ports.items()
+            for t in [next(x for x in TWINS if x != k)]
+        }
+        v.macs = {mac: netdev for netdev, mac in macs[me].items()}
+        views[me] = v
+    r = derive(views, ["a", "b"])
+    assert r.cables == [["a:p1", "b:p1"]] and r.odd == []
+
+
+def test_real_lldpd_output_of_sparks_as_shipped_is_cabled():
+    """lldpd as its package configures it (port ids are MACs, captured on a lab pair): the far
+    Spark's own link listing names them, and the cable is found."""
+    from sparkfab.verify import facts, lldp
+    from tests.conftest import REPO
+
+    captured = REPO / "tests/data/captured"
+    a = HostView("spark-a", "addr-a", hostname="spark-a", fabric=list(TWINS))
+    a.chassis = lldp.local_chassis((captured / "lldpcli-chassis-spark-a.json").read_text())
+    a.ports = lldp.neighbours((captured / "lldpcli-shipped-pair-spark-a.json").read_text())
+    links = facts.links((captured / "ip-link-shipped-pair-spark-b.json").read_text())
+    b = HostView("spark-b", "addr-b", hostname="spark-b", chassis={"spark-b"}, fabric=list(TWINS))
+    b.macs = {link.address: name for name, link in links.items() if name in TWINS}
+    r = derive({"spark-a": a, "spark-b": b}, ["spark-a", "spark-b"])
+    assert r.cables == [["spark-a:p1", "spark-b:p1"]]
+    assert sorted(r.odd) == sorted(
+        [f"spark-b:{t} has no LLDP neighbour" for t in TWINS]
+        + ["cable spark-a:p1 - spark-b:p1 is seen from one end only"]
+    )

@@ -92,15 +92,16 @@ def test_lldp_switch_ports_as_routeros_names_them(inventory, host, port_id):
     h = plan.host(host)
     own = {host, "aa:aa"}
     twin = {i.netdev: _n(host, other.netdev, "aa:aa") for i, other in zip(h.ifaces, reversed(h.ifaces), strict=True)}
-    seen = {i.netdev: [twin[i.netdev], _n("sw1", port_id, "cc:cc")] for i in h.ifaces}
+    name = plan.switch("sw1").lldp_name  # the CRS804 example's keeps RouterOS's identity
+    seen = {i.netdev: [twin[i.netdev], _n(name, port_id, "cc:cc")] for i in h.ifaces}
     assert {r.status for r in lldp.check_host(plan, h, seen, own)} == {PASS}
-    lane = {i.netdev: [_n("sw1", port_id[:-1] + "9", "cc:cc")] for i in h.ifaces}
+    lane = {i.netdev: [_n(name, port_id[:-1] + "9", "cc:cc")] for i in h.ifaces}
     assert {r.status for r in lldp.check_host(plan, h, lane, own)} == {FAIL}
 
 
 def test_a_switch_whose_identity_is_not_its_key_is_named_with_the_fix():
-    plan = load_plan(str(REPO / "inventory/switch8-crs804-200.yml"))
-    h = plan.host("spark-02")
+    plan = load_plan(str(REPO / "inventory/switch8-crs812-100.yml"))
+    h = plan.host("spark-03")
     seen = {i.netdev: [_n("MikroTik", "qsfp56-dd-1-5")] for i in h.ifaces}
     rows = lldp.check_host(plan, h, seen)
     assert {r.status for r in rows} == {FAIL}
@@ -402,3 +403,17 @@ def test_preflight_names_foreign_netplan_files_without_importing_ansible():
     rows = preflight._netplan(host, _Host({"": _Res(0, listing)}))
     assert [(r.subject, r.status) for r in rows] == [("/etc/netplan/40-cx7.yaml", "fail")]
     assert dev in rows[0].detail
+
+
+def test_a_twin_on_one_wire_as_lldpd_lists_it():
+    """Real lldpd output of a lab pair whose twins share a wire: three neighbours per twin, the
+    host's own chassis among them; every port passes, whichever lldpd listed last."""
+    plan = load_plan(str(REPO / "inventory/pair-1cable.yml"))
+    seen = lldp.neighbours((CAPTURED / "lldpcli-one-wire-pair-spark-a.json").read_text())
+    own = lldp.local_chassis((CAPTURED / "lldpcli-chassis-spark-a.json").read_text())
+    assert {k: len(v) for k, v in seen.items()} == {"enp1s0f1np1": 3, "enP2p1s0f1np1": 3}
+    assert {n.system for v in seen.values() for n in v} == {"spark-a", "spark-b"} and "spark-a" in own
+    rows = lldp.check_host(plan, plan.host("spark-a"), seen, own)
+    assert {r.status for r in rows} == {PASS}
+    reversed_order = {k: v[::-1] for k, v in seen.items()}
+    assert {r.status for r in lldp.check_host(plan, plan.host("spark-a"), reversed_order, own)} == {PASS}
