@@ -44,7 +44,7 @@ step "estimate: the lab's model at TP$tp and the lab's rates for 200 and 100e"
 sparkfab estimate --inventory "$inv" --lab | tee "$out/estimate.txt"
 
 bench() {  # on rank 0's Spark, so that its fabric netdevs' counters are sampled at 1 ms
-  sparkfab lab exec "$inv" "$head" -- sparkfab bench --url "$url" --model "$model" --plan lab --rounds 2 \
+  sparkfab lab exec "$inv" --net-only "$head" -- sparkfab bench --url "$url" --model "$model" --plan lab --rounds 2 \
     --idle-seconds 1 --inventory "$inv" --lab --counters-host "$head" --source netdev --label "$1" -o "$out/run-$1"
 }
 step "bench at 200";           bench 200

@@ -36,7 +36,20 @@ CLUSTER = "pair1"
 def _bench(out: Path, label: str, plan: str, status: dict) -> dict:
     """bench on rank 0's Spark (`lab exec`: a real process in its namespace), sampling its fabric netdevs."""
     s = status["serving"]["llama"]
-    cmd = [sys.executable, "-m", "sparkfab", "lab", "exec", INV, s["head"], "--", sys.executable, "-m", "sparkfab"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sparkfab",
+        "lab",
+        "exec",
+        INV,
+        "--net-only",
+        s["head"],
+        "--",
+        sys.executable,
+        "-m",
+        "sparkfab",
+    ]
     cmd += ["bench", "--url", s["url"], "--model", s["model"], "--plan", plan, "--rounds", "1", "--warmup", "1"]
     cmd += ["--idle-seconds", "1", "--inventory", INV, "--lab", "--counters-host", s["head"], "--source", "netdev"]
     cmd += ["--label", label, "-o", str(out)]
@@ -247,7 +260,20 @@ def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
         status = json.loads(sparkfab("lab", "status", inv, "--format", "json").out)
         s = status["serving"]["glm"]
         assert s["tp"] == 4
-        cmd = [sys.executable, "-m", "sparkfab", "lab", "exec", inv, s["head"], "--", sys.executable, "-m", "sparkfab"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "sparkfab",
+            "lab",
+            "exec",
+            inv,
+            "--net-only",
+            s["head"],
+            "--",
+            sys.executable,
+            "-m",
+            "sparkfab",
+        ]
         cmd += ["bench", "--url", s["url"], "--model", s["model"], "--plan", "L1", "--rounds", "1", "--warmup", "0"]
         cmd += ["--idle-seconds", "1", "--inventory", inv, "--lab", "--counters-host", s["head"], "--source", "netdev"]
         cmd += ["-o", str(tmp_path / "run")]

@@ -44,8 +44,14 @@ def _args(p: argparse.ArgumentParser) -> None:
     what.add_argument("--cut", metavar="CABLE", help="cut a cable or one rail (cables[N] or cables[N].r1)")
     what.add_argument("--rate", nargs=2, metavar=("CABLE", "RATE"), help="shape a cable, e.g. cables[0] 1gbit")
     what.add_argument("--docker", metavar="HOST", help="restart a Spark's Docker (its FORWARD policy and chains anew)")
-    run = sub.add_parser("exec", help="run COMMAND on a lab Spark, in its network namespace")
+    run = sub.add_parser("exec", help="run COMMAND on a lab Spark (inside it: its processes, files and network)")
     add_inventory(run)
+    run.add_argument(
+        "--net-only",
+        action="store_true",
+        help="enter only the Spark's network namespace: this machine's programs and files, the Spark's "
+        "netdevs and their counters (what bench's sampler needs)",
+    )
     run.add_argument(
         "command",
         nargs=argparse.REMAINDER,
@@ -160,8 +166,9 @@ def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
 
 
 def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
-    """Reboot one lab Spark: its init goes down and up again, its network namespace is made anew."""
-    from sparkfab.lab import machine
+    """Reboot one lab Spark: its init goes down and up again, its network namespace is made anew;
+    it returns when the Spark is ready: booted, and its fabric's addresses and routes back."""
+    from sparkfab.lab import machine, ready
 
     _up_here(args, sp)
     ms = {m.node.name: m for m in machine.machines(sp)}
@@ -170,6 +177,7 @@ def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
     m = ms[args.host]
     t0 = time.perf_counter()
     before = machine.init_pid(m)
+    fabric = ready.fabric_state(lambda *argv: machine.run(m, *argv))
     machine.reboot(m)
     if args.no_wait:
         return Exit.OK
@@ -177,16 +185,30 @@ def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
     while machine.init_pid(m) in (None, before) and time.monotonic() < deadline:
         time.sleep(0.2)
     machine.wait_booted(m, timeout=max(1.0, deadline - time.monotonic()))
-    sys.stderr.write(f"{args.host} rebooted in {time.perf_counter() - t0:.1f} s\n")
+    booted = time.perf_counter() - t0
+    waited, missing = ready.wait_fabric(lambda *argv: machine.run(m, *argv), fabric)
+    if missing:
+        raise LabError(
+            f"{args.host} booted in {booted:.1f} s, but {waited:.0f} s later its fabric still lacks what it held "
+            f"before the reboot: {', '.join(sorted(missing))}"
+        )
+    what = f"; its fabric's {len(fabric)} addresses and routes back {waited:.1f} s after its boot" if fabric else ""
+    sys.stderr.write(f"{args.host} rebooted in {time.perf_counter() - t0:.1f} s{what}\n")
     return Exit.OK
 
 
 def _exec(args: argparse.Namespace, sp: LabSpec) -> int:
-    """Replace this process with COMMAND inside a lab Spark's network namespace (its own /sys,
-    so its fabric netdevs' counters are the ones `sample` and `bench --counters` read)."""
-    if not args.command or len(args.command) < 2:
+    """Replace this process with COMMAND inside a lab Spark: every namespace of its init (its
+    processes, files, systemd, Docker, lldpd, network), as `ssh` to it would give; with
+    --net-only inside its network namespace alone (this machine's programs, the Spark's own
+    /sys, so its fabric netdevs' counters are the ones `sample` and `bench --counters` read)."""
+    words = list(args.command or [])
+    net_only = args.net_only
+    if words and words[0] == "--net-only":  # after the inventory, where the command's words begin
+        net_only, words = True, words[1:]
+    if len(words) < 2:
         raise UsageError("lab exec needs a host and a command: lab exec INVENTORY HOST COMMAND...")
-    host, command = args.command[0], args.command[1:]
+    host, command = words[0], words[1:]
     if command[0] == "--":
         command = command[1:]
     names = [n.name for n in sp.sparks]
@@ -197,7 +219,14 @@ def _exec(args: argparse.Namespace, sp: LabSpec) -> int:
         raise UsageError("lab exec needs a command after the host")
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execvp("ip", ["ip", "netns", "exec", sp.node(host).ns, *command])
+    if net_only:
+        os.execvp("ip", ["ip", "netns", "exec", sp.node(host).ns, *command])
+    from sparkfab.lab import machine
+
+    pid = machine.init_pid(next(m for m in machine.machines(sp) if m.node.name == host))
+    if pid is None:
+        raise UsageError(f"lab exec: {host} is not running (lab status {args.inventory} says why)")
+    os.execvp("nsenter", ["nsenter", "-t", str(pid), "-a", *command])
 
 
 def _up_here(args: argparse.Namespace, sp: LabSpec) -> None:
