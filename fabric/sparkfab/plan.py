@@ -107,6 +107,7 @@ class Instance:
     secrets: tuple[str, ...] = ()  # more env names passed into the engine from the host's secrets file
     hf_cache: str | None = None  # host directory mounted as the container's Hugging Face cache
     recipe: Recipe | None = None  # the launcher's recipe, read at resolve time (rendering reads no files)
+    tp_unchecked: str = ""  # why TP could not be checked against the model's architecture ("" : it was, or no recipe)
 
     @property
     def hosts(self) -> tuple[str, ...]:

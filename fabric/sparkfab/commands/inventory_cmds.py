@@ -39,6 +39,9 @@ def validate(args: argparse.Namespace) -> int:
     if not args.quiet:
         if plan.left_out:
             _note(f"not in the cluster, left alone: {', '.join(plan.left_out)}")
+        for inst in plan.instances:
+            if inst.tp_unchecked:
+                _note(f"instance {inst.name}: {inst.tp_unchecked}")
         judged = f"; every launch parsed by {verdict.version}" if verdict.version else ""
         sys.stderr.write(
             f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "

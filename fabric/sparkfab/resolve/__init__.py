@@ -99,6 +99,7 @@ def assemble(
                 model=spec.model,
                 secrets=tuple(spec.secrets),
                 hf_cache=spec.hf_cache,
+                tp_unchecked=ctx.tp_unchecked.get(ri.name, ""),
             )
         )
     switches = tuple(

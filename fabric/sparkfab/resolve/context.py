@@ -20,6 +20,8 @@ class Ctx:
     problems: list[Problem] = field(default_factory=list)
     #: folders of launch recipes, sparkfab's own first (`launchers.search_path`)
     recipe_dirs: tuple[Path, ...] | None = None
+    #: instance -> why its TP size could not be checked against the model's architecture
+    tp_unchecked: dict[str, str] = field(default_factory=dict)
 
     def recipes(self) -> dict[str, Recipe]:
         return recipes(self.recipe_dirs)

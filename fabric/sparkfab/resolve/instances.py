@@ -135,6 +135,14 @@ def _check_architecture(ctx: Ctx, name: str, recipe: Recipe) -> None:
             ctx.add(SF + ("instances", name, "launcher"), f"recipe {recipe.name}: {exc}", "fix the recipe file")
             return
     if config is None:
+        where = (
+            "is not on this machine" if model.startswith("/") or "/" not in model else "is not in this machine's cache"
+        )
+        declared = f"declares {recipe.model}'s only" if model != recipe.model else "declares none (`architecture:`)"
+        ctx.tp_unchecked[name] = (
+            f"TP {inst.tp} not checked against {model}'s architecture: the checkpoint {where} and recipe "
+            f"{recipe.name} {declared}"
+        )
         return
     problems = modelcheck.tp_problems(config[0], inst.tp)
     if problems:
