@@ -35,7 +35,7 @@ from sparkfab.resolve.cables import (
     switch_model,
     switch_profile,
 )
-from sparkfab.resolve.context import Ctx
+from sparkfab.resolve.context import SF, Ctx
 from sparkfab.resolve.hosts import resolve_hosts
 from sparkfab.resolve.instances import ResolvedInstance, instances
 from sparkfab.resolve.rails import RailKey, allocate
@@ -54,9 +54,39 @@ def resolve(
     if ctx.problems:
         raise InventoryError(ctx.problems, inv.source)
     hosts = resolve_hosts(ctx, cables, subnets, resolved)
+    check_ray(ctx, hosts, resolved)
     if ctx.problems:
         raise InventoryError(ctx.problems, inv.source)
     return assemble(ctx, cables, subnets, hosts, resolved)
+
+
+def check_ray(ctx: Ctx, hosts: dict[str, Host], resolved: list[ResolvedInstance]) -> None:
+    """Ray's backend copies rank 0's NCCL_* variables to every worker (vLLM's ray_env copies the
+    NCCL_ prefix), so it needs ranks whose NCCL settings are the same: the socket interface
+    (the control netdev) and the HCA list of every mode. A switchless topology gives each host
+    its own; refused there, with the values that would be copied."""
+    sf = ctx.inv.sparkfab
+    for ri in resolved:
+        spec = sf.instances[ri.name]
+        recipe = ctx.recipes()[spec.launcher] if spec.launcher else None
+        if (spec.backend or (recipe.backend if recipe else None)) != "ray":
+            continue
+        ranks = [hosts[r.host] for r in ri.ranks]
+        differ = []
+        if len({h.control_if for h in ranks}) > 1:
+            differ.append("NCCL_SOCKET_IFNAME (" + ", ".join(f"{h.name}: {h.control_if}" for h in ranks) + ")")
+        hcas = {h.name: ",".join(h.hca[sf.link_speed]) for h in ranks}
+        if len(set(hcas.values())) > 1:
+            differ.append("NCCL_IB_HCA (" + ", ".join(f"{n}: {v}" for n, v in hcas.items()) + ")")
+        if differ:
+            where = ("instances", ri.name, "backend") if spec.backend else ("instances", ri.name, "launcher")
+            ctx.add(
+                SF + where,
+                f"backend ray copies rank 0's NCCL_* variables to every Ray worker, and the ranks of {ri.name} "
+                f"need their own: {'; '.join(differ)}",
+                "use backend: mp (vLLM's own multi-node start, each rank with its own env file), or put the "
+                "Sparks on a switch",
+            )
 
 
 # ----------------------------------------------------------------------------- names
