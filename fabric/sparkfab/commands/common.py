@@ -13,9 +13,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkfab.errors import UsageError
+
+if TYPE_CHECKING:
+    from sparkfab.plan import Plan
 
 Handler = Callable[[argparse.Namespace], int]
 Setup = Callable[[argparse.ArgumentParser], None]
@@ -99,6 +102,16 @@ def add_target(p: argparse.ArgumentParser) -> None:
 
 #: how long a verb's Ansible run may take in all unless --timeout says (a task has 600 s: ansible.cfg)
 RUN_TIMEOUT_S = 3600.0
+#: a task's own bound (ansible.cfg's task_timeout): what a start wave may take before the health wait
+TASK_TIMEOUT_S = 600.0
+
+
+def run_bound(plan: Plan) -> float:
+    """The whole run's bound of a verb that starts engines: never shorter than the longest health
+    wait of its instances after the stop and the start waves (a task's bound each), so that the
+    health wait runs out first, with its own message and the engine log's last lines."""
+    waits = [i.recipe.health_wait for i in plan.instances if i.recipe is not None]
+    return max(RUN_TIMEOUT_S, max(waits, default=0) + 3 * TASK_TIMEOUT_S)
 
 
 def add_changes(
@@ -107,18 +120,25 @@ def add_changes(
     limit: str = "only these hosts (Ansible pattern)",
     check: str | None = None,
     diff: str | None = None,
+    starts_engines: bool = False,
 ) -> None:
     """The flags of a verb that changes hosts: -y, --limit, and --check/--diff where it previews."""
     from sparkfab.commands import argtypes as at
 
     p.add_argument("-y", "--yes", action="store_true", help="do not ask before changing real hosts")
     p.add_argument("--limit", help=limit)
+    default = (
+        f"default: the longest health wait of the cluster's engines plus {3 * TASK_TIMEOUT_S:.0f}, at least "
+        f"{RUN_TIMEOUT_S:.0f}"
+        if starts_engines
+        else f"default {RUN_TIMEOUT_S:.0f}"
+    )
     p.add_argument(
         "--timeout",
         type=at.number(0, 7 * 86400, lo_open=True),
-        default=RUN_TIMEOUT_S,
+        default=None if starts_engines else RUN_TIMEOUT_S,
         metavar="SECONDS",
-        help=f"the whole run's bound (default {RUN_TIMEOUT_S:.0f}); past it the run ends, naming each host's step",
+        help=f"the whole run's bound ({default}); past it the run ends, naming each host's step",
     )
     if check:
         p.add_argument("--check", action="store_true", help=check)

@@ -65,6 +65,7 @@ def _linkspeed_args(p: argparse.ArgumentParser) -> None:
         limit="only these hosts (Ansible pattern): whole instances, since ranks share one speed",
         check="say what the flip would change (each host's files, the engines it would restart); change nothing",
         diff="show the lines of each file that would change",
+        starts_engines=True,
     )
 
 

@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from sparkfab.commands.common import run_bound
 from sparkfab.deploy import HostResult, Interrupted, RunResult, run_playbook
 from sparkfab.errors import DeployError, Terminated, UsageError
 from sparkfab.plan import Plan
@@ -90,7 +91,7 @@ def run_with_progress(
             diff=getattr(args, "diff", False),
             limit=limit,
             extravars=extravars,
-            timeout=getattr(args, "timeout", None),
+            timeout=run_bound(plan) if getattr(args, "timeout", None) is None else args.timeout,
             on_update=update,
             hosts=names,
             workdir=target.state,

@@ -31,6 +31,7 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
         p,
         limit="only these hosts (Ansible pattern; with --instance, both must match)",
         check="say where it would stop and start engines; change nothing",
+        starts_engines=True,
     )
     add_format(p)
 
