@@ -9,7 +9,7 @@ from collections.abc import Callable
 from sparkfab.connection import Connection
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
-from sparkfab.verify import checks, facts, images, mesh, serving
+from sparkfab.verify import checks, facts, images, mesh, serving, transport
 from sparkfab.verify.expect import expect
 from sparkfab.verify.perf import perf as run_perf
 from sparkfab.verify.remote import Remote
@@ -86,6 +86,8 @@ def verify(
     report.results += images.image_checks(plan, hosts, reachable)
     states = serving.rank_states(plan, {h: hosts[h] for h in reachable})
     report.results += serving.results([s for s in states if s.instance not in partial])
+    running = [(s.instance, s.host) for s in states if s.state == serving.RUNNING and s.instance not in partial]
+    report.results += transport.transports(plan, hosts, running)
     _said(log, report, "cabling, engine flags, images, serving", t0)
     blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == FAIL}
     for inst in plan.instances:
