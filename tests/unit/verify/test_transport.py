@@ -16,7 +16,7 @@ CAPTURED = REPO / "tests/data/captured"
 #: with a Spark's devices; the socket lines below are a real run's (captured)
 IB_LOG = """\
 spark-01:4121:4121 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so
-spark-01:4121:4121 [0] NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [1]roceP2p1s0f1:1/RoCE [RO]; OOB enP7s7:10.0.1.11<0>
+s01:4121:4121 [0] NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [1]roceP2p1s0f1:1/RoCE [RO]; OOB enP7s7:10.0.1.11<0>
 spark-01:4121:4121 [0] NCCL INFO Using network IB
 spark-01:4121:4190 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA
 spark-01:4121:4190 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/1/GDRDMA
