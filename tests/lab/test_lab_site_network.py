@@ -154,3 +154,32 @@ def test_sparks_as_shipped_preflight_discover_validate_apply_verify(tmp_path):
         green = sparkfab("verify", str(found), "--lab", "--format", "json")
         assert green.code == 0, _failed(green)
         assert '"type": "ifname"' in ssh(cluster, "spark-a", "lldpcli -f json show neighbors").stdout
+
+
+def test_a_cumulus_switch_names_its_breakout_legs_swpNsM(tmp_path):
+    """The second profile: a generic 400G switch running Cumulus Linux, its legs swp1s0 and swp1s1,
+    its hostname its system name: discover merges the cables, verify is green."""
+    doc = {
+        "all": {
+            "hosts": {f"spark-{i}": {"ansible_host": f"10.0.9.{i}"} for i in (1, 2)},
+            "vars": {
+                "sparkfab": {
+                    "cluster": "cum2",
+                    "subnet_pool": "192.168.240.0/23",
+                    "switches": {"leaf": {"model": "generic", "ports": 32, "os": "cumulus", "lldp_name": "leaf01"}},
+                    "cables": [["spark-1:p1", "leaf:1/1"], ["spark-2:p1", "leaf:1/2"]],
+                    "instances": {"main": {"hosts": ["spark-1", "spark-2"], "tp": 2, "launcher": "lab-collective"}},
+                }
+            },
+        }
+    }
+    inv = tmp_path / "cum2.yml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with lab(str(inv), "cum2"):
+        heard = ssh("cum2", "spark-1", "lldpcli -f json show neighbors").stdout
+        assert '"leaf01"' in heard and '"swp1s0"' in heard
+        found = json.loads(sparkfab("discover", "--inventory", str(inv), "--lab", "--format", "json").out)
+        assert found["odd"] == [] and _cables(found["cables"]) == _cables(doc["all"]["vars"]["sparkfab"]["cables"])
+        assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
+        green = sparkfab("verify", str(inv), "--lab", "--format", "json")
+        assert green.code == 0, _failed(green)
