@@ -144,7 +144,15 @@ def _ring6(tmp_path: Path) -> Path:
                     "control_plane": "fabric",
                     "subnet_pool": "192.168.96.0/20",
                     "cables": cables,
-                    "instances": {"x": {"hosts": list(hosts), "tp": 6, "launcher": "glm-5.3-flash-ring4"}},
+                    # a model of its own: GLM-5.3-Flash's 20 heads do not divide by 6 (the routes are the point)
+                    "instances": {
+                        "x": {
+                            "hosts": list(hosts),
+                            "tp": 6,
+                            "launcher": "glm-5.3-flash-ring4",
+                            "model": "example-org/six-way-model",
+                        }
+                    },
                 }
             },
         }
