@@ -93,6 +93,29 @@ def _g(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
+def _signed(x: float) -> str:
+    """A difference with its own sign: +0.61, -2.79 (never +-2.79)."""
+    return f"{'-' if x < 0 else '+'}{_g(abs(x))}"
+
+
+#: samples per mode below which a difference between two modes gets no verdict
+MIN_SAMPLES = 3
+
+
+def verdict(x: dict[str, float] | None, y: dict[str, float] | None) -> str:
+    """A difference between two modes against the run-to-run spread: within noise where the
+    two modes' samples overlap (min..max), outside it where they do not; no verdict from fewer
+    than MIN_SAMPLES samples of either mode (two points make no spread)."""
+    if not x or not y:
+        return "-"
+    n = int(min(x["n"], y["n"]))
+    if n < MIN_SAMPLES:
+        return f"no verdict (n={n}: at least {MIN_SAMPLES} per mode)"
+    if max(x["min"], y["min"]) <= min(x["max"], y["max"]):
+        return "within noise (the modes' ranges overlap)"
+    return "outside the run-to-run spread"
+
+
 def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0) -> str:
     if not s:
         return "-"
@@ -144,7 +167,7 @@ def sections(
     """The report's tables; with one run, the columns that compare are left out."""
 
     def table(title: str, rows: list[dict[str, str]]) -> Section:
-        cols = [c for c in rows[0] if lb is not None or c not in ("b", "increase", "change")] if rows else []
+        cols = [c for c in rows[0] if lb is not None or c not in ("b", "increase", "change", "verdict")] if rows else []
         names = {"b": lb or "", "a": la}
         return Section(title, [names.get(c, c) for c in cols], [[r[c] for c in cols] for r in rows])
 
@@ -161,7 +184,8 @@ def sections(
             "test": r["test"],
             "a": _fmt(r["a"]),
             "b": _fmt(r["b"]),
-            "increase": f"+{_g(r['increase_s'])} s ({r['increase']:+.1%})" if "increase_s" in r else "-",
+            "increase": f"{_signed(r['increase_s'])} s ({r['increase']:+.1%})" if "increase_s" in r else "-",
+            "verdict": verdict(r["a"], r["b"]),
             "estimate bound": bound(r),
         }
         for r in t["ttft"]
@@ -172,6 +196,7 @@ def sections(
             "a": _fmt(r["a"], "tok/s"),
             "b": _fmt(r["b"], "tok/s"),
             "change": f"{r['change']:+.1%}" if "change" in r else "-",
+            "verdict": verdict(r["a"], r["b"]),
         }
         for r in t["decode"]
     ]

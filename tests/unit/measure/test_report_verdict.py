@@ -1,0 +1,22 @@
+"""The report judges a difference between 200 and 100e against the run-to-run spread, and
+prints a difference with its own sign."""
+
+from __future__ import annotations
+
+from sparkfab.measure.report import _signed, verdict
+from sparkfab.measure.runs import dist
+
+
+def test_a_difference_inside_the_spread_is_noise_and_one_outside_is_not():
+    at_200 = dist([1.20, 1.31, 1.25])
+    assert verdict(at_200, dist([1.24, 1.28, 1.35])) == "within noise (the modes' ranges overlap)"
+    assert verdict(at_200, dist([1.80, 1.86, 1.91])) == "outside the run-to-run spread"
+
+
+def test_two_samples_make_no_spread():
+    assert verdict(dist([1.2, 1.3]), dist([1.9, 2.0])) == "no verdict (n=2: at least 3 per mode)"
+    assert verdict(dist([1.2, 1.3, 1.25]), None) == "-"
+
+
+def test_a_decrease_is_printed_with_its_own_sign():
+    assert _signed(-2.79) == "-2.79" and _signed(0.61) == "+0.61" and _signed(0.0) == "+0"
