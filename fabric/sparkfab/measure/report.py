@@ -59,6 +59,12 @@ def tables(a: Run, b: Run | None, setup: Setup | None) -> dict[str, list[dict[st
 
 #: how far above the estimate's upper bound a measured increase is flagged
 FAR_ABOVE = 2.0
+#: the throughputs `vllm bench serve` reports, by its own result keys, and how the report heads them
+THROUGHPUT = {
+    "request_throughput": "requests/s",
+    "output_throughput": "output tok/s",
+    "total_token_throughput": "total tok/s",
+}
 
 
 def latency_row(run: Run, test: str) -> dict[str, Any] | None:
@@ -72,6 +78,8 @@ def latency_row(run: Run, test: str) -> dict[str, Any] | None:
     if not res["completed"]:
         return None
     row: dict[str, Any] = {"test": test, "run": run.label, "completed": res["completed"]}
+    for key in THROUGHPUT:  # vllm bench serve's own names (over the test's wall time)
+        row[key] = res[key]
     for m in vllmstats.METRICS:
         row[f"p50_{m}_ms"] = res[f"p50_{m}_ms"]
         row[f"p99_{m}_ms"] = res[f"p99_{m}_ms"]
@@ -221,6 +229,7 @@ def sections(
         {
             "test": r["test"],
             "run": r["run"],
+            **{head: _g(r[key]) if key in r else "-" for key, head in THROUGHPUT.items()},
             **{f"{m.upper()} p50 / p99": f"{_g(r[f'p50_{m}_ms'])} / {_g(r[f'p99_{m}_ms'])}" for m in vllmstats.METRICS},
             "server TTFT (mean)": _g(r["server_mean_ttft_ms"]) if "server_mean_ttft_ms" in r else "-",
             "client - server TTFT": _g(r["client_minus_server_ttft_ms"]) if "client_minus_server_ttft_ms" in r else "-",

@@ -204,8 +204,14 @@ def test_the_report_shows_vllms_percentiles_and_the_time_outside_the_server(doub
     # the double's server histogram starts at arrival: client minus server is the time outside it
     assert row["client_minus_server_ttft_ms"] == pytest.approx(doc["mean_ttft_ms"] - doc["server_mean_ttft_ms"])
     assert -5 < row["client_minus_server_ttft_ms"] < 50
+    # throughput under vllm bench serve's own keys, equal to its result file's
+    for key in ("request_throughput", "output_throughput", "total_token_throughput"):
+        assert row[key] == pytest.approx(doc[key]) and doc[key] > 0
     md = (tmp_path / "rep/report.md").read_text()
-    assert "| test | run | TTFT p50 / p99 | TPOT p50 / p99 | ITL p50 / p99 | E2EL p50 / p99 |" in md
+    assert (
+        "| test | run | requests/s | output tok/s | total tok/s | TTFT p50 / p99 | TPOT p50 / p99 | ITL p50 / p99 |"
+        " E2EL p50 / p99 |" in md
+    )
     page = (tmp_path / "rep/report.html").read_text()
     assert '<th scope="col">TTFT p50 / p99</th>' in page and '<th scope="row">x</th>' in page
     assert "<figcaption>Time to first token of each round, per test and run</figcaption>" in page
