@@ -9,6 +9,7 @@ It answers one JSON document on stdout.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -177,17 +178,56 @@ def _vaulted_names(loader: Any, path: Path) -> set[str]:
     return names
 
 
+#: why a connection variable is not filled while an inventory is read
+NEEDS_ANSIBLE = (
+    "needs more than variables to be filled (a lookup, a filter or an expression), and reading an inventory "
+    "runs none: write the value, or a variable that holds it (a secret may need more: Ansible fills it when "
+    "it runs the play)"
+)
+_REFERENCE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def fill_variables(value: str, variables: dict[str, Any], depth: int = 0) -> str | None:
+    """`value` with each `{{ name }}` replaced by that variable's value (itself filled the same
+    way, a vaulted one opened): the templating that needs no code. None where the value asks for
+    more (a lookup, a filter, an expression, a statement, an undefined variable or a loop): that
+    is not run while reading, as `ansible-inventory --list` runs none."""
+    if depth > 10 or "{%" in value or "{#" in value:
+        return None
+    if "{{" in _REFERENCE.sub("", value) or "}}" in _REFERENCE.sub("", value):
+        return None
+    out, last = [], 0
+    for m in _REFERENCE.finditer(value):
+        name = m.group(1)
+        if name not in variables or variables[name] is None:
+            return None
+        inner = str(variables[name])  # a vaulted value opens itself with the loader's secrets
+        if "{{" in inner or "{%" in inner:
+            filled = fill_variables(inner, variables, depth + 1)
+            if filled is None:
+                return None
+            inner = filled
+        out += [value[last : m.start()], inner]
+        last = m.end()
+    return "".join([*out, value[last:]])
+
+
 def _as_ansible_uses(loader: Any, merged: dict[str, Any], key: str, value: Any, vault: Any, vaulted: set[str]) -> Any:
     """A host's variable as a play would use it: connection variables templated (a
     `{{ spark_user }}` becomes the user), a relative key made absolute against the working
     directory (where ssh would look for it), and a secret encrypted again (never in clear)."""
     import os
 
-    from ansible.template import Templar
+    from ansible.errors import AnsibleError
 
     secret = key in SECRETS or key in vaulted
     if (key in CONNECTION or key in SECRETS) and isinstance(value, str) and ("{{" in value or "{%" in value):
-        value = Templar(loader=loader, variables=merged).template(value)
+        filled = fill_variables(value, merged)
+        if filled is not None:
+            value = filled
+        elif not secret:
+            raise AnsibleError(NEEDS_ANSIBLE)
+        # a secret that needs more than variables is Ansible's to fill when it runs (kept as written)
     if key in _KEYS and isinstance(value, str) and value and not value.startswith(("/", "~", "{{")):
         value = os.path.abspath(value)
     if secret and vault is not None and isinstance(value, str) and not _encrypted(value):
