@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sparkfab.errors import UsageError
 from sparkfab.plan import Plan
 from sparkfab.render import sshconfig
 from sparkfab.render.sshconfig import Block, multiplexed
@@ -158,6 +159,14 @@ def control_dir(workdir: Path) -> Path:
 _FLAGS = {"-J": "ProxyJump", "-i": "IdentityFile", "-p": "Port", "-l": "User", "-F": "Include"}
 
 
+def _one_word(path: str) -> str:
+    """A path as one ssh_config word: quoted where it holds a space (a key file named
+    `/k -oProxyCommand=x` stays a file name, as Ansible's one `-o IdentityFile=...` keeps it)."""
+    if '"' in path:
+        raise UsageError(f"the private key file {path!r} holds a double quote, which ssh_config cannot write")
+    return f'"{path}"' if any(c.isspace() for c in path) else path
+
+
 def ssh_options(ansible: dict[str, Any]) -> list[str]:
     """The ssh_config lines that reach a host the way Ansible's ssh connection does: its user
     (unset: ssh's default, the local user, as Ansible leaves it),
@@ -173,7 +182,7 @@ def ssh_options(ansible: dict[str, Any]) -> list[str]:
     port = var("ansible_port", "ansible_ssh_port")
     out += [f"Port {port}"] if port is not None else []
     key = var("ansible_ssh_private_key_file", "ansible_private_key_file")
-    out += [f"IdentityFile {key}", "IdentitiesOnly yes"] if key else []
+    out += [f"IdentityFile {_one_word(str(key))}", "IdentitiesOnly yes"] if key else []
     for name in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
         words = shlex.split(str(ansible.get(name) or ""))
         i = 0
@@ -193,4 +202,7 @@ def ssh_options(ansible: dict[str, Any]) -> list[str]:
                 i += 1
             else:
                 i += 1
+    for line in out:  # one rule for every ssh-facing value, whatever its source
+        if any(ord(c) < 32 or ord(c) == 127 for c in line):
+            raise UsageError(f"an ssh option would break a line of the ssh_config: {line!r}: write it on one line")
     return out

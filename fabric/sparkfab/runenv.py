@@ -165,15 +165,26 @@ def login_defaults(environ: dict[str, str], cwd: Path) -> dict[str, str]:
     ANSIBLE_PRIVATE_KEY_FILE, else the user's ansible.cfg `remote_user` and `private_key_file`."""
     import os
 
+    from sparkfab.errors import UsageError
+    from sparkfab.inventory.problems import user_name_ok
+
     cfg = read_users_config(environ, cwd)
     out = {}
+    where = "ANSIBLE_REMOTE_USER" if environ.get("ANSIBLE_REMOTE_USER") else f"{cfg.path if cfg else ''}: remote_user"
     user = environ.get("ANSIBLE_REMOTE_USER") or (cfg.value("defaults", "remote_user") if cfg else "")
+    if user and not user_name_ok(user):
+        # the same rule as an inventory's ansible_user: one line, a user name (it lands in ssh_config)
+        raise UsageError(f"{where}: {user[:60]!r} is not a valid user name (a login name: letters, digits, _ . @ -)")
     if user:
         out["ansible_user"] = user
     # a path in ansible.cfg is relative to the file, one in the environment to the working directory
     key, base = environ.get("ANSIBLE_PRIVATE_KEY_FILE"), cwd
+    where = "ANSIBLE_PRIVATE_KEY_FILE"
     if not key and cfg is not None:
         key, base = cfg.value("defaults", "private_key_file"), cfg.path.parent
+        where = f"{cfg.path}: private_key_file"
+    if key and any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise UsageError(f"{where}: {key[:60]!r} breaks a line (a continuation line, or a control character)")
     if key:
         out["ansible_ssh_private_key_file"] = str(base / os.path.expanduser(key))
     return out

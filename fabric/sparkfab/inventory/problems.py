@@ -95,8 +95,12 @@ def _port_ok(v: Any) -> bool:
     return text.isascii() and text.isdigit() and 1 <= int(text) <= 65535
 
 
-def _user_ok(v: Any) -> bool:
+def user_name_ok(v: Any) -> bool:
+    """A login name as ssh and sparkfab's ssh_config take it (one line: no option smuggled in)."""
     return isinstance(v, str) and bool(_USER.match(v))
+
+
+_user_ok = user_name_ok
 
 
 #: every spelling Ansible (and the ssh_config sparkfab writes, connection.py) takes for them

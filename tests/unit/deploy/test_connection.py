@@ -95,6 +95,47 @@ def test_a_host_without_a_login_gets_the_one_ansible_falls_back_to(tmp_path, mon
     assert _ssh_view(conn.ssh_config, conn.alias[plan.hosts[0].name])["user"] == "admin"
 
 
+@pytest.mark.parametrize(
+    "cfg,env",
+    [
+        ("[defaults]\nremote_user = ops\n  ProxyCommand touch {marker}\n", {}),
+        ("[defaults]\nprivate_key_file = k\n  LocalCommand touch {marker}\n  PermitLocalCommand yes\n", {}),
+        ("", {"ANSIBLE_REMOTE_USER": "ops\nProxyCommand touch {marker}"}),
+    ],
+    ids=["cfg-user-continuation", "cfg-key-continuation", "env-user-newline"],
+)
+def test_no_source_of_a_login_smuggles_an_option_into_ssh_config(tmp_path, monkeypatch, cfg, env):
+    """ansible.cfg and ANSIBLE_* meet the rule an inventory's ansible_user meets: one line, a user
+    name; refused with the source named, no ssh_config written with the extra option."""
+    from sparkfab.errors import UsageError
+
+    marker = tmp_path / "PWNED"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "ansible.cfg").write_text(cfg.format(marker=marker))
+    monkeypatch.chdir(site)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_REMOTE_USER", "ANSIBLE_PRIVATE_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(marker=marker))
+    plan = load_plan(str(REPO / "inventory/pair-1cable.yml"))
+    with pytest.raises(UsageError) as exc:
+        for_plan(plan, tmp_path / "work")
+    assert ("ANSIBLE_REMOTE_USER" if env else "ansible.cfg") in str(exc.value)
+    assert not (tmp_path / "work/ssh_config").exists() and not marker.exists()
+
+
+def test_a_key_file_with_spaces_stays_one_file_name(tmp_path, monkeypatch):
+    """ANSIBLE_PRIVATE_KEY_FILE='/k -oProxyCommand=x': one IdentityFile, as ssh reads it (ssh -G)."""
+    monkeypatch.setenv("ANSIBLE_PRIVATE_KEY_FILE", "/k -oProxyCommand=touch")
+    monkeypatch.delenv("ANSIBLE_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    plan = load_plan(str(REPO / "inventory/pair-1cable.yml"))
+    conn = for_plan(plan, tmp_path / "work")
+    seen = _ssh_view(conn.ssh_config, conn.alias[plan.hosts[0].name])
+    assert seen["identityfile"] == "/k -oProxyCommand=touch" and "proxycommand" not in seen
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
