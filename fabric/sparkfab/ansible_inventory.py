@@ -170,7 +170,11 @@ def _child(*args: str, stdin: str = "") -> dict[str, Any]:
     import os
     import subprocess
     import sys
+    from pathlib import Path
 
+    from sparkfab.ansiblecfg import check_ansible_files
+
+    check_ansible_files(dict(os.environ), Path.cwd())  # nothing the child opens may block it
     env = {**os.environ, "ANSIBLE_INVENTORY_ENABLED": PLUGINS}
     res = subprocess.run(
         [sys.executable, "-m", "sparkfab.ansible_child", *args],

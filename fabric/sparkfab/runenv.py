@@ -8,6 +8,7 @@ import configparser
 import importlib.util
 from pathlib import Path
 
+from sparkfab.ansiblecfg import read_users_config
 from sparkfab.launchers import is_secret_name
 
 #: what a run of ansible-playbook takes from sparkfab's environment: where things are, the
@@ -75,60 +76,6 @@ _SHIPPED_KEYS = {
 }
 #: paths in the environment that a run started in another directory must get absolute
 _PATH_ENV = ("ANSIBLE_CONFIG", "ANSIBLE_VAULT_PASSWORD_FILE", "ANSIBLE_PRIVATE_KEY_FILE")
-
-
-def users_config(environ: dict[str, str], cwd: Path) -> Path | None:
-    """The ansible.cfg Ansible would read here, as it looks for one: ANSIBLE_CONFIG, then
-    ./ansible.cfg (not in a world-writable directory), ~/.ansible.cfg, /etc/ansible/ansible.cfg."""
-    import os
-    import stat
-
-    named = environ.get("ANSIBLE_CONFIG")
-    if named:
-        path = (cwd / os.path.expanduser(named)).resolve()
-        if path.is_dir():
-            path = path / "ansible.cfg"
-        return path if path.is_file() else None
-    here = cwd / "ansible.cfg"
-    try:
-        safe = not cwd.stat().st_mode & stat.S_IWOTH
-    except OSError:
-        safe = False
-    home = Path(environ.get("HOME") or Path.home())
-    for candidate in ([here] if safe else []) + [home / ".ansible.cfg", Path("/etc/ansible/ansible.cfg")]:
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
-
-
-class UsersConfig:
-    """The user's ansible.cfg, parsed once: where it is and its values (`value` is '' where unset)."""
-
-    def __init__(self, path: Path, parser: configparser.ConfigParser) -> None:
-        self.path = path
-        self.parser = parser
-
-    def value(self, section: str, key: str) -> str:
-        return self.parser.get(section, key, fallback="") or ""
-
-    def has(self, section: str, key: str) -> bool:
-        return self.parser.has_option(section, key)
-
-
-def read_users_config(environ: dict[str, str], cwd: Path) -> UsersConfig | None:
-    """The ansible.cfg Ansible would read here (`users_config`), parsed; None where there is none.
-    A file Ansible could not read either is refused with its name."""
-    path = users_config(environ, cwd)
-    if path is None:
-        return None
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read(path)
-    except configparser.Error as exc:
-        from sparkfab.errors import UsageError
-
-        raise UsageError(f"{path}: Ansible's configuration cannot be read: {exc}") from None
-    return UsersConfig(path, parser)
 
 
 def config_env(shipped: Path, roles: Path, environ: dict[str, str], cwd: Path) -> dict[str, str]:

@@ -41,6 +41,7 @@ LAYERS = (
             "sparkfab.modelcheck",
             "sparkfab.catalog",
             "sparkfab.switchos",
+            "sparkfab.ansiblecfg",
             "sparkfab.spark",
             "sparkfab.errors",
             "sparkfab.yamlload",

@@ -81,7 +81,7 @@ def inventory_source(args: argparse.Namespace, environ: dict[str, str], cwd: Pat
 def _configured_inventory(environ: dict[str, str], cwd: Path) -> list[str]:
     import os
 
-    from sparkfab.runenv import read_users_config
+    from sparkfab.ansiblecfg import read_users_config
 
     cfg = read_users_config(environ, cwd)
     if cfg is None:
