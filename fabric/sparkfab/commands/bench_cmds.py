@@ -62,7 +62,12 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--idle-below", type=at.number(1, 1e13), default=1e6, help="idle: fewer bytes per second than this (at least 1)"
     )
-    p.add_argument("--label", default="", help="name of this configuration in reports (e.g. 200, 100e)")
+    p.add_argument(
+        "--label",
+        type=at.line(64),
+        default=None,
+        help="name of this configuration in reports, printable text on one line (e.g. 200, 100e)",
+    )
     p.add_argument(
         "--metadata",
         nargs="+",

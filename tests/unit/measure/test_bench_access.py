@@ -236,7 +236,7 @@ def test_a_proxy_in_the_environment_is_not_used(double, cli, tmp_path, monkeypat
 
 
 def test_an_increase_far_above_the_estimates_bound_is_flagged():
-    from sparkfab.measure.report import sections
+    from sparkfab.measure.reporttext import sections
 
     def row(test: str, increase: float) -> dict:
         d = {"mean": 1.0, "p10": 1.0, "median": 1.0, "p90": 1.0, "min": 1.0, "max": 1.0, "n": 3}
