@@ -111,6 +111,11 @@ def parse(text: str) -> Any:
     return _Builder().build(node)
 
 
+#: how deep collections may nest (libyaml allows 1,000; the builder and every reader after it
+#: recurse, and no inventory, recipe or run file nests more than a few levels)
+MAX_DEPTH = 200
+
+
 class _Builder:
     def __init__(self) -> None:
         self.count = 0
@@ -131,6 +136,8 @@ class _Builder:
         if node.tag not in _COLLECTIONS:
             tag = node.tag.replace(_STD, "!!")
             raise YamlProblem(f"tag {tag} on a collection is not supported", node.start_mark.line + 1)
+        if len(self.active) >= MAX_DEPTH:
+            raise YamlProblem(f"nests more than {MAX_DEPTH} collections deep: refused", node.start_mark.line + 1)
         self.active.add(id(node))
         try:
             return self._seq(node) if isinstance(node, yaml.SequenceNode) else self._map(node)

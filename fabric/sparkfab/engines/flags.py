@@ -27,6 +27,14 @@ class Flag:
     choices: tuple[str, ...] = ()
 
 
+def _text(name: str) -> str:
+    """A flag table, read as every file a user can name is (`SPARKFAB_HOME` moves `launchers/`):
+    a regular file of bounded size, UTF-8, refused by name otherwise (a FIFO would block)."""
+    from sparkfab import userfile
+
+    return userfile.read_text(repo_dir("launchers") / name, "flag table", 4 << 20)
+
+
 @cache
 def table(engine: Engine) -> dict[str, Flag]:
     """Every option string of the engine's server with what it takes, as the parser of the
@@ -34,7 +42,7 @@ def table(engine: Engine) -> dict[str, Flag]:
     if engine.flags_file is None:
         return {}
     out = {}
-    for line in (repo_dir("launchers") / engine.flags_file).read_text().splitlines():
+    for line in _text(engine.flags_file).splitlines():
         if line.startswith("--"):
             name, takes, *rest = line.split("\t") + ["text"] * (line.count("\t") == 0)
             out[name] = Flag(name, takes, tuple(rest[0].split(",")) if rest else ())
@@ -50,7 +58,7 @@ def version(engine: Engine) -> str:
     """The release whose parser wrote the table (its header's `# <dist> <version>` line)."""
     if engine.flags_file is None or engine.oracle is None:
         return "(no flag table)"
-    for line in (repo_dir("launchers") / engine.flags_file).read_text().splitlines():
+    for line in _text(engine.flags_file).splitlines():
         if line.startswith(f"# {engine.oracle.dist} "):
             return line.split()[2]
     return "(unknown version)"

@@ -55,3 +55,17 @@ def test_an_ansible_cfg_that_is_not_utf8_is_named(site):
     )
     assert res.returncode == 2 and "ansible.cfg: Ansible's configuration is not UTF-8 text" in res.stderr
     assert "internal error" not in res.stderr
+
+
+@pytest.mark.parametrize("depth", [201, 500, 990, 1500])
+def test_yaml_nested_past_the_bound_is_refused_not_a_recursion_error(tmp_path, cli, depth):
+    """The builder bounds nesting itself (200), below libyaml's 1,000 and Python's stack."""
+    text = (REPO / "inventory/pair-1cable.yml").read_text()
+    deep = "[" * depth + "]" * depth
+    inv = tmp_path / "deep.yml"
+    inv.write_text(
+        text.replace("spark-a: {ansible_host: 10.0.0.21}", f"spark-a: {{ansible_host: 10.0.0.21, x: {deep}}}")
+    )
+    res = cli("validate", str(inv))
+    assert res.code == 2 and "internal error" not in res.err, res.err
+    assert "nests more than 200 collections deep" in res.err or "depth" in res.err.lower()
