@@ -38,7 +38,10 @@ def validate(args: argparse.Namespace) -> int:
     n_if = sum(len(h.ifaces) for h in plan.hosts)
     if not args.quiet:
         if plan.left_out:
-            _note(f"not in the cluster, left alone: {', '.join(plan.left_out)}")
+            shown = ", ".join(plan.left_out[:10]) + (
+                f" and {len(plan.left_out) - 10} more" if len(plan.left_out) > 10 else ""
+            )
+            _note(f"not in the cluster (no cable, no instance, or outside its group), left alone: {shown}")
         for inst in plan.instances:
             if inst.tp_unchecked:
                 _note(f"instance {inst.name}: {inst.tp_unchecked}")

@@ -53,11 +53,29 @@ def resolve(
     resolved = instances(ctx, cables)
     if ctx.problems:
         raise InventoryError(ctx.problems, inv.source)
+    ctx.inv = without_bystanders(ctx.inv)  # after the names are checked: a typo's hint lists them all
     hosts = resolve_hosts(ctx, cables, subnets, resolved)
     check_ray(ctx, hosts, resolved)
     if ctx.problems:
         raise InventoryError(ctx.problems, inv.source)
     return assemble(ctx, cables, subnets, hosts, resolved)
+
+
+def without_bystanders(inv: Inventory) -> Inventory:
+    """A host of the cluster's group with no cable and in no instance (a monitoring box where the
+    block sits in group `all`) is not a Spark: it is left out, as a host outside the group is
+    (validate and plan name it), and nothing is rendered or pushed to it. An inventory without
+    any cable or instance yet (the Sparks discover is to read) keeps every host."""
+    sf = inv.sparkfab
+    used = {str(end).split(":", 1)[0] for c in sf.cables for end in c.ends}
+    used |= {h for spec in sf.instances.values() for h in spec.hosts}
+    if not used:
+        return inv
+    idle = [h for h in inv.hosts if h not in used]
+    if not idle:
+        return inv
+    hosts = {h: v for h, v in inv.hosts.items() if h in used}
+    return inv.model_copy(update={"hosts": hosts, "left_out": [*inv.left_out, *idle]})
 
 
 def check_ray(ctx: Ctx, hosts: dict[str, Host], resolved: list[ResolvedInstance]) -> None:

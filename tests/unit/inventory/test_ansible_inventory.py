@@ -140,14 +140,14 @@ def test_reading_with_ansible_leaves_this_process_alone():
     assert out.strip() == "[]"
 
 
-def test_the_cluster_is_the_group_the_block_names_and_a_missing_group_is_refused(tmp_path):
+def test_a_host_without_cable_or_instance_is_left_out_and_a_missing_group_is_refused(tmp_path):
     d = _copy(tmp_path, "ring4-ini")
     (d / "hosts.ini").write_text((d / "hosts.ini").read_text() + "\n[monitoring]\nprom1 ansible_host=10.0.0.50\n")
     gv = d / "group_vars/all.yml"
     text = gv.read_text()
-    with pytest.raises(InventoryError) as exc:  # block in group all, no group named: every host is a Spark
-        load_plan(str(d / "hosts.ini"))
-    assert "all.hosts.prom1: control_plane is 'fabric' but this Spark has no fabric cable" in exc.value.render()
+    # block in group all, no group named: a host with no cable and in no instance is no Spark
+    plan = load_plan(str(d / "hosts.ini"))
+    assert "prom1" not in [h.name for h in plan.hosts] and plan.left_out == ("prom1",)
     gv.write_text(text.replace("sparkfab:\n", "sparkfab:\n  group: sparks\n", 1))
     plan = load_plan(str(d / "hosts.ini"))
     assert "prom1" not in [h.name for h in plan.hosts] and plan.left_out == ("prom1",)
