@@ -39,6 +39,8 @@ class FakeHost:
         return res.stdout.rstrip("\n")
 
     def sysctl(self, name: str) -> Any:
+        if name not in self.sysctls:  # as testinfra says it: `sysctl -n` exits 255 for a key that is not there
+            raise AssertionError(f"Unexpected exit code 255 for sysctl -n {name}")
         return self.sysctls[name]
 
     def file(self, path: str) -> FakeFile:

@@ -81,6 +81,7 @@ def test_preflight_is_green_on_a_healthy_lab_and_names_what_is_broken(tmp_path):
         # the instance it holds in part (the checks across its ranks need them all)
         for verb in ("preflight", "verify"):
             res = sparkfab(verb, inv, "--lab", "--format", "json", "--limit", "all:!spark-b")
+            assert res.out, (verb, res.code, res.err[-800:])
             rows = json.loads(res.out)["results"]
             assert res.code == 4 and {r["host"] for r in rows} == {"spark-a"}, (verb, res.err[-500:])
             assert ("netdev", "spark-a", "enp1s0f1np1") in {(r["check"], r["host"], r["subject"]) for r in rows}

@@ -12,6 +12,7 @@ import pytest
 
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
+from sparkfab.render import control
 from sparkfab.verify import checks
 from sparkfab.verify.expect import expect
 from sparkfab.verify.result import Report
@@ -128,6 +129,13 @@ CONFIG_ROWS = [
         [("sysctl", f"net.ipv4.conf.{HOST.fabric_ifs[1]}.arp_ignore", "")],
     ),
     ("firewall not loaded", FILES, SYSCTLS, 1, [("firewall", "table inet sparkfab", "")]),
+    (
+        "a netdev renamed away: its keys are not there",
+        FILES,
+        {k: v for k, v in SYSCTLS.items() if f".{HOST.fabric_ifs[0]}." not in k},
+        0,
+        [("sysctl", k, "") for k in control.sysctls(RING, HOST) if f".{HOST.fabric_ifs[0]}." in k],
+    ),
 ]  # fmt: skip
 
 
