@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from sparkfab.render import control
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
-from sparkfab.render import control
 from sparkfab.verify import checks
 from sparkfab.verify.expect import expect
 from sparkfab.verify.result import Report
