@@ -123,8 +123,10 @@ def heard(spec: LabSpec, veths: list[Veth], wires: set[str | None], timeout_s: f
             seen = lldp.neighbours(res.stdout) if res.returncode == 0 else {}
             own = {sparks[ns].node.name}
             for key in [k for k in want if k[0] == ns]:
-                got = {(n.system, n.port) for n in lldp.foreign(seen.get(key[1], []), own)}
-                if got and got <= want[key]:
+                got = lldp.foreign(seen.get(key[1], []), own)
+                # a Spark as shipped announces its netdev's MAC as port id and its name as the
+                # port's description
+                if got and all({(n.system, n.port), (n.system, n.descr)} & want[key] for n in got):
                     del want[key]
         if want:
             time.sleep(0.5)
