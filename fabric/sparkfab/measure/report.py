@@ -21,7 +21,7 @@ from sparkfab.errors import Unavailable
 from sparkfab.measure import records, sampler, traffic, vllmstats
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
 from sparkfab.measure.plots import pyplot
-from sparkfab.measure.reporttext import THROUGHPUT, markdown, sections
+from sparkfab.measure.reporttext import MIN_SAMPLES, THROUGHPUT, markdown, sections
 from sparkfab.measure.runs import Run, dist, link_gbps, samples, server_side
 from sparkfab.outputs import PNG_METADATA
 
@@ -140,28 +140,7 @@ def plots(a: Run, b: Run | None, t: dict[str, list[dict[str, Any]]], out: Path) 
     names = [r["test"] for r in t["ttft"]]
     if not names:
         return paths
-    fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
-    width = 0.76 / len(runs)
-    for k, run in enumerate(runs):
-        data = [samples(run, name)["ttft"] or [0.0] for name in names]
-        shift = (k - (len(runs) - 1) / 2) * width
-        box = ax.boxplot(
-            data, positions=[i + shift for i in range(len(names))], widths=width * 0.9, patch_artist=True,
-            showmeans=True, manage_ticks=False,
-        )  # fmt: skip
-        for patch in box["boxes"]:
-            patch.set_facecolor(f"C{k}")
-            patch.set_alpha(0.5)
-        ax.plot([], [], color=f"C{k}", lw=6, alpha=0.5, label=run.label)
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("TTFT (s), each round")
-    ax.set_title("Time to first token: distribution over rounds (box p25-p75, whiskers 1.5 IQR, triangle mean)")
-    ax.legend()
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    paths.append(out / "ttft.png")
-    fig.savefig(paths[-1], metadata=PNG_METADATA)
-    plt.close(fig)
+    paths.append(_ttft_plot(plt, runs, names, out))
     if b:
         fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
         meas = [r.get("increase_s", 0) for r in t["ttft"]]
@@ -203,3 +182,50 @@ def write(a: Run, b: Run | None, setup: Setup | None, out: Path, assumption: str
     )
     (out / "report.html").write_text(page, encoding="utf-8")
     return {"tables": t, "files": [str(p) for p in [out / "report.md", out / "report.html", *pngs]]}
+
+
+def log_axis(values: list[float]) -> bool:
+    """Whether a TTFT axis is logarithmic: where the values span more than 10x (a 1 s test and a
+    100 s test stay readable on one axis)."""
+    positive = [x for x in values if x > 0]
+    return bool(positive) and max(positive) / min(positive) > 10
+
+
+def _ttft_plot(plt: Any, runs: list[Run], names: list[str], out: Path) -> Path:
+    """Each test's TTFT per run: a box where there are enough rounds for a spread, the points
+    where there are not (said in the title), on a log axis where the tests span more than 10x."""
+    fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
+    width = 0.76 / len(runs)
+    few = False
+    everything: list[float] = []
+    for k, run in enumerate(runs):
+        shift = (k - (len(runs) - 1) / 2) * width
+        for i, name in enumerate(names):
+            xs = samples(run, name)["ttft"]
+            everything += xs
+            if len(xs) >= MIN_SAMPLES:  # a box needs a spread; fewer samples are drawn as points
+                box = ax.boxplot([xs], positions=[i + shift], widths=width * 0.9, patch_artist=True,
+                                 showmeans=True, manage_ticks=False)  # fmt: skip
+                for patch in box["boxes"]:
+                    patch.set_facecolor(f"C{k}")
+                    patch.set_alpha(0.5)
+            elif xs:
+                few = True
+                ax.plot([i + shift] * len(xs), xs, "o", color=f"C{k}", alpha=0.8)
+        ax.plot([], [], color=f"C{k}", lw=6, alpha=0.5, label=run.label)
+    ax.set_xticks(range(len(names)), names)
+    log = log_axis(everything)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel("TTFT (s), each round" + (", log scale" if log else ""))
+    title = "Time to first token over rounds (box p25-p75, whiskers 1.5 IQR, triangle mean)"
+    if few:
+        title += f"\nfewer than {MIN_SAMPLES} rounds: each round a point, no box"
+    ax.set_title(title, fontsize=9)
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    path = out / "ttft.png"
+    fig.savefig(path, metadata=PNG_METADATA)
+    plt.close(fig)
+    return path

@@ -36,3 +36,9 @@ def test_a_cell_cannot_forge_a_row_or_a_section():
 def test_a_label_is_one_printable_line(cli, tmp_path):
     res = cli("bench", "--url", "http://127.0.0.1:9", "--model", "m", "--label", "a\n## forged", "-o", str(tmp_path))
     assert res.code == 2 and "--label" in res.err and "printable text on one line" in res.err
+
+
+def test_the_ttft_axis_is_logarithmic_where_tests_span_more_than_ten_times():
+    from sparkfab.measure.report import log_axis
+
+    assert log_axis([1.2, 1.3, 98.0]) and not log_axis([1.2, 1.3, 9.0]) and not log_axis([])
