@@ -17,12 +17,11 @@ import io
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from ruamel.yaml import YAML
 
 from sparkfab import catalog, switchos
-from sparkfab.plan import Plan
 from sparkfab.spark import LinkSpeed, port_of
 from sparkfab.verify import facts, lldp
 from sparkfab.verify.checks import as_root
@@ -355,17 +354,6 @@ def discover(
         for v in views:
             v.label = v.hostname or v.address
     return derive({v.label: v for v in views}, [v.label for v in views], known, mode)
-
-
-def known_switches(plan: Plan) -> dict[str, switchos.KnownSwitch]:
-    """A plan's switches by the system name each announces (its `lldp_name`, else its key)."""
-    out = {}
-    for sw in plan.switches:
-        model = catalog.MODELS.get(sw.model) or catalog.generic(sw.ports, sw.port_gbps)
-        out[sw.lldp_name or sw.name] = switchos.known_switch(
-            sw.name, model, cast(switchos.SwitchOS, sw.os), plan.link_speed
-        )
-    return out
 
 
 def problems(text: str) -> list[str]:

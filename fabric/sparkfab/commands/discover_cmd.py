@@ -10,9 +10,10 @@ from pathlib import Path
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.connection import Become, connect
-from sparkfab.discover import Discovery, discover, known_switches, merge, problems
+from sparkfab.discover import Discovery, discover, merge, problems
 from sparkfab.errors import Exit, Unavailable, UsageError
 from sparkfab.outputs import check_file, write_file
+from sparkfab.verify.lldp import known_switches
 
 
 def _args(p: argparse.ArgumentParser) -> None:

@@ -11,9 +11,9 @@ either of its twins. Which neighbour lldpd lists last is its arrival order, neve
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
-from sparkfab import spark
+from sparkfab import catalog, spark, switchos
 from sparkfab.plan import Host, Iface, Plan
 from sparkfab.verify.result import FAIL, PASS, Result
 
@@ -86,9 +86,25 @@ def expected_neighbour(plan: Plan, iface: Iface) -> tuple[str, str]:
     return iface.peer_host or "", iface.peer_netdev or ""
 
 
-def _matches(iface: Iface, want: tuple[str, str], n: Neighbour) -> bool:
+def known_switches(plan: Plan) -> dict[str, switchos.KnownSwitch]:
+    """A plan's switches by the system name each announces (its `lldp_name`, else its key)."""
+    out = {}
+    for sw in plan.switches:
+        model = catalog.MODELS.get(sw.model) or catalog.generic(sw.ports, sw.port_gbps)
+        os = cast(switchos.SwitchOS, sw.os)
+        out[sw.lldp_name or sw.name] = switchos.known_switch(sw.name, model, os, plan.link_speed)
+    return out
+
+
+def _matches(iface: Iface, want: tuple[str, str], n: Neighbour, known: dict[str, switchos.KnownSwitch]) -> bool:
+    """The far end the plan wants: a switch's port id as its OS names the lane (or, for a generic
+    switch of unknown naming, one its profile places on the same port and leg), or either twin
+    of the far Spark's port."""
     if iface.switch:
-        return n.port == want[1] and n.system == want[0]
+        if n.system != want[0]:
+            return False
+        sw = known.get(want[0])
+        return n.port == want[1] or (sw is not None and sw.os == "generic" and sw.place(n.port) == iface.switch_port)
     far = spark.port_of(n.port) or spark.port_of(n.descr)  # a Spark as shipped: a MAC, its name in descr
     return n.system == want[0] and far is not None and far[0] == iface.peer_port
 
@@ -109,6 +125,7 @@ def check_host(plan: Plan, host: Host, seen: dict[str, list[Neighbour]], own: se
     """One row per fabric netdev: what the plan expects it to hear against what it heard
     (`own`: the host's chassis, whose announcements are its own twins')."""
     own = (own or set()) | {host.name}
+    known = known_switches(plan)
     results = []
     for iface in host.ifaces:
         want = expected_neighbour(plan, iface)
@@ -119,7 +136,7 @@ def check_host(plan: Plan, host: Host, seen: dict[str, list[Neighbour]], own: se
             detail = "missing: no LLDP neighbour (dead or unplugged cable)"
             results.append(Result("cabling", host.name, label, expected, "-", FAIL, detail))
             continue
-        match = next((n for n in heard if _matches(iface, want, n)), None)
+        match = next((n for n in heard if _matches(iface, want, n, known)), None)
         actual = str(match) if match else ", ".join(str(n) for n in heard)
         detail = "" if match else _detail(plan, iface, want, heard)
         results.append(Result("cabling", host.name, label, expected, actual, PASS if match else FAIL, detail))

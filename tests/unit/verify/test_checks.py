@@ -417,3 +417,22 @@ def test_a_twin_on_one_wire_as_lldpd_lists_it():
     assert {r.status for r in rows} == {PASS}
     reversed_order = {k: v[::-1] for k, v in seen.items()}
     assert {r.status for r in lldp.check_host(plan, plan.host("spark-a"), reversed_order, own)} == {PASS}
+
+
+def test_a_generic_switch_of_unknown_naming_is_matched_by_port_and_leg():
+    """A generic switch whose OS sparkfab has no profile for names its ports its own way
+    (Ethernet1/2): the last two numbers are its port and leg; another leg fails."""
+    from tests.helpers.inventories import plan_of
+
+    hosts = {f"s{i}": {"ansible_host": f"10.0.0.{i + 1}"} for i in range(2)}
+    sf = {
+        "cluster": "g",
+        "switches": {"sw": {"model": "generic", "ports": 8, "speed": 400}},
+        "cables": [["s0:p1", "sw:1/1"], ["s1:p1", "sw:1/2"]],
+    }
+    plan = plan_of({"all": {"hosts": hosts, "vars": {"sparkfab": sf}}})
+    h = plan.host("s1")
+    ok = {i.netdev: [_n("sw", "Ethernet1/2")] for i in h.ifaces}
+    assert {r.status for r in lldp.check_host(plan, h, ok)} == {PASS}
+    wrong = {i.netdev: [_n("sw", "Ethernet1/1")] for i in h.ifaces}
+    assert {r.status for r in lldp.check_host(plan, h, wrong)} == {FAIL}
