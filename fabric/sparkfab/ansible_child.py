@@ -115,6 +115,7 @@ def _view_here(path: str) -> dict[str, Any]:
         variables = VariableManager(loader=loader, inventory=manager)
         vaulted = _vaulted_names(loader, Path(path)) if vault is not None else set()
         hosts, blocks, problems = {}, {}, []
+        deferred: list[dict[str, str]] = []  # secrets left for Ansible to fill when it runs
         for host in manager.get_hosts():
             merged = variables.get_vars(host=host, include_hostvars=False)
             blocks[str(host.name)] = plain(merged.get("sparkfab"))
@@ -128,6 +129,9 @@ def _view_here(path: str) -> dict[str, Any]:
                     keep = sparkfab_key(str(key)) and str(key) not in vaulted
                     own[str(key)] = plain(value) if keep else None
                     continue
+                templated = isinstance(value, str) and ("{{" in value or "{%" in value)
+                if str(key) in SECRETS and templated and fill_variables(value, merged) is None:
+                    deferred.append({"host": str(host.name), "key": str(key)})
                 try:
                     own[str(key)] = _as_ansible_uses(loader, merged, str(key), value, vault, vaulted)
                 except AnsibleError as exc:
@@ -139,7 +143,8 @@ def _view_here(path: str) -> dict[str, Any]:
         groups = {str(g.name): sorted(str(h.name) for h in g.get_hosts()) for g in manager.groups.values()}
     except AnsibleError as exc:
         return {"error": " ".join(str(getattr(exc, "message", exc)).split())[:400]}
-    return {"hosts": _tag(hosts), "blocks": _tag(blocks), "groups": groups, "problems": problems}
+    answer = {"hosts": _tag(hosts), "blocks": _tag(blocks), "groups": groups, "problems": problems}
+    return answer | {"deferred": deferred}
 
 
 def _open_vaults(loader: Any) -> Any:

@@ -108,12 +108,29 @@ def _ansible_view(path: Path) -> dict[str, Any]:
         if "vault" in out["error"].lower():
             hint = "give Ansible the vault password: --vault-password-file, ANSIBLE_VAULT_PASSWORD_FILE or ansible.cfg"
         raise InventoryError([Problem("(file)", message, hint)], str(path))
+    _say_deferred(out.get("deferred") or [])
     return {
         "hosts": _untag(out["hosts"]),
         "blocks": _untag(out["blocks"]),
         "groups": out["groups"],
         "problems": out["problems"],
     }
+
+
+def _say_deferred(deferred: list[dict[str, str]]) -> None:
+    """Say which secrets need more than variables (a lookup, a filter): reading runs none of
+    them; Ansible fills them when it runs the play."""
+    import sys
+
+    by_key: dict[str, list[str]] = {}
+    for item in deferred:
+        by_key.setdefault(item["key"], []).append(item["host"])
+    for key, hosts in sorted(by_key.items()):
+        shown = ", ".join(hosts[:5]) + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
+        sys.stderr.write(
+            f"note: {key} of {shown} needs more than variables (a lookup or filter): not run while reading the "
+            "inventory; Ansible fills it when it runs the play\n"
+        )
 
 
 #: the inventory plugins the child enables: data only (Ansible's default list adds `script`,
