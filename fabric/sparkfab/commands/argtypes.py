@@ -154,6 +154,14 @@ def path(text: str) -> Path:
     return Path(text)
 
 
+def file_path(text: str) -> Path:
+    """A file the user names for an output: not empty, and not written as a directory (a
+    trailing slash would be dropped by Path, and the file written where a folder was meant)."""
+    if text.endswith("/"):
+        raise argparse.ArgumentTypeError(f"{text!r} names a directory (its trailing /): name a file")
+    return path(text)
+
+
 def line(most: int) -> Callable[[str], str]:
     """Printable text on one line, not empty, at most `most` characters (a model name, a label)."""
 

@@ -42,7 +42,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--settle", type=at.number(0, 120), default=2.5, help="seconds to let LLDP announce after bringing ports up"
     )
-    p.add_argument("-o", "--output", type=at.path, help="write the inventory to this new file (default stdout)")
+    p.add_argument("-o", "--output", type=at.file_path, help="write the inventory to this new file (default stdout)")
     add_format(p, "yaml", "json")
 
 

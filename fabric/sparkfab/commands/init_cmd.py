@@ -17,7 +17,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("topology", choices=TOPOLOGIES, help="pair: two Sparks, one cable; ring: switchless; switch: CRS804")
     p.add_argument("--sparks", type=at.integer(2, 16), help="how many Sparks (pair 2, ring 4, switch 8 by default)")
     p.add_argument("--cluster", help="the cluster's name (default: pair, ringN or swN)")
-    p.add_argument("-o", "--output", type=at.path, help="write to this new file (default: stdout)")
+    p.add_argument("-o", "--output", type=at.file_path, help="write to this new file (default: stdout)")
 
 
 def init_cmd(args: argparse.Namespace) -> int:

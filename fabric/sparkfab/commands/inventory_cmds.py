@@ -123,7 +123,7 @@ def _schema_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o",
         "--output",
-        type=at.path,
+        type=at.file_path,
         help="write here instead of stdout (new, or an earlier schema; inventory/schema.json)",
     )
 

@@ -28,7 +28,7 @@ def _sample_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", type=at.interval(1e-4, 60.0), default="1ms", help="sample period (default 1ms)")
     p.add_argument("--duration", type=at.number(0, 30 * 86400, lo_open=True), help="seconds (default: until stopped)")
     p.add_argument("--root", default="/", help="another sysfs tree (tests)")
-    p.add_argument("-o", "--output", type=at.path, required=True, help="the sample file to write (new)")
+    p.add_argument("-o", "--output", type=at.file_path, required=True, help="the sample file to write (new)")
 
 
 def _devices(args: argparse.Namespace) -> list[str]:
