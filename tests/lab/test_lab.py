@@ -342,10 +342,22 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
             "ends": ["spark-329f:p1", "spark-355d:p1"],
             "subnets": ["192.168.100.0/24", "192.168.102.0/24"],
         } in cables
+    from sparkfab.lab.image import LOGIN_PASSWORD
+
+    secret = tmp_path / "become-pass"  # the last Spark's login is not root: sudo asks for it
+    secret.write_text(LOGIN_PASSWORD + "\n")
+    secret.chmod(0o600)
     with lab(inv, "ring4"):
         silence_sshd("ring4", "spark-c049")
         res = sparkfab(
-            "discover", *_mgmt_ips("ring4"), "--ssh-config", str(lab_dir("ring4") / "ssh_config"), "--format", "json"
+            "discover",
+            *_mgmt_ips("ring4"),
+            "--ssh-config",
+            str(lab_dir("ring4") / "ssh_config"),
+            "--become-password-file",
+            str(secret),
+            "--format",
+            "json",
         )
         data = json.loads(res.out)
         assert res.code == 4
