@@ -4,8 +4,8 @@
 # systemd and Docker, the cables veths shaped to the lab's rate), push it with Ansible, verify
 # (the hardware checks included), serve vLLM's CPU build at TP4 in each Spark's Docker through the
 # same launch scripts a Spark runs, estimate, bench at 200, flip to emulated 100, verify, bench
-# again, report side by side, tear down. Needs root (namespaces, machines). About 14 minutes on 2
-# cores once setup is done (the first lab up also builds the lab's image, about a minute).
+# again, report side by side, tear down. Needs root (namespaces, machines). About 10 minutes on 2
+# cores once setup is done (10 min 6 s at 9496883); the first lab up also builds the lab's image.
 # Usage: scripts/demo.sh [INVENTORY] [REPORT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,4 +58,4 @@ step "report";                 sparkfab report "$out/run-200" "$out/run-100e" --
 step "serve stop";             sparkfab serve stop "$inv" --lab
 step "lab down";               trap - EXIT; sparkfab lab down "$inv"
 step "done: open $out/report/report.html"
-echo "$PWD/$out/report/report.html"
+case "$out" in /*) echo "$out/report/report.html" ;; *) echo "$PWD/$out/report/report.html" ;; esac
