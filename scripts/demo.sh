@@ -5,7 +5,7 @@
 # (the hardware checks included), serve vLLM's CPU build at TP4 in each Spark's Docker through the
 # same launch scripts a Spark runs, estimate, bench at 200, flip to emulated 100, verify, bench
 # again, report side by side, tear down. Needs root (namespaces, machines). About 10 minutes on 2
-# cores once setup is done (10 min 6 s at 9496883); the first lab up also builds the lab's image.
+# cores once setup is done (10 min 6 s at 2e7d48f); the first lab up also builds the lab's image.
 # Usage: scripts/demo.sh [INVENTORY] [REPORT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
