@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,14 @@ def lab(inventory: str, cluster: str, engine: str = "collective"):
         yield res
     finally:
         build.down(cluster)
+
+
+def become_password_file(folder: Path) -> Path:
+    """A file holding the lab login's password, as `--become-password-file` takes it (the last
+    Spark of a lab logs in as the non-root login, whose sudo asks for it)."""
+    from sparkfab.lab.image import LOGIN_PASSWORD
+
+    secret = folder / "become-pass"
+    secret.write_text(LOGIN_PASSWORD + "\n")
+    secret.chmod(0o600)
+    return secret

@@ -11,7 +11,7 @@ import yaml
 
 from sparkfab.paths import lab_dir
 from tests.conftest import REPO
-from tests.helpers.lab import in_machine, lab, mgmt_ip, requires_lab, silence_sshd, sparkfab, ssh
+from tests.helpers.lab import become_password_file, in_machine, lab, mgmt_ip, requires_lab, silence_sshd, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -285,13 +285,10 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
     """The discovered cables equal the originals and give the same ranks."""
     import yaml
 
-    from sparkfab.lab.image import LOGIN_PASSWORD
     from sparkfab.paths import lab_dir
     from sparkfab.resolve import load_plan
 
-    secret = tmp_path / "become-pass"  # the last Spark's owner is asked for it by sudo
-    secret.write_text(LOGIN_PASSWORD + "\n")
-    secret.chmod(0o600)
+    secret = become_password_file(tmp_path)  # the last Spark's owner is asked for it by sudo
     with lab(inventory, cluster):
         out = tmp_path / "found.yml"
         res = sparkfab(
@@ -342,11 +339,7 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
             "ends": ["spark-329f:p1", "spark-355d:p1"],
             "subnets": ["192.168.100.0/24", "192.168.102.0/24"],
         } in cables
-    from sparkfab.lab.image import LOGIN_PASSWORD
-
-    secret = tmp_path / "become-pass"  # the last Spark's login is not root: sudo asks for it
-    secret.write_text(LOGIN_PASSWORD + "\n")
-    secret.chmod(0o600)
+    secret = become_password_file(tmp_path)  # the last Spark's login is not root: sudo asks for it
     with lab(inv, "ring4"):
         silence_sshd("ring4", "spark-c049")
         res = sparkfab(

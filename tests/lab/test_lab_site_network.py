@@ -14,7 +14,7 @@ import yaml
 
 from sparkfab.resolve import load_plan
 from tests.conftest import REPO
-from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import become_password_file, lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -111,14 +111,11 @@ def test_sparks_as_shipped_preflight_discover_validate_apply_verify(tmp_path):
     from one Spark to another), nothing prepared by hand: preflight names what is missing and
     the command that supplies it, discover finds the cables from their management addresses
     alone, validate accepts what it wrote, apply pushes it and verify is green."""
-    from sparkfab.lab.image import LOGIN_PASSWORD
     from sparkfab.lab.state import LabState
     from sparkfab.paths import lab_dir
 
     inv, cluster = "inventory/pair-2cables.yml", "pair2"
-    secret = tmp_path / "become-pass"  # spark-b's login is asked for it by sudo
-    secret.write_text(LOGIN_PASSWORD + "\n")
-    secret.chmod(0o600)
+    secret = become_password_file(tmp_path)  # spark-b's login is asked for it by sudo
     with lab(inv, cluster):
         heard = ssh(cluster, "spark-a", "lldpcli -f json show neighbors").stdout
         assert '"type": "mac"' in heard  # lldpd as its package configures it
