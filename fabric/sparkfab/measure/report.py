@@ -222,7 +222,8 @@ def _ttft_plot(plt: Any, runs: list[Run], names: list[str], out: Path) -> Path:
     if few:
         title += f"\nfewer than {MIN_SAMPLES} rounds: each round a point, no box"
     ax.set_title(title, fontsize=9)
-    ax.legend()
+    if any(str(run.label) for run in runs):  # a run without a label has no legend entry
+        ax.legend()
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     path = out / "ttft.png"
