@@ -52,7 +52,7 @@ def _group(model: SwitchModel, port: int) -> PortGroup | None:
 class Profile:
     os: SwitchOS
     title: str
-    factory_name: str | None  # the system name a switch announces as shipped (None: none known)
+    factory_name: str | None  # the system name a switch announces as shipped (verify says so; None: none known)
 
     def port_id(self, model: SwitchModel, port: int, leg: int, legs: int) -> str:
         """The port id the switch announces for breakout leg `leg` of `legs` on front port `port`."""

@@ -114,8 +114,10 @@ def _detail(plan: Plan, iface: Iface, want: tuple[str, str], heard: list[Neighbo
     if iface.switch:
         renamed = [n for n in heard if n.port == want[1] and n.system != want[0]]
         if renamed:
+            shipped = switchos.profile(cast(switchos.SwitchOS, plan.switch(iface.switch).os)).factory_name
+            factory = f" ({shipped}'s name as shipped)" if renamed[0].system == shipped else ""
             return (
-                f"the switch on this port announces itself as {renamed[0].system!r}, not {want[0]!r}: "
+                f"the switch on this port announces itself as {renamed[0].system!r}{factory}, not {want[0]!r}: "
                 f"set `lldp_name: {renamed[0].system}` on switch {iface.switch} (or rename the switch)"
             )
     return "wrong neighbour: cable in the wrong port (swapped?)"

@@ -105,7 +105,10 @@ def test_a_switch_whose_identity_is_not_its_key_is_named_with_the_fix():
     seen = {i.netdev: [_n("MikroTik", "qsfp56-dd-1-5")] for i in h.ifaces}
     rows = lldp.check_host(plan, h, seen)
     assert {r.status for r in rows} == {FAIL}
-    assert "announces itself as 'MikroTik', not 'sw1': set `lldp_name: MikroTik` on switch sw1" in rows[0].detail
+    assert (
+        "announces itself as 'MikroTik' (MikroTik's name as shipped), not 'sw1': set `lldp_name: MikroTik` on switch sw1"
+        in rows[0].detail
+    )
 
 
 def test_the_local_chassis_is_what_the_twins_hear_from_each_other():
