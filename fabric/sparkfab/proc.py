@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -75,10 +76,27 @@ def kill_tree(pid: int) -> list[int]:
         if p in tree or not send(p, signal.SIGSTOP):
             continue
         tree.append(p)
+        _until_stopped(p)
         pending += children(p)
     for p in tree:
         send(p, signal.SIGKILL)
     return tree
+
+
+def stopped(pid: int) -> bool:
+    """Whether `pid` has stopped or ended. SIGSTOP is only pending until the process is next
+    scheduled: until then it may still fork, and a signal with a lower number pending with it (a
+    tether's SIGTERM) is handled first."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "TtZX"
+    except (OSError, IndexError):
+        return True
+
+
+def _until_stopped(pid: int, seconds: float = 0.5) -> None:
+    deadline = time.monotonic() + seconds
+    while not stopped(pid) and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def send(pid: int, sig: int) -> bool:

@@ -73,6 +73,23 @@ def _left(snapshot: list[tuple[int, str | None]], seconds: float = 10) -> list[s
     return out
 
 
+def _freeze(root: int, spare: int, stopped: list[int]) -> None:
+    """Stop `root` and all below it but `spare` with SIGSTOP (each added to `stopped`), reading the
+    tree again until no new one appears: a stopped process forks no more, but one forked while
+    the tree was read (a worker, a Mitogen child) would run on, see its parent die and end what it
+    supervises."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        new = [pid for pid in (root, *proc.descendants(root)) if pid != spare and pid not in stopped]
+        if not new and all(proc.stopped(pid) for pid in stopped):
+            return
+        for pid in new:
+            proc.send(pid, signal.SIGSTOP)
+        stopped += new
+        time.sleep(0.05)
+    raise AssertionError(f"the run's processes did not all stop: {stopped}")
+
+
 def _verb_in_a_process(tmp_path: Path, state: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """A verb's run of the sleeping probe in a process of its own (as sparkfab is one), with the
     file its task writes its pid to; the run's state in `state`."""
@@ -187,11 +204,9 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path, state):
     try:
         _until_written(pidfile)
         task = int(pidfile.read_text())
-        tree = [pid for pid in (verb.pid, *proc.descendants(verb.pid)) if pid != task]
         # stopped first, all of them, then killed: killed one by one, the tether would see
         # sparkfab die and end the task before its own SIGKILL came (the tether working)
-        for pid in tree:
-            proc.send(pid, signal.SIGSTOP)
+        _freeze(verb.pid, task, tree)
         for pid in tree:
             proc.send(pid, signal.SIGKILL)
         verb.wait()
