@@ -97,7 +97,8 @@ def _decode_bytes_per_token(run: dict[str, Any], test: str) -> float | None:
 
 
 def analyse(a_dir: Path, b_dir: Path, out: Path | None = None) -> dict[str, Any]:
-    from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time, gloo_view
+    from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
+    from sparkfab.measure.gloo import gloo_view
     from sparkfab.measure.model import from_config
     from sparkfab.measure.report import link_gbps, load_run, served_config, served_tp
 

@@ -16,6 +16,7 @@ from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, UsageError
 from sparkfab.measure import model as models
 from sparkfab.measure.estimate import Estimate, Measured, Setup, TpRow, estimate
+from sparkfab.measure.gloo import gloo_view
 
 #: a link speed in Gb/s: from a slow 100 Mb/s link to 100 Tb/s (a bound, so the figures stay finite)
 GBPS = at.number(0.1, 1e5)
@@ -95,7 +96,7 @@ def estimate_cmd(args: argparse.Namespace) -> int:
 
     s = _setup(args)
     tests = bench_plan(args.plan or ("lab" if args.lab else None))
-    result = estimate(s, args.ttft, args.ttft_prompt, tests, gloo=args.lab)
+    result = estimate(s, args.ttft, args.ttft_prompt, tests, gloo=gloo_view(s) if args.lab else None)
     if args.plot:
         from sparkfab.measure.plots import estimate_plots
         from sparkfab.outputs import replace_dir
@@ -148,7 +149,8 @@ def print_estimate(r: Estimate) -> None:
     c.print(
         f"decode: {d.tokens_per_pass} tokens per pass, {d.allreduce_bytes / 1e3:.0f} KB per all-reduce "
         f"({d.sent_per_allreduce / 1e3:.0f} KB sent: {d.send_us_from:.1f} us at {r.from_gbps:g}, "
-        f"{d.send_us_to:.1f} us at {r.to_gbps:g}), {_mb(d.bytes_per_pass)} per pass; weight-read floor "
+        f"{d.send_us_to:.1f} us at {r.to_gbps:g}), {_mb(d.bytes_per_pass)} per pass "
+        f"({_mb(d.bytes_per_pass / d.tokens_per_pass)} per token it checks); weight-read floor "
         f"{d.pass_floor_s * 1e3:.1f} ms ({d.weight_bytes_per_spark / 1e9:.2f} GB per Spark) -> traffic "
         f"<= {d.traffic_bound_gbps:.1f} Gb/s, a slower link adds <= {d.extra_per_pass_s * 1e3:.2f} ms per pass"
     )

@@ -333,7 +333,7 @@ class Run:
             stop.set()
             thread.join()
             sr = traffic.series(sampler.read(smp))
-            whole = _round_prefill(sr, results)
+            whole = {**_round_prefill(sr, results), **_round_decode(sr, results)}
             with self.jsonl.open("a") as f:
                 for r in results:
                     f.write(
@@ -369,6 +369,21 @@ def _windows(sr: traffic.Series, r: RequestResult) -> dict[str, Any]:
             out[f"{name}_bytes"] = nbytes
             out[f"{name}_gbps"] = nbytes * 8 / ((b - a) / 1e9) / 1e9
     return out
+
+
+def _round_decode(sr: traffic.Series, results: list[RequestResult]) -> dict[str, float]:
+    """Bytes this host sent from the round's last first token to its last token, and the tokens
+    its requests streamed in that window: only decode runs there (every prefill of the round is
+    done), so their ratio is the round's traffic per output token at its batch."""
+    firsts, lasts = [r.first_ns for r in results], [r.last_ns for r in results]
+    if not all(firsts) or not all(lasts) or len(sr.times_ns) < 2:
+        return {}
+    a, b = max(f for f in firsts if f), max(t for t in lasts if t)
+    tokens = sum(n for r in results for t, n in r.chunks if a < t <= b)
+    if b <= a or tokens < 1:
+        return {}
+    nbytes = traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]
+    return {"round_decode_bytes": nbytes, "round_decode_tokens": tokens}
 
 
 def _round_prefill(sr: traffic.Series, results: list[RequestResult]) -> dict[str, float]:

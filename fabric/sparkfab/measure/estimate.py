@@ -11,13 +11,8 @@ Symbols (README "Estimate" has them with their meaning):
   network share = P * A * H * b * f * 8 / B_old / prefill time (measured TTFT at B_old).
 Everything is pure arithmetic: no clock, no I/O.
 
-The lab's engine all-reduces with Gloo over TCP (torch's Gloo process group). Measured on lab
-veths (MTU 9000) with torch.distributed at TP2 and TP4, a Gloo all-reduce of S bytes sends
-S * f * 1.0025 + 2(N-1) * 790 bytes per rank: the ring's payload exactly, 0.25 % of headers,
-and about 790 bytes per ring step (TCP/IP headers, the acknowledgements a rank sends for what
-it receives, Gloo's message header). For a prefill that is the formula above within 0.3 %; for
-decode (S = H * b per token) the fixed part is of the same order as the payload
-(`gloo_bytes_per_allreduce`).
+The lab's engine all-reduces with Gloo over TCP instead: `sparkfab.measure.gloo` adds what
+Gloo sends beyond the payload.
 """
 
 from __future__ import annotations
@@ -30,6 +25,7 @@ from sparkfab import catalog, spark
 from sparkfab.errors import EstimateError
 from sparkfab.measure.model import ModelSpec
 from sparkfab.measure.plans import PLAN, Test
+from sparkfab.modelcheck import VOCAB_PADDING
 
 BYTES_PER_VALUE = 2  # activations are bf16 whatever the weight format
 EMULATED_GBPS = spark.ROOT_GBPS  # one PCIe Gen5 x4 root, measured with ib_write_bw (paper Section 7.3)
@@ -69,38 +65,22 @@ def all_reduces_per_token(s: Setup) -> int:
     return 2 * s.model.layers + 1 + extra
 
 
-#: Gloo over TCP, measured (see the module's docstring): bytes per ring step beyond the payload,
-#: and the share of headers on large messages.
-GLOO_STEP_BYTES = 790
-GLOO_PAYLOAD_OVERHEAD = 0.0025
-
-
-def gloo_bytes_per_allreduce(nbytes: float, n: int) -> float:
-    """Bytes one rank sends for a Gloo all-reduce of `nbytes` among `n` ranks (lab veths)."""
-    if n < 2:
-        return 0.0
-    return nbytes * ring_factor(n) * (1 + GLOO_PAYLOAD_OVERHEAD) + 2 * (n - 1) * GLOO_STEP_BYTES
+def logits_bytes(s: Setup, tokens: int) -> float:
+    """The all-gather of the token scores after each decode pass (vLLM gathers them on every
+    platform: `Platform.use_all_gather`), as the whole gathered block: the vocabulary as the
+    split head holds it (padded to a multiple of 64) x tokens."""
+    return -(-s.model.vocab // VOCAB_PADDING) * VOCAB_PADDING * tokens * BYTES_PER_VALUE
 
 
 @dataclass(frozen=True)
 class GlooView:
-    """The lab's engine: traffic per prompt token and per decode token with Gloo's overhead."""
+    """The lab's engine: traffic per prompt token and per decode token with Gloo's overhead
+    (`sparkfab.measure.gloo.gloo_view`)."""
 
     prefill_bytes_per_token: float
     decode_bytes_per_token_formula: float
     decode_bytes_per_token: float
     step_bytes: int
-
-
-def gloo_view(s: Setup) -> GlooView:
-    per_value = s.model.hidden * BYTES_PER_VALUE
-    a = all_reduces_per_token(s)
-    return GlooView(
-        prefill_bytes_per_token=a * per_value * ring_factor(s.tp) * (1 + GLOO_PAYLOAD_OVERHEAD),
-        decode_bytes_per_token_formula=a * per_value * ring_factor(s.tp),
-        decode_bytes_per_token=a * gloo_bytes_per_allreduce(per_value * s.batch, s.tp) / s.batch,
-        step_bytes=GLOO_STEP_BYTES,
-    )
 
 
 def bytes_per_token(s: Setup, n: int | None = None) -> float:
@@ -221,7 +201,7 @@ def decode(s: Setup, memory_gbps: float = SPARK_MEMORY_GBPS) -> Decode:
     tokens = s.batch * (1 + s.model.mtp_tokens)
     per_ar = tokens * s.model.hidden * BYTES_PER_VALUE
     sent_ar = per_ar * ring_factor(s.tp)
-    logits = s.model.vocab * tokens * BYTES_PER_VALUE * (s.tp - 1) / s.tp  # all-gather of token scores
+    logits = logits_bytes(s, tokens) * (s.tp - 1) / s.tp  # the ring all-gather of the scores
     per_pass = (2 * s.model.layers + 1) * sent_ar + logits
     weights = s.model.active_params * s.model.bits_per_weight / 8 / s.tp
     floor = weights / (memory_gbps * 1e9)
@@ -360,8 +340,13 @@ class Estimate:
 
 
 def estimate(
-    s: Setup, ttft: float | None = None, ttft_prompt: int = 8192, tests: Sequence[Test] = PLAN, gloo: bool = False
+    s: Setup,
+    ttft: float | None = None,
+    ttft_prompt: int = 8192,
+    tests: Sequence[Test] = PLAN,
+    gloo: GlooView | None = None,
 ) -> Estimate:
+    """Every part of the estimate for `s` (with `gloo`: the lab engine's traffic, `gloo_view`)."""
     s.check()
     bpt = bytes_per_token(s)
     return Estimate(
@@ -382,7 +367,7 @@ def estimate(
         decode=decode(s),
         tp_table=tuple(TpSent(n, chunk_view(Setup(s.model, n, s.chunk)).sent_bytes) for n in (2, 4, 8, 16)),
         switch=switch_sizing(s.tp),
-        gloo=gloo_view(s) if gloo else None,
+        gloo=gloo,
         measured=with_ttft(s, ttft_prompt, ttft) if ttft is not None else None,
         tp_projection=tp_projection(s, ttft, ttft_prompt, baseline_tp=s.tp) if ttft is not None else None,
     )

@@ -28,6 +28,22 @@ def prefill_per_token(ok: list[dict[str, Any]]) -> list[float]:
     return out
 
 
+def decode_per_token(ok: list[dict[str, Any]]) -> list[float]:
+    """Sent bytes per output token in decode, per round: the round's bytes from its last first
+    token to its last token over the tokens streamed in that window (runs before it: none)."""
+    out = []
+    for k in sorted({r["round"] for r in ok}):
+        first = next(r for r in ok if r["round"] == k)
+        tokens = first.get("round_decode_tokens")
+        if (
+            isinstance(tokens, (int, float))
+            and tokens > 0
+            and isinstance(first.get("round_decode_bytes"), (int, float))
+        ):
+            out.append(first["round_decode_bytes"] / tokens)
+    return out
+
+
 @dataclass(frozen=True)
 class Stats:
     mean: float
@@ -53,6 +69,7 @@ class TestSummary:
     decode_tps: Stats | None  # per round: the mean decode speed of its requests
     first_token_order: list[list[int]]  # per round: request indexes in the order their first token came
     prefill_bytes_per_token: Stats | None
+    decode_bytes_per_token: Stats | None
     prefill_gbps: Stats | None
     decode_gbps: Stats | None
     errors: list[str]
@@ -251,6 +268,7 @@ def summarize(rows: list[dict[str, Any]]) -> Summary:
             decode_tps=_stats(per_round_decode),
             first_token_order=orders,
             prefill_bytes_per_token=_stats(prefill),
+            decode_bytes_per_token=_stats(decode_per_token(ok)),
             prefill_gbps=_stats([r["prefill_gbps"] for r in ok if "prefill_gbps" in r]),
             decode_gbps=_stats([r["decode_gbps"] for r in ok if "decode_gbps" in r]),
             errors=[r["error"] for r in mine if r.get("error")],

@@ -1,8 +1,8 @@
 """Two benchmark runs side by side, against the estimate (the paper's Sections 8.3-8.5).
 
 Tables: TTFT per test (for several requests: until the last first token) for both runs, the
-increase and the estimate's bound; decode speed and its change; traffic per prompt token,
-measured against estimated. Pictures: per-test traffic of both runs on one time axis with
+increase and the estimate's bound; decode speed and its change; traffic per prompt token and
+per output token, measured against estimated. Pictures: per-test traffic of both runs on one time axis with
 the prefill band, TTFT bars, extra prefill time estimated against measured; all embedded
 in one HTML page.
 """
@@ -13,13 +13,15 @@ import base64
 import json
 import re
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import Unavailable
 from sparkfab.measure import records, sampler, traffic, vllmstats
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
+from sparkfab.measure.estimate import decode as decode_pass
+from sparkfab.measure.gloo import gloo_view
 from sparkfab.measure.plots import pyplot
 from sparkfab.measure.reporttext import MIN_SAMPLES, THROUGHPUT, markdown, sections
 from sparkfab.measure.runs import Run, dist, link_gbps, samples, server_side
@@ -27,7 +29,8 @@ from sparkfab.outputs import PNG_METADATA
 
 
 def tables(a: Run, b: Run | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
-    ttft, decode, bytes_rows = [], [], []
+    ttft, decode, bytes_rows, decode_bytes = [], [], [], []
+    gloo = _in_lab(a)
     sa = a.summary.tests
     sb = b.summary.tests if b else {}
     speed_a, speed_b = link_gbps(a, 200.0), link_gbps(b, 100.0) if b else None
@@ -54,8 +57,39 @@ def tables(a: Run, b: Run | None, setup: Setup | None) -> dict[str, list[dict[st
             "estimate": bytes_per_token(setup) if setup else None,
         }
         bytes_rows.append(brow)
+        batch = replace(setup, batch=max(ta.requests, 1)) if setup else None
+        decode_bytes.append(
+            {
+                "test": name,
+                "a": _plain(ta.decode_bytes_per_token),
+                "b": _plain(tb.decode_bytes_per_token) if tb else None,
+                "estimate": _decode_estimate(batch, gloo) if batch else None,
+            }
+        )
     latency = [row for run in (a, b) if run for name in sa for row in [latency_row(run, name)] if row]
-    return {"ttft": ttft, "decode": decode, "bytes_per_token": bytes_rows, "latency": latency}
+    return {
+        "ttft": ttft,
+        "decode": decode,
+        "bytes_per_token": bytes_rows,
+        "decode_bytes_per_token": decode_bytes,
+        "latency": latency,
+    }
+
+
+def _decode_estimate(s: Setup, gloo: bool) -> float:
+    """Bytes each Spark sends per output token in decode with `s.batch` requests decoding: the
+    lab engine's Gloo collectives (`gloo`), else one pass's NCCL traffic over the tokens it
+    checks (with MTP drafts: fewer are accepted, so a measured figure is higher)."""
+    if gloo:
+        return gloo_view(s).decode_bytes_per_token
+    d = decode_pass(s)
+    return d.bytes_per_pass / d.tokens_per_pass
+
+
+def _in_lab(run: Run) -> bool:
+    """Whether `run` measured the lab (its engine's all-reduces go over Gloo, not NCCL)."""
+    inv = run.meta.get("inventory")
+    return isinstance(inv, dict) and inv.get("lab") is True
 
 
 def latency_row(run: Run, test: str) -> dict[str, Any] | None:

@@ -141,23 +141,8 @@ def sections(
         }
         for r in t["decode"]
     ]
-    sizes = [x for r in t["bytes_per_token"] for x in (r["estimate"], (r["a"] or {}).get("mean")) if x]
-    unit, scale = ("MB", 1e-6) if not sizes or max(sizes) >= 1e6 else ("kB", 1e-3)
-
-    def versus(r: dict[str, Any]) -> str:
-        vs = [f"{x['mean'] / r['estimate'] - 1:+.2%}" for x in (r["a"], r["b"]) if x and r["estimate"]]
-        return " / ".join(vs) or "-"
-
-    traffic_rows = [
-        {
-            "test": r["test"],
-            "a": _fmt(r["a"], unit, scale),
-            "b": _fmt(r["b"], unit, scale),
-            "estimate": f"{_g(r['estimate'] * scale)} {unit}" if r["estimate"] else "-",
-            "measured vs estimate": versus(r),
-        }
-        for r in t["bytes_per_token"]
-    ]
+    prefill_traffic = _traffic_rows(t["bytes_per_token"])
+    decode_traffic = _traffic_rows(t.get("decode_bytes_per_token", []))
     latency = [
         {
             "test": r["test"],
@@ -180,9 +165,17 @@ def sections(
         table(
             "Prefill traffic per prompt token (one host, sent; several requests: the round's bytes over all "
             "its prompt tokens)",
-            traffic_rows,
+            prefill_traffic,
         )
     )
+    if any(r["a"] or r["b"] for r in t.get("decode_bytes_per_token", [])):
+        out.append(
+            table(
+                "Decode traffic per output token (one host, sent, from the round's last first token to its last "
+                "token; the estimate at the test's requests decoding together)",
+                decode_traffic,
+            )
+        )
     if latency:
         out.append(
             Section(
@@ -192,6 +185,27 @@ def sections(
             )
         )
     return out
+
+
+def _traffic_rows(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Bytes per token, measured in both runs against the estimate, in one unit per table."""
+    sizes = [x for r in rows for x in (r["estimate"], (r["a"] or {}).get("mean")) if x]
+    unit, scale = ("MB", 1e-6) if not sizes or max(sizes) >= 1e6 else ("kB", 1e-3)
+
+    def versus(r: dict[str, Any]) -> str:
+        vs = [f"{x['mean'] / r['estimate'] - 1:+.2%}" for x in (r["a"], r["b"]) if x and r["estimate"]]
+        return " / ".join(vs) or "-"
+
+    return [
+        {
+            "test": r["test"],
+            "a": _fmt(r["a"], unit, scale),
+            "b": _fmt(r["b"], unit, scale),
+            "estimate": f"{_g(r['estimate'] * scale)} {unit}" if r["estimate"] else "-",
+            "measured vs estimate": versus(r),
+        }
+        for r in rows
+    ]
 
 
 #: the longest text one cell of the Markdown report holds (a run's metadata of 50,000 keys is not a table)

@@ -193,7 +193,8 @@ def test_report_reads_the_lab_rate_tp_and_model_from_the_run(tmp_path):
 
 def test_gloo_overhead_model_fits_the_lab_measurements():
     """The lab engine's all-reduces: the ring payload plus a fixed cost per ring step (measured)."""
-    from sparkfab.measure.estimate import gloo_bytes_per_allreduce, ring_factor
+    from sparkfab.measure.estimate import ring_factor
+    from sparkfab.measure.gloo import gloo_bytes_per_allreduce
 
     data = json.loads((REPO / "tests/data/captured/gloo-bytes-lab.json").read_text())
     for key, n in (("tp2", 2), ("tp4", 4)):
@@ -201,6 +202,26 @@ def test_gloo_overhead_model_fits_the_lab_measurements():
             assert abs(gloo_bytes_per_allreduce(size, n) / sent - 1) < 0.025, (n, size, sent)
             assert sent > size * ring_factor(n)  # never less than the ring's payload
     assert gloo_bytes_per_allreduce(2048, 1) == 0.0
+
+
+def test_a_lab_decode_pass_is_its_all_reduces_and_the_scores_all_gather():
+    """The lab model at TP8 (hidden 1024, 2 layers, 400 tokens padded to 448): per output token
+    5 all-reduces of 2 kB and the all-gather of 896 B of scores, each ring step with Gloo's fixed
+    part; two requests decoding together share each pass's fixed parts."""
+    from dataclasses import replace
+
+    from sparkfab.measure.estimate import Setup
+    from sparkfab.measure.gloo import GLOO_STEP_BYTES, gloo_view
+    from sparkfab.measure.model import ModelSpec
+
+    s = Setup(ModelSpec("lab", hidden=1024, layers=2, vocab=400, heads=16), 8)
+    reduce1 = 2048 * 1.75 * 1.0025 + 14 * GLOO_STEP_BYTES
+    gather1 = 896 * 7 / 8 * 1.0025 + 7 * GLOO_STEP_BYTES
+    assert gloo_view(s).decode_bytes_per_token == pytest.approx(5 * reduce1 + gather1)
+    assert gloo_view(s).decode_bytes_per_token_formula == pytest.approx(5 * 2048 * 1.75 + 896 * 7 / 8)
+    reduce2 = 4096 * 1.75 * 1.0025 + 14 * GLOO_STEP_BYTES
+    gather2 = 1792 * 7 / 8 * 1.0025 + 7 * GLOO_STEP_BYTES
+    assert gloo_view(replace(s, batch=2)).decode_bytes_per_token == pytest.approx((5 * reduce2 + gather2) / 2)
 
 
 def test_lab_status_reads_the_state_and_names_where_each_instance_answers(cli, tmp_path, monkeypatch):

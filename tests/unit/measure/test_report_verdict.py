@@ -42,3 +42,49 @@ def test_the_ttft_axis_is_logarithmic_where_tests_span_more_than_ten_times():
     from sparkfab.measure.report import log_axis
 
     assert log_axis([1.2, 1.3, 98.0]) and not log_axis([1.2, 1.3, 9.0]) and not log_axis([])
+
+
+def _run(tmp_path, label: str, lab: bool, per_token: float, requests: int):
+    """A run of one test `D` (two rounds of `requests` requests, 11 tokens each) whose decode
+    windows sent `per_token` bytes per output token."""
+    from sparkfab.measure.records import summarize
+    from sparkfab.measure.runs import Run
+
+    ms = 1_000_000
+    rows = []
+    for rnd in range(2):
+        for i in range(requests):
+            chunks = [[(10 + k) * ms, 1] for k in range(11)]
+            rows.append(
+                {
+                    "test": "D", "round": rnd, "index": i, "prompt_tokens_planned": 100,
+                    "output_tokens_planned": 11, "send_ns": 0, "first_ns": 10 * ms, "last_ns": 20 * ms,
+                    "chunks": chunks, "prompt_tokens": 100, "completion_tokens": 11, "ttft_s": 0.01,
+                    "decode_tps": 1000.0, "round_decode_bytes": per_token * 10 * requests,
+                    "round_decode_tokens": 10 * requests,
+                }
+            )  # fmt: skip
+    meta = {"inventory": {"lab": True, "tp": 8}} if lab else {"inventory": {"tp": 8}}
+    return Run(tmp_path / label, meta, rows, summarize(rows), label, 0)
+
+
+def test_decode_traffic_per_output_token_against_the_estimate_of_its_transport(tmp_path):
+    """The report's decode traffic per output token: measured per round, against the lab engine's
+    Gloo estimate for a lab run and the NCCL pass for a Spark's, at the test's batch."""
+    from dataclasses import replace
+
+    from sparkfab.measure.estimate import Setup, decode
+    from sparkfab.measure.gloo import gloo_view
+    from sparkfab.measure.model import preset
+    from sparkfab.measure.report import tables
+    from sparkfab.measure.reporttext import sections
+
+    setup = Setup(preset("glm-5.3"), 8)
+    for lab, requests in ((True, 1), (False, 4)):
+        at = replace(setup, batch=requests)
+        want = gloo_view(at).decode_bytes_per_token if lab else decode(at).bytes_per_pass / decode(at).tokens_per_pass
+        a, b = _run(tmp_path, "200", lab, want, requests), _run(tmp_path, "100e", lab, 1.1 * want, requests)
+        (row,) = tables(a, b, setup)["decode_bytes_per_token"]
+        assert row["estimate"] == want and row["a"]["mean"] == want and row["b"]["n"] == 2
+        (section,) = [s for s in sections(tables(a, b, setup), "200", "100e") if s.title.startswith("Decode traffic")]
+        assert section.rows[0][-1] == "+0.00% / +10.00%"

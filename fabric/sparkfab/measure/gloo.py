@@ -1,0 +1,57 @@
+"""The lab engine's traffic: Gloo over TCP (torch's Gloo process group) on the lab's veths.
+
+Measured on lab veths (MTU 9000) with torch.distributed at TP2 and TP4 (`benchmarks/gloo_bytes.py`),
+a Gloo all-reduce of S bytes sends S * f * 1.0025 + 2(N-1) * 790 bytes per rank: the ring's
+payload exactly, 0.25 % of headers, and about 790 bytes per ring step (TCP/IP headers, the
+acknowledgements a rank sends for what it receives, Gloo's message header). For a prefill that
+is the paper's formula within 0.3 %; for decode (S = H * b per token) the fixed part is of the
+same order as the payload. A decode pass also all-gathers the token scores (`logits_bytes`).
+"""
+
+from __future__ import annotations
+
+from sparkfab.measure.estimate import (
+    BYTES_PER_VALUE,
+    GlooView,
+    Setup,
+    all_reduces_per_token,
+    logits_bytes,
+    ring_factor,
+)
+
+#: Gloo over TCP, measured (see the docstring above): bytes per ring step beyond the payload,
+#: and the share of headers on large messages.
+GLOO_STEP_BYTES = 790
+GLOO_PAYLOAD_OVERHEAD = 0.0025
+
+
+def gloo_bytes_per_allreduce(nbytes: float, n: int) -> float:
+    """Bytes one rank sends for a Gloo all-reduce of `nbytes` among `n` ranks (lab veths)."""
+    if n < 2:
+        return 0.0
+    return nbytes * ring_factor(n) * (1 + GLOO_PAYLOAD_OVERHEAD) + 2 * (n - 1) * GLOO_STEP_BYTES
+
+
+def gloo_bytes_per_allgather(nbytes: float, n: int) -> float:
+    """Bytes one rank sends for a Gloo all-gather whose result is `nbytes` among `n` ranks: the
+    ring passes on every other rank's share, n - 1 steps with the same fixed part each."""
+    if n < 2:
+        return 0.0
+    return nbytes * (n - 1) / n * (1 + GLOO_PAYLOAD_OVERHEAD) + (n - 1) * GLOO_STEP_BYTES
+
+
+def gloo_view(s: Setup) -> GlooView:
+    """What the lab's engine sends per prompt token and per output token; in decode per pass of
+    `s.batch` tokens of `s.batch` tokens: the all-reduces and the all-gather of the scores."""
+    per_value = s.model.hidden * BYTES_PER_VALUE
+    a = all_reduces_per_token(s)
+    logits = logits_bytes(s, s.batch)
+    return GlooView(
+        prefill_bytes_per_token=a * per_value * ring_factor(s.tp) * (1 + GLOO_PAYLOAD_OVERHEAD),
+        decode_bytes_per_token_formula=a * per_value * ring_factor(s.tp) + logits * (s.tp - 1) / s.tp / s.batch,
+        decode_bytes_per_token=(
+            a * gloo_bytes_per_allreduce(per_value * s.batch, s.tp) + gloo_bytes_per_allgather(logits, s.tp)
+        )
+        / s.batch,
+        step_bytes=GLOO_STEP_BYTES,
+    )
