@@ -131,7 +131,7 @@ def lab_inventory(inventory: str, plan: Plan) -> Path:
     if not paths.lab_state(plan.cluster).exists():
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {inventory}`")
     state = LabState.read(paths.lab_dir(plan.cluster))
-    return lab_inv.write(inventory, spec(plan), state.engine, plan=plan)
+    return lab_inv.write(inventory, spec(plan), state.engine, plan=plan, keep_ray=state.keep_ray)
 
 
 def current_link_speed(plan: Plan, state: Path, mends: str | None = None) -> LinkSpeed:

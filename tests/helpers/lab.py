@@ -107,13 +107,13 @@ def mgmt_ip(cluster: str, host: str) -> str:
 
 
 @contextlib.contextmanager
-def lab(inventory: str, cluster: str, engine: str = "collective"):
+def lab(inventory: str, cluster: str, engine: str = "collective", *extra: str):
     """A lab for the block; it serves the collective workload (seconds to start) unless
-    `engine="vllm"` asks for the real one."""
+    `engine="vllm"` asks for the real one; `extra`: more of `lab up`'s options."""
     from sparkfab.lab import build
 
     build.down(cluster)
-    res = sparkfab("lab", "up", inventory, "--engine", engine)
+    res = sparkfab("lab", "up", inventory, "--engine", engine, *extra)
     assert res.code == 0, res.err
     try:
         yield res

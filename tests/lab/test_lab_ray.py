@@ -52,7 +52,7 @@ def _started(text: str) -> float:
 
 def test_ray_head_first_and_a_worker_that_waits_for_a_late_head(tmp_path):
     inv = _inventory(tmp_path)
-    with lab(inv, CLUSTER, engine="vllm"):
+    with lab(inv, CLUSTER, "vllm", "--keep-ray"):
         assert sparkfab("apply", inv, "--lab", "-q").code == 0
         head, worker = "spark-a", "spark-b"
         # the worker first, its head late on purpose (longer than `ray start` tries on its own)

@@ -31,6 +31,12 @@ def _args(p: argparse.ArgumentParser) -> None:
         default=lab_engine.ENGINES[0],
         help="what `serve` runs: vLLM's CPU build with the lab's model (default), or the collective workload",
     )
+    up.add_argument(
+        "--keep-ray",
+        action="store_true",
+        help="serve an instance planned on Ray with Ray (vLLM's CPU build then stops at its platform check: "
+        "rehearses Ray's start order); by default the lab serves it with vLLM's own backend",
+    )
     up.add_argument("--dry-run", action="store_true", help="print what `up` would create")
     down = sub.add_parser("down", help="remove everything the lab made, by its prefix")
     add_inventory(down)
@@ -148,8 +154,9 @@ def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
         return Exit.OK
     lab_engine.check(args.engine)
     lab_inventory.check(args.inventory, sp, args.engine)
-    state = build.up(sp, args.inventory, args.engine, plan.link_speed, {i.tp for i in plan.instances})
-    inv = lab_inventory.write(args.inventory, sp, args.engine)
+    tps = {i.tp for i in plan.instances}
+    state = build.up(sp, args.inventory, args.engine, plan.link_speed, tps, args.keep_ray)
+    inv = lab_inventory.write(args.inventory, sp, args.engine, plan=plan, keep_ray=args.keep_ray)
     t = state.timing
     parts = [f"links {t.get('links_s', 0):.1f} s", f"boot {t.get('boot_s', 0):.1f} s"]
     if t.get("image_s", 0) > 1:
@@ -161,6 +168,17 @@ def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
         f"fabric veths; {', '.join(parts)}); serving engine: {args.engine}\n"
         f"{wire.link_speed_text(sp, plan.link_speed)}\n"
     )
+    for inst in plan.instances:
+        served = (
+            lab_engine.backend(args.engine, inst.backend, args.keep_ray)
+            if lab_engine.serves_model(args.engine)
+            else None
+        )
+        if served != inst.backend and inst.backend:
+            sys.stderr.write(
+                f"instance {inst.name}: planned on {inst.backend}; the lab's {args.engine} build refuses it and "
+                f"serves with {served} (`lab up --keep-ray` keeps Ray, to rehearse its start order)\n"
+            )
     sys.stdout.write(f"{inv}\n")
     return Exit.OK
 

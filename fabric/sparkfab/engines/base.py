@@ -75,6 +75,9 @@ class LabServing:
     env: Mapping[str, str] = field(default_factory=dict)
     #: the recipe flag that names the model the lab's engine answers to
     served_name_flag: str = "served-model-name"
+    #: the multi-node backends the lab's build serves with, the first for an instance planned on
+    #: another (empty: whatever the instance is planned on)
+    backends: tuple[str, ...] = ()
 
 
 def flag_argv(flags: Mapping[str, Any]) -> list[str]:

@@ -47,8 +47,16 @@ class VLLM(Engine):
     ready_timeout_env = "VLLM_ENGINE_READY_TIMEOUT_S"
     host_ip_env = "VLLM_HOST_IP"
     ray = True
-    #: the lab serves vLLM's CPU build (`.venv-vllm`) in Docker, with a Spark's multi-node flags
-    lab = LabServing("lab-vllm", "docker", "vllm.entrypoints.cli.main", MappingProxyType({"VLLM_TARGET_DEVICE": "cpu"}))
+    #: the lab serves vLLM's CPU build (`.venv-vllm`) in Docker, with a Spark's multi-node flags;
+    #: with its own backend only: the CPU platform refuses Ray ("current platform cpu does not
+    #: support ray", vllm/v1/executor/ray_utils.py: it has no `ray_device_key`)
+    lab = LabServing(
+        "lab-vllm",
+        "docker",
+        "vllm.entrypoints.cli.main",
+        MappingProxyType({"VLLM_TARGET_DEVICE": "cpu"}),
+        backends=("mp",),
+    )
 
     def argv(self, r: Rank) -> list[str]:
         argv = [

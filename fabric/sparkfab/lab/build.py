@@ -26,10 +26,13 @@ from sparkfab.spark import LinkSpeed
 SWITCH_LLDP = "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n"
 
 
-def up(spec: LabSpec, inventory: str, engine_name: str, mode: LinkSpeed, tps: set[int]) -> LabState:
+def up(
+    spec: LabSpec, inventory: str, engine_name: str, mode: LinkSpeed, tps: set[int], keep_ray: bool = False
+) -> LabState:
     """Everything a lab is, in order: the image (built once), namespaces and cables, keys, the
     engine's files, the machines booted, the switches' lldpd, the container image in every
-    Spark's Docker, the cables shaped to `mode`'s rate; then its state, written once."""
+    Spark's Docker, the cables shaped to `mode`'s rate; then its state, written once (with
+    `keep_ray`: whether instances planned on Ray keep it)."""
     if existing_namespaces(spec.cluster):
         raise LabError(
             f"lab {spec.cluster} is already up (namespaces {ns_prefix(spec.cluster)}*): run `sparkfab lab down` first"
@@ -46,9 +49,8 @@ def up(spec: LabSpec, inventory: str, engine_name: str, mode: LinkSpeed, tps: se
         down(spec.cluster)
         raise
     t["total_s"] = time.perf_counter() - t0
-    state = LabState(
-        state.cluster, inventory, engine_name, mode, spec, state.pids, {k: round(v, 3) for k, v in t.items()}
-    )
+    timing = {k: round(v, 3) for k, v in t.items()}
+    state = LabState(state.cluster, inventory, engine_name, mode, spec, state.pids, timing, keep_ray)
     state.write()
     return state
 

@@ -78,6 +78,16 @@ def runtime(engine: str) -> str:
     return serving(engine).runtime
 
 
+def backend(engine: str, planned: str | None, keep: bool = False) -> str | None:
+    """The backend the lab serves an instance planned on `planned` with: the planned one where
+    the lab's build serves with it (or `keep`: `lab up --keep-ray`, to rehearse Ray's start
+    order up to the engine's own refusal), else the build's own."""
+    own = serving(engine).backends
+    if keep or not planned or not own or planned in own:
+        return planned
+    return own[0]
+
+
 def serves_model(engine: str | None) -> bool:
     """Whether the lab's `engine` is an engine of its own, with a model (else the collective)."""
     return engine in ENGINES and serving(engine).module is not None

@@ -53,6 +53,7 @@ def lab_inventory(
     engine: str = "collective",
     python: str = sys.executable,
     backends: dict[str, str | None] | None = None,
+    keep_ray: bool = False,
 ) -> str:
     data = copy.deepcopy(raw)
     group = data["all"]
@@ -75,8 +76,9 @@ def lab_inventory(
         for key in ("flags", "model", "hf_cache", "backend"):
             inst.pop(key, None)
         if lab_engine.serves_model(engine):
-            backend = (backends or {}).get(name)
-            if backend:  # the real cluster's: its recipe's or its own (Ray, or vLLM's own)
+            # the real cluster's (its recipe's or its own), where the lab's build serves with it
+            backend = lab_engine.backend(engine, (backends or {}).get(name), keep_ray)
+            if backend:
                 inst["backend"] = backend
         inst["env"] = {**(inst.get("env") or {}), **lab_engine.instance_env(spec, engine, python)}
     out = io.StringIO()
@@ -87,11 +89,19 @@ def lab_inventory(
     return out.getvalue()
 
 
-def write(user_inventory: str, spec: LabSpec, engine: str, into: Path | None = None, plan: Plan | None = None) -> Path:
+def write(
+    user_inventory: str,
+    spec: LabSpec,
+    engine: str,
+    into: Path | None = None,
+    plan: Plan | None = None,
+    keep_ray: bool = False,
+) -> Path:
     """Write the lab inventory of `user_inventory` into the lab directory (or `into`), with a copy
     of the recipes beside it (`launchers/`), so the lab finds the same recipes the user's file does.
-    Each instance keeps the backend its recipe gives it on the real cluster (Ray or vLLM's own):
-    `plan` is the user's inventory resolved (resolved here when not given)."""
+    Each instance keeps the backend its recipe gives it on the real cluster (Ray or vLLM's own)
+    where the lab's build serves with it (else the build's own, unless `keep_ray`): `plan` is the
+    user's inventory resolved (resolved here when not given)."""
     from sparkfab.resolve import load_plan
 
     user = plan or load_plan(user_inventory)
@@ -101,7 +111,7 @@ def write(user_inventory: str, spec: LabSpec, engine: str, into: Path | None = N
     # a plain file keeps its comments; any other inventory is written out in the plain shape
     doc = load_roundtrip(user_inventory) if is_plain_file(user_inventory) else plain(read(user_inventory)[0])
     doc["all"].pop(LEFT_OUT, None)  # the lab holds the cluster's Sparks only; their groups stay
-    text = lab_inventory(doc, spec, engine, backends=backends)
+    text = lab_inventory(doc, spec, engine, backends=backends, keep_ray=keep_ray)
     # written only when it changes: a read-only verb (verify, status) beside a running apply
     # leaves the files that apply's Ansible reads alone
     if not out.exists() or out.read_text() != text:

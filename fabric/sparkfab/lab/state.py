@@ -28,6 +28,7 @@ class LabState:
     spec: LabSpec
     pids: dict[str, int] = field(default_factory=dict)  # <node>.<what> -> pid (supervisors, switch lldpd)
     timing: dict[str, float] = field(default_factory=dict)
+    keep_ray: bool = False  # `lab up --keep-ray`: instances planned on Ray keep it in the lab
 
     def write(self) -> None:
         path = self.spec.dir / FILE
@@ -66,6 +67,7 @@ class LabState:
                 lab,
                 {k: int(v) for k, v in data.get("pids", {}).items()},
                 dict(data.get("timing", {})),
+                data.get("keep_ray") is True,
             )
         except FileNotFoundError:
             raise UsageError(f"no lab is up in {lab_dir} (no {FILE})") from None

@@ -252,3 +252,27 @@ def test_lab_status_reads_the_state_and_names_where_each_instance_answers(cli, t
         f"  spark-b: {b.ns} {b.mgmt_ip}",
         f"  instance llama (TP2, collective): {url} model None",
     ]
+
+
+def test_an_instance_planned_on_ray_is_served_with_the_lab_builds_own_backend(tmp_path):
+    """vLLM's CPU build refuses Ray: the paper's TP8 recipe (Ray) is served in the lab with vLLM's
+    own backend, unless `lab up --keep-ray` asks for Ray (to rehearse its start order); an
+    instance planned on vLLM's own keeps it, and the collective, which has no backend, gets none."""
+    from sparkfab.inventory import load_roundtrip
+    from sparkfab.lab.inventory import lab_inventory
+    from sparkfab.lab.spec import spec
+
+    inv = "inventory/switch8-crs804-200.yml"
+    plan = load_plan(inv)
+    planned = {i.name: i.backend for i in plan.instances}
+    assert planned == {"glm": "ray"}
+    sp = spec(plan)
+
+    def backend(engine: str, keep: bool, backends: dict[str, str | None]) -> str | None:
+        text = lab_inventory(load_roundtrip(inv), sp, engine, python="/py", backends=backends, keep_ray=keep)
+        return yaml.safe_load(text)["all"]["vars"]["sparkfab"]["instances"]["glm"].get("backend")
+
+    assert backend("vllm", False, planned) == "mp"
+    assert backend("vllm", True, planned) == "ray"
+    assert backend("vllm", False, {"glm": "mp"}) == backend("vllm", True, {"glm": "mp"}) == "mp"
+    assert backend("collective", False, planned) is None
