@@ -173,13 +173,14 @@ def install(spec: LabSpec, engine: str, tps: set[int]) -> list[tuple[Path, str]]
 def recipe_text(spec: LabSpec, engine: str) -> str:
     """The lab's copy of the engine's lab recipe: sparkfab's, with the volumes that bring the
     engine's environment, its Python, its command and the model into the container (their paths
-    are this machine's)."""
+    are this machine's), and the lab's compile cache, writable."""
+    from sparkfab.lab import image
     from sparkfab.lab.machine import host_paths
 
     name = recipe_name(engine)
     data = yaml.safe_load((repo_dir("launchers") / f"{name}.yml").read_text())
     binds = ("/usr", *host_paths(), bin_dir(spec), LAB_MODEL)  # the machine's userland, then the engine's
-    data["volumes"] = [f"{p}:{p}:ro" for p in binds]
+    data["volumes"] = [f"{p}:{p}:ro" for p in binds] + [f"{image.COMPILE_CACHE}:{image.COMPILE_CACHE}"]
     head = f"# sparkfab lab {spec.cluster}: {name} with the volumes of this machine's {engine} (generated)\n"
     return head + yaml.safe_dump(data, sort_keys=False, width=200)
 

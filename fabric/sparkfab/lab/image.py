@@ -90,6 +90,17 @@ def base() -> Path:
     return Path(os.environ.get("SPARKFAB_LAB_IMAGES", "/var/lib/sparkfab/lab-images"))
 
 
+#: where a lab Spark and its containers find the lab's compile cache (writable, shared by every
+#: Spark of every lab): the engine's ranks compile the same kernels (torch's inductor) at their
+#: first requests, each in its own container's /tmp otherwise, anew at every start
+COMPILE_CACHE = "/var/lib/sparkfab/lab-compile-cache"
+
+
+def compile_cache() -> Path:
+    """This machine's side of `COMPILE_CACHE`, beside the images (kept across labs, as they are)."""
+    return base() / "compile-cache"
+
+
 def _files() -> Path:
     return Path(str(resources.files("sparkfab.lab"))) / "files"
 

@@ -88,7 +88,7 @@ def prepare(spec: LabSpec, m: Machine, lower: Path, keys: Path, line_gbps: int) 
     """The machine's own files: its name, host key, who may log in (the lab's key, for root and
     the non-root login), its Docker's settings, and the mode of its cables for the hardware's
     facts. No key to reach another Spark: a Spark as shipped has none (`sparkfab peer-ssh`)."""
-    for d in (m.upper, m.dir / "work", m.dir / "merged", m.dir / "docker"):
+    for d in (m.upper, m.dir / "work", m.dir / "merged", m.dir / "docker", image.compile_cache()):
         d.mkdir(parents=True, exist_ok=True)
     n = m.node
     _put(m, lower, "/etc/hostname", f"{n.name}\n", 0o644)
@@ -145,6 +145,7 @@ def nspawn_argv(spec: LabSpec, m: Machine, extra_ro: list[tuple[Path, str]]) -> 
     binds += [f"--bind=/dev/null:/dev/infiniband/{dev}" for dev in IB_NODES]
     binds += [f"--bind-ro={p}" for p in host_paths()]
     binds += [f"--bind-ro={src}:{dst}" for src, dst in extra_ro]
+    binds += [f"--bind={image.compile_cache()}:{image.COMPILE_CACHE}"]
     return [
         "systemd-nspawn",
         f"--directory={m.dir / 'merged'}",
