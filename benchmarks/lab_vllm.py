@@ -14,7 +14,8 @@ down; then `analyse`. `analyse` reads two bench runs (also the demo's) and print
 - bench's client-side TTFT and inter-token latency against vLLM's own /metrics histograms for
   the same requests (vLLM starts its TTFT clock once the request body is parsed, so the client's
   TTFT is larger by the upload and parse of the prompt);
-- decode bytes per output token against the same formula (small all-reduces: header overhead).
+- decode bytes per output token against the lab engine's Gloo estimate at the test's batch
+  (small all-reduces: the fixed cost per ring step weighs).
 
 Numbers are printed and written to analysis.json; nothing here asserts a time.
 """
@@ -87,20 +88,18 @@ def _prefill(run: dict[str, Any], test: str) -> float:
 
 
 def _decode_bytes_per_token(run: dict[str, Any], test: str) -> float | None:
-    traffic = {(r["round"], r["index"]): r for r in run["rows"] if r.get("kind") == "traffic" and r["test"] == test}
-    reqs = [r for r in run["rows"] if r.get("kind") != "traffic" and r["test"] == test and not r.get("warmup")]
-    pairs = [(traffic[(r["round"], r["index"])].get("decode_bytes"), r["completion_tokens"]) for r in reqs]
-    pairs = [(b, n) for b, n in pairs if b and n and n > 1]
-    if not pairs:
-        return None
-    return sum(b for b, _ in pairs) / sum(n - 1 for _, n in pairs)
+    """The summary's decode traffic per output token (per round: from its last first token on)."""
+    stats = run["summary"]["tests"][test].get("decode_bytes_per_token")
+    return float(stats["mean"]) if stats else None
 
 
 def analyse(a_dir: Path, b_dir: Path, out: Path | None = None) -> dict[str, Any]:
+    from dataclasses import replace
+
     from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
     from sparkfab.measure.gloo import gloo_view
     from sparkfab.measure.model import from_config
-    from sparkfab.measure.report import link_gbps, load_run, served_config, served_tp
+    from sparkfab.measure.runs import link_gbps, load_run, served_config, served_tp
 
     a, b = _load(a_dir), _load(b_dir)
     ra = load_run(a_dir)
@@ -129,6 +128,7 @@ def analyse(a_dir: Path, b_dir: Path, out: Path | None = None) -> dict[str, Any]
             "increase_over_bound": inc / bound,
             "bytes_per_token": {lab: _prefill(r, name) for lab, r in (("200", a), ("100e", b))},
             "decode_bytes_per_token": {lab: _decode_bytes_per_token(r, name) for lab, r in (("200", a), ("100e", b))},
+            "decode_estimate": gloo_view(replace(setup, batch=ta["requests"])).decode_bytes_per_token,
         }
         for lab, r in (("200", a), ("100e", b)):
             client, server = r["summary"]["tests"][name]["vllm"], r["server"].get(name, {})
@@ -166,7 +166,7 @@ def _print(r: dict[str, Any]) -> None:
         )
     print(
         "\nclient (bench) vs server (/metrics), same requests: TTFT difference, ITL ratio - 1; "
-        "decode bytes per output token against the formula with Gloo's per-step overhead"
+        "decode bytes per output token against the Gloo estimate at the test's batch"
     )
     for t in r["tests"]:
         parts = []
@@ -174,7 +174,7 @@ def _print(r: dict[str, Any]) -> None:
             c = t.get(f"client_vs_server_{lab}")
             if c:
                 parts.append(f"{lab}: TTFT {c['ttft_ms']:+.1f} ms, ITL {c['itl']:+.2%}")
-        dec, model = t["decode_bytes_per_token"]["200"], r["gloo"]["decode_bytes_per_token"]
+        dec, model = t["decode_bytes_per_token"]["200"], t["decode_estimate"]
         parts.append(
             f"decode {dec:,.0f} B/token (Gloo model {model:,.0f}: {dec / model - 1:+.1%})" if dec else "decode -"
         )

@@ -171,3 +171,28 @@ def test_only_the_engine_seam_compares_engine_names():
             if keys and all(isinstance(k, ast.Constant) and k.value in names for k in keys):
                 found.append(f"{name}:{node.lineno}")
     assert not found, f"engine names compared outside engines/: {found}"
+
+
+def test_every_name_the_benchmarks_import_from_sparkfab_exists():
+    """The benchmarks import sparkfab's modules inside their functions, which no test runs: a
+    name that moved (report's `load_run` to `runs`) broke `lab_vllm.py analyse` unnoticed."""
+    import importlib
+
+    missing = []
+    for script in sorted((REPO / "benchmarks").glob("*.py")):
+        for node in ast.walk(ast.parse(script.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "sparkfab":
+                module = importlib.import_module(node.module)
+                for a in node.names:
+                    if not hasattr(module, a.name) and not _submodule(f"{node.module}.{a.name}"):
+                        missing.append(f"{script.name}: {node.module}.{a.name}")
+    assert not missing, missing
+
+
+def _submodule(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # the parent is a module, not a package
+        return False
