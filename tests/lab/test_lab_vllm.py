@@ -113,6 +113,7 @@ def _no_token_anywhere(cluster: str) -> None:
 
 def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
     from sparkfab.measure.estimate import Setup, bytes_per_token
+    from sparkfab.measure.gloo import gloo_view
     from sparkfab.measure.model import from_config
 
     monkeypatch.setenv("HF_TOKEN", TOKEN)
@@ -187,6 +188,12 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         for name in ("L1", "L2"):
             measured = run200["tests"][name]["prefill_bytes_per_token"]["mean"]
             assert abs(measured / estimate - 1) < 0.02, (name, measured, estimate)
+        # decode: the all-reduces and the scores' all-gather (Gloo), and rank 0's broadcast of
+        # each step's call to the other node (vLLM's MessageQueue), which the estimate leaves out
+        per_output = gloo_view(Setup(config, 2)).decode_bytes_per_token
+        for name in ("L1", "L4"):
+            measured = run200["tests"][name]["decode_bytes_per_token"]["mean"]
+            assert 1.0 < measured / per_output < 1.2, (name, measured, per_output)
 
         battery = subprocess.run(
             [sys.executable, "-m", "sparkfab", "battery", "--url", head["url"], "--model", head["model"]]
@@ -219,6 +226,9 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         l2 = next(r for r in tables["ttft"] if r["test"] == "L2")
         assert l2["bound_s"] == pytest.approx(8192 * estimate * 8 * (1 / 0.2e9 - 1 / 0.4e9))
         assert l2["increase_s"] > 0
+        decode = {r["test"]: r for r in tables["decode_bytes_per_token"]}
+        assert decode["L2"]["estimate"] == pytest.approx(per_output) and decode["L2"]["b"]["n"] == 1
+        assert "## Decode traffic per output token" in rep.out
 
         # rank 1 dies under a bench: the bench ends with exit 5 and keeps what it measured,
         # serve status and verify name the dead rank, and serve stop still ends everything
