@@ -63,9 +63,15 @@ def test_full_cycle(inventory, cluster, hosts):
     """lab up -> apply -> apply (changed=0) -> serve -> linkspeed 100e -> 200 -> lab down, nothing left."""
     with lab(inventory, cluster) as up:
         assert f"{hosts} booted Sparks" in up.err
-        first = sparkfab("apply", inventory, "--lab", "-q")
+        first = sparkfab("apply", inventory, "--lab")
         assert first.code == 0, first.err
         assert _changed(first.err) > 0
+        # no terminal here: a line per host and step as the run goes, before the table at its end
+        steps = [ln.split(": ", 2) for ln in first.err.splitlines() if ln.startswith(f"site.yml on {cluster}: ")]
+        assert {s[1] for s in steps} == set(green_hosts(inventory)), first.err[-2000:]
+        for name in green_hosts(inventory):
+            mine = [s[2].split(" | ")[0] for s in steps if s[1] == name]
+            assert mine[0] == "Fabric" and {"Files", "Netplan"} <= set(mine), (name, mine)
         again = sparkfab("apply", inventory, "--lab", "-q")
         assert again.code == 0 and _changed(again.err) == 0, again.err
         host = "spark-01" if hosts == 8 else "spark-355d"
@@ -73,8 +79,9 @@ def test_full_cycle(inventory, cluster, hosts):
         green = _verify(inventory, "--collective")
         assert green["collective"]["glm"]["ok"] and green["collective"]["glm"]["backend"] == "gloo"
         assert {r["host"] for r in green["results"] if r["check"] == "reach"} == set(green_hosts(inventory))
-        started = sparkfab("serve", "start", inventory, "--lab", "-q")
+        started = sparkfab("serve", "start", inventory, "--lab")
         assert started.code == 0, started.err
+        assert f"serve.yml on {cluster}: {host}: Serve | " in started.err, started.err[-2000:]
         pid_before = ssh(cluster, host, "cat /run/sparkfab/glm.pid").stdout.strip()
         flip = sparkfab("linkspeed", inventory, "100e", "--lab", "-q")
         assert flip.code == 0, flip.err

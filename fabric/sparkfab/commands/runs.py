@@ -1,11 +1,14 @@
 """A verb's Ansible run as people see it: the confirmation before real hosts change, the live
-per-host table, the failure that ends the verb (with the fix where sparkfab knows it), and what
-a --check run passed over. apply, linkspeed, reset (`deploy_cmds`) and serve (`serve_cmd`) share it."""
+per-host table (without a terminal: a line per host and step), the failure that ends the verb
+(with the fix where sparkfab knows it), and what a --check run passed over. apply, linkspeed,
+reset (`deploy_cmds`) and serve (`serve_cmd`) share it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -53,6 +56,35 @@ def host_table(hosts: dict[str, HostResult], title: str) -> Table:
     return t
 
 
+class StepLines:
+    """Without a terminal (CI, a pipe, a log): one line per host as each of its tasks ends, and
+    when it fails or is unreachable, so a run is seen as it goes; a wait's tries (a health wait)
+    at most one line per `every` seconds per host."""
+
+    def __init__(self, title: str, every: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.title, self.every, self.clock = title, every, clock
+        self.seen: dict[str, tuple[str, int, int]] = {}
+        self.said: dict[str, float] = {}
+
+    def __call__(self, hosts: dict[str, HostResult]) -> None:
+        for h in sorted(hosts.values(), key=lambda x: x.host):
+            key = (h.task, h.failed, h.unreachable)
+            if not h.task or self.seen.get(h.host) == key:
+                continue
+            before = self.seen.get(h.host, ("", 0, 0))
+            now = self.clock()
+            trying = " (try " in h.task and before[0].split(" (try ")[0] == h.task.split(" (try ")[0]
+            if trying and key[1:] == before[1:] and now - self.said.get(h.host, -self.every) < self.every:
+                continue
+            self.seen[h.host], self.said[h.host] = key, now
+            what = "unreachable" if h.unreachable > before[2] else "failed" if h.failed > before[1] else "ok"
+            line = f"{self.title}: {h.host}: {h.failed_task or h.task}"
+            if what != "ok":
+                line += f": {what}: {' '.join(h.message.split())[:200]}"
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+
 def run_with_progress(
     playbook: str,
     target: Target,
@@ -71,14 +103,18 @@ def run_with_progress(
     names = [h.name for h in plan.hosts]
     title = f"{playbook} on {plan.cluster}"
     verbose = getattr(args, "verbose", 0)
-    # with -v, Ansible's own output scrolls by instead of the live table
+    # with -v, Ansible's own output scrolls by instead of the live table; without a terminal,
+    # a line per host and step
     live = None
     if _err.is_terminal and not verbose:
         live = Live(host_table({}, title), console=_err, refresh_per_second=4, transient=True)
+    lines = StepLines(title) if not _err.is_terminal and not verbose and not args.quiet else None
 
     def update(hosts: dict[str, HostResult]) -> None:
         if live is not None:
             live.update(host_table(hosts, title))
+        if lines is not None:
+            lines(hosts)
 
     if live is not None:
         live.start()

@@ -120,3 +120,28 @@ def test_a_silent_host_is_dropped_after_the_same_keepalives_under_every_strategy
         "mitogen_ssh_keepalive_count": count,
     }
     assert strategy_vars(strategy_env({"SPARKFAB_MITOGEN": "0"})) == {}
+
+
+def test_without_a_terminal_each_host_and_step_is_a_line_as_it_ends(capsys):
+    """A line per host when its task changes or it fails; a wait's tries at most one line per 30 s
+    per host (a health wait of minutes is not a line every two seconds)."""
+    from sparkfab.commands.runs import StepLines
+    from sparkfab.deploy import HostResult
+
+    now = [0.0]
+    lines = StepLines("serve.yml on ring4", clock=lambda: now[0])
+    lines({"a": HostResult("a", task="Serve | Start"), "b": HostResult("b")})
+    lines({"a": HostResult("a", task="Serve | Start"), "b": HostResult("b", task="Serve | Start")})
+    for t in range(0, 70, 2):
+        now[0] = float(t)
+        lines({"a": HostResult("a", task=f"Serve | Wait for rank 0's health (try {t // 2 + 1} of 90)")})
+    lines({"a": HostResult("a", failed=1, failed_task="Serve | Wait", task="Serve | Wait", message="engine\n exited")})
+    out = capsys.readouterr().err.splitlines()
+    assert out == [
+        "serve.yml on ring4: a: Serve | Start",
+        "serve.yml on ring4: b: Serve | Start",
+        "serve.yml on ring4: a: Serve | Wait for rank 0's health (try 1 of 90)",
+        "serve.yml on ring4: a: Serve | Wait for rank 0's health (try 16 of 90)",
+        "serve.yml on ring4: a: Serve | Wait for rank 0's health (try 31 of 90)",
+        "serve.yml on ring4: a: Serve | Wait: failed: engine exited",
+    ]
