@@ -195,15 +195,35 @@ def load_image(spec: LabSpec, machines: list[Any], engine: str) -> None:
     tar = image.container_tar(recipe(recipe_name(engine)).image)
 
     def one(m: Any) -> None:
-        pid = machine.init_pid(m)
-        with open(tar, "rb") as f:
-            argv = ["nsenter", "-t", str(pid), "-a", "docker", "load", "-q"]
-            res = subprocess.run(argv, stdin=f, capture_output=True, timeout=600)
-        if res.returncode != 0:
-            raise LabError(f"{m.node.name}: docker load of the lab image failed: {res.stderr.decode()[-300:]}")
+        enter = ["nsenter", "-t", str(machine.init_pid(m)), "-a"]
+        errors = []
+        for _ in range(2):  # a Docker that restarted under the load removes the layer it was writing
+            _until_docker(m.node.name, enter)
+            with open(tar, "rb") as f:
+                res = subprocess.run([*enter, "docker", "load", "-q"], stdin=f, capture_output=True, timeout=600)
+            if res.returncode == 0:
+                return
+            errors.append(res.stderr.decode(errors="replace").strip()[-300:])
+        raise LabError(f"{m.node.name}: docker load of the lab image failed twice: {' / '.join(errors)}")
 
     with cf.ThreadPoolExecutor(max_workers=len(machines) or 1) as pool:
         list(pool.map(one, machines))
+
+
+def _until_docker(name: str, enter: list[str], seconds: float = 120) -> None:
+    """Wait until the Spark's Docker answers twice in a row (socket-activated, it starts on the
+    first request; on a loaded machine its first start can fail and systemd start it again,
+    which cleans up what a load had begun)."""
+    import time
+
+    deadline, answered = time.monotonic() + seconds, 0
+    while answered < 2:
+        res = subprocess.run([*enter, "docker", "info", "-f", "{{.ID}}"], capture_output=True, timeout=60)
+        answered = answered + 1 if res.returncode == 0 else 0
+        if time.monotonic() > deadline:
+            raise LabError(f"{name}: its Docker did not answer within {seconds:.0f} s: {res.stderr.decode()[-300:]}")
+        if answered < 2:
+            time.sleep(0.5)
 
 
 def instance_env(spec: LabSpec, engine: str, python: str) -> dict[str, str]:
