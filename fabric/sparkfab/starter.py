@@ -13,17 +13,47 @@ from sparkfab.inventory import CLUSTER_PATTERN
 TOPOLOGIES = ("pair", "ring", "switch")
 #: Sparks a CRS804 carries at 200 Gb/s: four 400G ports, each broken out into two 200G lanes.
 SWITCH_MAX = 8
+#: how many Sparks each starter takes (least, most, default): the one table `init`'s --sparks
+#: (its bounds and help) and the starter's own check read
+SIZES = {"pair": (2, 2, 2), "ring": (3, 16, 4), "switch": (2, SWITCH_MAX, 8)}
+#: why a size is outside a topology's range, said with it
+_WHY = {
+    "pair": "a pair is two Sparks (a ring joins three or more)",
+    "ring": "a switchless ring has {least} to {most} Sparks",
+    "switch": "this starter puts {least} to {most} Sparks on one CRS804 at 200 Gb/s",
+}
+
+
+def sizes_help() -> str:
+    """--sparks's help: each topology's range and default, from `SIZES`."""
+    parts = [f"{t} {lo}" if lo == hi else f"{t} {lo}-{hi} (default {d})" for t, (lo, hi, d) in SIZES.items()]
+    return "how many Sparks: " + ", ".join(parts)
+
+
 _LAUNCHERS = {("pair", 2): "llama-3.3-70b-tp2", ("ring", 4): "glm-5.3-flash-ring4"}
 
 
+def unedited(text: str) -> bool:
+    """Whether `text` is a starter exactly as `init` wrote it (any topology, size and cluster
+    name): `init -o` may replace such a file, never one its owner has edited."""
+    found = re.search(r"^      cluster: (\S+) ", text, re.M)
+    if not found or not text.startswith("# sparkfab starter inventory: "):
+        return False
+    for topology, (least, most, _) in SIZES.items():
+        for n in range(least, most + 1):
+            try:
+                if starter(topology, n, found.group(1)) == text:
+                    return True
+            except UsageError:
+                return False  # a cluster name init refuses: not one it wrote
+    return False
+
+
 def starter(topology: str, sparks: int | None = None, cluster: str | None = None) -> str:
-    n = sparks or {"pair": 2, "ring": 4, "switch": 8}[topology]
-    if topology == "pair" and n != 2:
-        raise UsageError(f"--sparks {n}: a pair is two Sparks (a ring joins three or more)")
-    if topology == "ring" and not 3 <= n <= 16:
-        raise UsageError(f"--sparks {n}: a switchless ring has 3 to 16 Sparks")
-    if topology == "switch" and not 2 <= n <= SWITCH_MAX:
-        raise UsageError(f"--sparks {n}: this starter puts 2 to {SWITCH_MAX} Sparks on one CRS804 at 200 Gb/s")
+    least, most, default = SIZES[topology]
+    n = sparks or default
+    if not least <= n <= most:
+        raise UsageError(f"--sparks {n}: {_WHY[topology].format(least=least, most=most)}")
     name = {"pair": "pair", "ring": f"ring{n}", "switch": f"sw{n}"}[topology] if cluster is None else cluster
     if not re.fullmatch(CLUSTER_PATTERN, name):
         raise UsageError(f"--cluster {name!r}: lower-case letters, digits and '-', at most 20 characters")

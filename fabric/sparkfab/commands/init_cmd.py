@@ -9,15 +9,27 @@ from pathlib import Path
 
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb
-from sparkfab.errors import Exit
-from sparkfab.starter import TOPOLOGIES, starter
+from sparkfab.errors import Exit, SparkfabError
+from sparkfab.starter import SIZES, TOPOLOGIES, sizes_help, starter, unedited
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("topology", choices=TOPOLOGIES, help="pair: two Sparks, one cable; ring: switchless; switch: CRS804")
-    p.add_argument("--sparks", type=at.integer(2, 16), help="how many Sparks (pair 2, ring 4, switch 8 by default)")
+    least = min(lo for lo, _, _ in SIZES.values())
+    most = max(hi for _, hi, _ in SIZES.values())
+    p.add_argument("--sparks", type=at.integer(least, most), help=sizes_help())
     p.add_argument("--cluster", help="the cluster's name (default: pair, ringN or swN)")
     p.add_argument("-o", "--output", type=at.file_path, help="write to this new file (default: stdout)")
+
+
+def _unedited(path: Path) -> bool:
+    """A file `init` wrote and nobody has changed since (it may be replaced)."""
+    from sparkfab import userfile
+
+    try:
+        return unedited(userfile.read_bytes(path, "-o").decode("utf-8"))
+    except (UnicodeDecodeError, SparkfabError):
+        return False
 
 
 def init_cmd(args: argparse.Namespace) -> int:
@@ -25,7 +37,7 @@ def init_cmd(args: argparse.Namespace) -> int:
     from sparkfab.resolve import load_plan
 
     text = starter(args.topology, args.sparks, args.cluster)
-    out = check_file(args.output, ours=None) if args.output else None
+    out = check_file(args.output, ours=_unedited) if args.output else None
     with tempfile.TemporaryDirectory() as tmp:  # valid before it is written (a bad --cluster is named here)
         (Path(tmp) / "inventory.yml").write_text(text)
         plan = load_plan(str(Path(tmp) / "inventory.yml"))

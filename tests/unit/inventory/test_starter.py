@@ -48,6 +48,14 @@ def test_init_writes_a_new_file_and_refuses_what_it_did_not_write(cli, tmp_path)
     res = cli("init", "pair", "-o", str(foreign))
     assert res.code == 2 and "exists and sparkfab did not write it" in res.err and foreign.read_text() == "keep me\n"
     assert cli("init", "switch").out == starter("switch")
+    # a starter as init wrote it is init's to replace (another size, topology or name); once
+    # its owner has edited it, it is theirs
+    again = cli("init", "switch", "--sparks", "4", "--cluster", "lab-a", "-o", str(out))
+    assert again.code == 0 and out.read_text() == starter("switch", 4, "lab-a")
+    assert cli("init", "ring", "-o", str(out)).code == 0 and out.read_text() == starter("ring")
+    out.write_text(out.read_text().replace("10.0.0.11", "10.9.0.11"))
+    edited = cli("init", "ring", "-o", str(out))
+    assert edited.code == 2 and "did not write it" in edited.err and "10.9.0.11" in out.read_text()
 
 
 @pytest.mark.parametrize(
@@ -68,3 +76,20 @@ def test_a_bad_cluster_name_is_named_and_nothing_written(cli, tmp_path):
     out = tmp_path / "x.yml"
     res = cli("init", "pair", "--cluster", "Bad Name", "-o", str(out))
     assert res.code == 2 and "--cluster 'Bad Name': lower-case" in res.err and not out.exists()
+
+
+def test_what_init_says_it_takes_is_what_it_takes(cli):
+    """--sparks's help, its bounds and the starter's check read one table: every size the help
+    gives for a topology is written, and every other size the parser takes is refused with the
+    topology's range."""
+    from sparkfab.starter import SIZES
+
+    helped = " ".join(cli("init", "--help").out.split())
+    for topology, (least, most, default) in SIZES.items():
+        said = f"{topology} {least}" if least == most else f"{topology} {least}-{most} (default {default})"
+        assert said in helped, helped
+        for n in range(2, 17):
+            res = cli("init", topology, "--sparks", str(n))
+            assert (res.code == 0) == (least <= n <= most), (topology, n, res.err)
+            if res.code != 0:
+                assert res.code == 2 and f"--sparks {n}: " in res.err
