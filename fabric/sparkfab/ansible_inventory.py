@@ -103,7 +103,9 @@ def _ansible_view(path: Path) -> dict[str, Any]:
         raise InventoryError(problems, str(path))
     out = _child("view", str(path))
     if "error" in out:
-        message = f"Ansible cannot read it as an inventory: {out['error']} (its warnings above say why)"
+        message = f"Ansible cannot read it as an inventory: {out['error']}"
+        if out.get(WARNED):
+            message += " (its warnings above say why)"
         hint = ""
         if "vault" in out["error"].lower():
             hint = "give Ansible the vault password: --vault-password-file, ANSIBLE_VAULT_PASSWORD_FILE or ansible.cfg"
@@ -180,6 +182,10 @@ def decrypt(texts: list[str]) -> list[str]:
     return [str(t) for t in answer["texts"]]
 
 
+#: the key `_child` adds to the child's answer: whether it passed Ansible's warnings on
+WARNED = "_warned"
+
+
 def _child(*args: str, stdin: str = "") -> dict[str, Any]:
     """Run this module's command line in a fresh Python, with only the data plugins enabled,
     and read its JSON answer. Ansible's warnings are passed on; should the child die, its last
@@ -206,10 +212,11 @@ def _child(*args: str, stdin: str = "") -> dict[str, Any]:
         last = lines[-1].strip()[:300] if lines else f"exit {res.returncode}"
         kind = Unavailable if last.startswith(("OSError", "PermissionError", "FileNotFoundError")) else UsageError
         raise kind(f"Ansible could not read the inventory: {last}")
-    for line in lines:
-        if not line.startswith(("Traceback", "  ")):
-            sys.stderr.write(line + "\n")
+    said = [line for line in lines if not line.startswith(("Traceback", "  "))]
+    for line in said:
+        sys.stderr.write(line + "\n")
     answer: dict[str, Any] = json.loads(res.stdout)
+    answer[WARNED] = bool(said)
     return answer
 
 

@@ -165,3 +165,15 @@ def test_sparkfabs_own_ssh_reaches_a_host_as_ansibles_ssh_does(where, monkeypatc
     assert re.search(r"spark_ed25519$", options["identityfile"])
     # the become password of the vault, opened by Ansible in a child for sudo's stdin
     assert conn.become["spark-03"] == connection.Become("sudo", SECRET)
+
+
+def test_a_vault_without_its_password_is_named_with_where_to_give_it(where):
+    """Ansible says no more than that a password is needed: the message names where to give it,
+    and points at no warnings that were never printed."""
+    root, env = where
+    cfg = root / "ansible.cfg"
+    cfg.write_text("".join(ln for ln in cfg.read_text().splitlines(True) if "vault_password_file" not in ln))
+    res = _sparkfab(root, env, "validate")
+    assert res.returncode == 2, res.stderr
+    assert "A vault password must be specified" in res.stderr and "ANSIBLE_VAULT_PASSWORD_FILE" in res.stderr
+    assert "warnings above" not in res.stderr
