@@ -295,7 +295,14 @@ def battery_cmd(args: argparse.Namespace) -> int:
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", nargs="+", type=at.path, metavar="RUN", help="one or two run directories")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        type=at.path,
+        metavar="RUN",
+        help="one or two runs: bench's run directories, or the JSON that `vllm bench serve --save-result "
+        "--save-detailed` writes",
+    )
     p.add_argument("--estimate", action="store_true", help="compare with the estimate (name the model)")
     p.add_argument("--model", help="the served model as an estimate preset (see `sparkfab estimate --help`)")
     p.add_argument("--config", help="the served model's config.json, for --estimate")
