@@ -7,7 +7,7 @@ in `ENGINES`, and recipes in `launchers/`; docs/architecture.md walks it.
 from __future__ import annotations
 
 from sparkfab.engines import collective, sglang, vllm
-from sparkfab.engines.base import Engine, LabServing, Metrics, Oracle, Rank, flag_argv
+from sparkfab.engines.base import Engine, LabServing, Metrics, Oracle, RankArgs, flag_argv
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, collective.ENGINE)}
 
@@ -29,4 +29,15 @@ def in_lab() -> list[Engine]:
     return [e for e in ENGINES.values() if e.lab is not None]
 
 
-__all__ = ["ENGINES", "Engine", "LabServing", "Metrics", "Oracle", "Rank", "engine", "flag_argv", "in_lab", "served"]
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "LabServing",
+    "Metrics",
+    "Oracle",
+    "RankArgs",
+    "engine",
+    "flag_argv",
+    "in_lab",
+    "served",
+]

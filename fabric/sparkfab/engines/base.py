@@ -19,7 +19,7 @@ Runtime = Literal["docker", "process"]
 
 
 @dataclass(frozen=True)
-class Rank:
+class RankArgs:
     """One rank's share of an instance, in the terms every engine's argv is made of (render fills
     it from the plan)."""
 
@@ -139,7 +139,7 @@ class Engine:
     #: how the lab serves it (None: the lab cannot)
     lab: LabServing | None = None
 
-    def argv(self, r: Rank) -> list[str]:
+    def argv(self, r: RankArgs) -> list[str]:
         raise NotImplementedError(f"engine {self.name} builds no argv")
 
     def start_order(self, rank: int, nnodes: int, backend: str) -> int:

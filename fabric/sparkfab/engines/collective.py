@@ -3,7 +3,7 @@ the lab's stand-in for an engine and the fabric's load. It runs from the host's 
 
 from __future__ import annotations
 
-from sparkfab.engines.base import Engine, LabServing, Rank
+from sparkfab.engines.base import Engine, LabServing, RankArgs
 
 #: where apply installs it on every host
 COLLECTIVE_PATH = "/etc/sparkfab/collective.py"
@@ -20,7 +20,7 @@ class Collective(Engine):
     #: seconds to start: the lab's engine for tests of the start order and the Ansible path
     lab = LabServing("lab-collective", "process")
 
-    def argv(self, r: Rank) -> list[str]:
+    def argv(self, r: RankArgs) -> list[str]:
         return [
             *self.command,
             *("--rank", str(r.rank), "--world-size", str(r.nnodes)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from sparkfab.engines.base import Engine, Metrics, Oracle, Rank, flag_argv
+from sparkfab.engines.base import Engine, Metrics, Oracle, RankArgs, flag_argv
 
 
 class SGLang(Engine):
@@ -49,7 +49,7 @@ class SGLang(Engine):
         ),
     )
 
-    def argv(self, r: Rank) -> list[str]:
+    def argv(self, r: RankArgs) -> list[str]:
         argv = [*self.command, "--model-path", r.model, *flag_argv(r.flags), "--tp-size", str(r.tp)]
         if r.nnodes > 1:
             argv += ["--nnodes", str(r.nnodes), "--node-rank", str(r.rank)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from sparkfab.engines.base import Engine, LabServing, Metrics, Oracle, Rank, flag_argv
+from sparkfab.engines.base import Engine, LabServing, Metrics, Oracle, RankArgs, flag_argv
 
 
 class VLLM(Engine):
@@ -58,7 +58,7 @@ class VLLM(Engine):
         backends=("mp",),
     )
 
-    def argv(self, r: Rank) -> list[str]:
+    def argv(self, r: RankArgs) -> list[str]:
         argv = [
             *self.command,
             r.model,

@@ -24,11 +24,11 @@ from sparkfab.measure.estimate import decode as decode_pass
 from sparkfab.measure.gloo import gloo_view
 from sparkfab.measure.plots import pyplot
 from sparkfab.measure.reporttext import MIN_SAMPLES, THROUGHPUT, markdown, sections
-from sparkfab.measure.runs import Run, dist, link_gbps, samples, server_side
+from sparkfab.measure.runs import SavedRun, dist, link_gbps, samples, server_side
 from sparkfab.outputs import PNG_METADATA
 
 
-def tables(a: Run, b: Run | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
+def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
     ttft, decode, bytes_rows, decode_bytes = [], [], [], []
     gloo = _in_lab(a)
     sa = a.summary.tests
@@ -86,13 +86,13 @@ def _decode_estimate(s: Setup, gloo: bool) -> float:
     return d.bytes_per_pass / d.tokens_per_pass
 
 
-def _in_lab(run: Run) -> bool:
+def _in_lab(run: SavedRun) -> bool:
     """Whether `run` measured the lab (its engine's all-reduces go over Gloo, not NCCL)."""
     inv = run.meta.get("inventory")
     return isinstance(inv, dict) and inv.get("lab") is True
 
 
-def latency_row(run: Run, test: str) -> dict[str, Any] | None:
+def latency_row(run: SavedRun, test: str) -> dict[str, Any] | None:
     """One run's requests of `test` in `vllm bench serve`'s terms (ms): p50 and p99 of TTFT, TPOT,
     ITL and E2EL, and the server's own mean TTFT (from /metrics around the measured rounds) with
     the client's minus the server's: the time outside the engine (network, queueing, client)."""
@@ -133,7 +133,7 @@ def _caption(path: Path) -> str:
     return CAPTIONS.get(path.stem, path.stem)
 
 
-def _series_for(run: Run, test: str) -> tuple[list[float], list[float], list[float], list[float], float] | None:
+def _series_for(run: SavedRun, test: str) -> tuple[list[float], list[float], list[float], list[float], float] | None:
     """Round 0 of a test: 1 ms and 20 ms averages of the sent rate on a time axis that starts
     when the first request was sent, and when the last first token came."""
     rows = [r for r in run.rows if r["test"] == test and r["round"] == 0 and r.get("traffic_file")]
@@ -148,7 +148,7 @@ def _series_for(run: Run, test: str) -> tuple[list[float], list[float], list[flo
     return [x + offset for x in t], g, [x + offset for x in t20], g20, (first - send) / 1e9
 
 
-def plots(a: Run, b: Run | None, t: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
+def plots(a: SavedRun, b: SavedRun | None, t: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
     plt = pyplot()
     paths = []
     runs = [x for x in (a, b) if x]
@@ -193,7 +193,7 @@ def plots(a: Run, b: Run | None, t: dict[str, list[dict[str, Any]]], out: Path) 
     return paths
 
 
-def write(a: Run, b: Run | None, setup: Setup | None, out: Path, assumption: str = "") -> dict[str, Any]:
+def write(a: SavedRun, b: SavedRun | None, setup: Setup | None, out: Path, assumption: str = "") -> dict[str, Any]:
     from sparkfab.render.text import fill_html
 
     t = tables(a, b, setup)
@@ -225,7 +225,7 @@ def log_axis(values: list[float]) -> bool:
     return bool(positive) and max(positive) / min(positive) > 10
 
 
-def _ttft_plot(plt: Any, runs: list[Run], names: list[str], out: Path) -> Path:
+def _ttft_plot(plt: Any, runs: list[SavedRun], names: list[str], out: Path) -> Path:
     """Each test's TTFT per run: a box where there are enough rounds for a spread, the points
     where there are not (said in the title), on a log axis where the tests span more than 10x."""
     fig, ax = plt.subplots(figsize=(8, 4), dpi=110)

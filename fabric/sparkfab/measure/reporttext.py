@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkfab.measure import vllmstats
-from sparkfab.measure.runs import Run
+from sparkfab.measure.runs import SavedRun
 
 #: how far above the estimate's upper bound a measured increase is flagged
 FAR_ABOVE = 2.0
@@ -60,7 +60,7 @@ def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0) -> str
     )
 
 
-def metadata(run: Run) -> list[tuple[str, str]]:
+def metadata(run: SavedRun) -> list[tuple[str, str]]:
     """What a reader needs to know about a run: model, engine, URL, cluster, link, tool, date."""
     m = run.meta
     engine = m.get("engine") or {}
@@ -103,7 +103,7 @@ class Section:
 
 
 def sections(
-    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[Run] | None = None,
+    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[SavedRun] | None = None,
 ) -> list[Section]:  # fmt: skip
     """The report's tables; with one run, the columns that compare are left out."""
 
@@ -221,7 +221,7 @@ def _cell(text: str) -> str:
 
 
 def markdown(
-    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[Run] | None = None,
+    t: dict[str, list[dict[str, Any]]], la: str, lb: str | None, runs: list[SavedRun] | None = None,
     assumption: str = "",
 ) -> str:  # fmt: skip
     """The tables as Markdown."""

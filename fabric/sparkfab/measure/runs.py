@@ -15,7 +15,7 @@ from sparkfab.measure.vllmstats import percentile
 
 
 @dataclass(frozen=True)
-class Run:
+class SavedRun:
     """A bench run read back from its directory."""
 
     dir: Path
@@ -26,7 +26,7 @@ class Run:
     skipped: int  # lines of requests.jsonl that could not be read (a killed bench leaves a torn one)
 
 
-def link_gbps(run: Run, default: float) -> float:
+def link_gbps(run: SavedRun, default: float) -> float:
     """The link speed a run measured, as bench recorded it: from the inventory (a lab's shaped
     rate) or from `--link-speed`; else `default`. A run's label is a name, never a speed."""
     for key in ("inventory", "link"):
@@ -37,13 +37,13 @@ def link_gbps(run: Run, default: float) -> float:
     return default
 
 
-def served_tp(run: Run) -> int | None:
+def served_tp(run: SavedRun) -> int | None:
     inv = run.meta.get("inventory")
     tp = inv.get("tp") if isinstance(inv, dict) else None
     return tp if isinstance(tp, int) and not isinstance(tp, bool) and 0 < tp <= 1024 else None
 
 
-def served_config(run: Run) -> Path | None:
+def served_config(run: SavedRun) -> Path | None:
     """The served checkpoint's config.json: bench's copy in the run, else the local directory
     the server loaded it from."""
     kept = run.dir / bench.MODEL_CONFIG
@@ -57,7 +57,7 @@ def served_config(run: Run) -> Path | None:
     return None
 
 
-def load_run(path: Path) -> Run:
+def load_run(path: Path) -> SavedRun:
     """A bench run directory (its run.json and the well-formed records of requests.jsonl), or the
     result file of `vllm bench serve --save-result --save-detailed`."""
     if not path.exists():
@@ -76,10 +76,10 @@ def load_run(path: Path) -> Run:
     lines, skipped = records.read_lines(path / "requests.jsonl")
     rows = records.merge(lines)
     label = meta.get("label")
-    return Run(path, meta, rows, records.summarize(rows), str(label)[:40] if label else path.name, skipped)
+    return SavedRun(path, meta, rows, records.summarize(rows), str(label)[:40] if label else path.name, skipped)
 
 
-def samples(run: Run, test: str) -> dict[str, list[float]]:
+def samples(run: SavedRun, test: str) -> dict[str, list[float]]:
     """Per-sample values behind the means: TTFT (seconds; for several requests the last first
     token of each round) and decode speed (tokens/s per request), measured rounds only."""
     ok = [r for r in run.rows if r["test"] == test and not r.get("warmup") and not r.get("error")]
@@ -119,7 +119,7 @@ def server_side(run_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def from_vllm_result(path: Path) -> Run:
+def from_vllm_result(path: Path) -> SavedRun:
     """A `vllm bench serve --save-result --save-detailed` file as a run of one test (named after
     the file): each request a round of its own, its TTFT, inter-token gaps and end-to-end latency
     as vLLM measured them (seconds, from the request's send), no traffic."""
@@ -171,4 +171,4 @@ def from_vllm_result(path: Path) -> Run:
         "rounds": len(rows),
         "sparkfab_version": "-",
     }
-    return Run(path.parent, meta, rows, records.summarize(rows), str(label)[:40], 0)
+    return SavedRun(path.parent, meta, rows, records.summarize(rows), str(label)[:40], 0)

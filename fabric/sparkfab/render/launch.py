@@ -12,7 +12,7 @@ import json
 import shlex
 from dataclasses import dataclass
 
-from sparkfab.engines import Rank
+from sparkfab.engines import RankArgs
 from sparkfab.errors import RenderError
 from sparkfab.launchers import SECRETS_FILE, Recipe
 from sparkfab.plan import Host, Instance, Plan
@@ -99,7 +99,7 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
     if recipe.tp_backend == "gloo":
         master = gloo_endpoints(plan, inst)[inst.ranks[0].host].ip
     argv = spec.argv(
-        Rank(
+        RankArgs(
             model=inst.model or recipe.model,
             flags={**recipe.flags, **inst.flags},
             tp=inst.tp,

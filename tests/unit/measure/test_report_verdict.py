@@ -48,7 +48,7 @@ def _run(tmp_path, label: str, lab: bool, per_token: float, requests: int):
     """A run of one test `D` (two rounds of `requests` requests, 11 tokens each) whose decode
     windows sent `per_token` bytes per output token."""
     from sparkfab.measure.records import summarize
-    from sparkfab.measure.runs import Run
+    from sparkfab.measure.runs import SavedRun
 
     ms = 1_000_000
     rows = []
@@ -65,7 +65,7 @@ def _run(tmp_path, label: str, lab: bool, per_token: float, requests: int):
                 }
             )  # fmt: skip
     meta = {"inventory": {"lab": True, "tp": 8}} if lab else {"inventory": {"tp": 8}}
-    return Run(tmp_path / label, meta, rows, summarize(rows), label, 0)
+    return SavedRun(tmp_path / label, meta, rows, summarize(rows), label, 0)
 
 
 def test_decode_traffic_per_output_token_against_the_estimate_of_its_transport(tmp_path):
