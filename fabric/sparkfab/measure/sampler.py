@@ -81,7 +81,22 @@ def counters_of(devices: list[str], source: str, root: str = "/") -> list[Counte
     if missing:
         where = "/sys/class/infiniband" if source == "rdma" else "/sys/class/net"
         raise UsageError(f"no {source} counters for {', '.join(missing)} under {Path(root) / where.lstrip('/')}")
+    bad = [f"{c.path} holds {text[:20]!r}" for c in counters if not (text := _peek(c.path)).isdigit()]
+    if bad:
+        raise UsageError(f"not a counter (a whole number of bytes or words): {'; '.join(bad[:4])}")
     return counters
+
+
+def _peek(path: str) -> str:
+    """A counter file's text as the read loops see it (their first 32 bytes), stripped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            return os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return f"<{exc.strerror}>"
 
 
 def record_struct(n: int) -> struct.Struct:

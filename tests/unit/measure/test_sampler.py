@@ -211,6 +211,26 @@ def test_sample_cli_refuses_missing_counters(tmp_path, cli):
     assert res.code == 2 and "no rdma counters for rocep9s9f9" in res.err
 
 
+def test_a_counter_that_holds_no_number_is_named_before_anything_samples(tmp_path, cli):
+    """The C loop would read text as 0 and the idle wait crashed on it: a counter file that is not
+    a whole number is refused by name, for sample and bench alike."""
+    counters = fake_tree(tmp_path, ["eth9"], kind="netdev")
+    Path(counters[0].path).write_text("abc\n")
+    res = cli(
+        "sample", "--devices", "eth9", "--source", "netdev", "--root", str(tmp_path), "--duration", "0.1",
+        "-o", str(tmp_path / "x.smp"),
+    )  # fmt: skip
+    assert (
+        res.code == 2 and f"not a counter (a whole number of bytes or words): {counters[0].path} holds 'abc'" in res.err
+    )
+    assert not (tmp_path / "x.smp").exists()
+    res = cli(
+        "bench", "--url", "http://127.0.0.1:9", "--model", "m", "--counters", "eth9", "--source", "netdev",
+        "--root", str(tmp_path), "-o", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert res.code == 2 and "holds 'abc'" in res.err, res.err
+
+
 def test_traffic_exports_csv_and_prometheus(tmp_path, cli):
     """Rates per bin leave the tool as CSV that csv and pandas read without options, and as
     OpenMetrics that Prometheus's own parser and promtool's backfill take; the bytes in them add
