@@ -155,13 +155,14 @@ class Run:
             opt.out.mkdir(exist_ok=True)
         except OSError as exc:
             raise Unavailable(f"-o {opt.out}: {exc.strerror or exc}") from None
-        with lock.held(opt.out, f"run directory {opt.out}", "bench", name=LOCK):
-            try:
+        try:
+            with lock.held(opt.out, f"run directory {opt.out}", "bench", name=LOCK):
                 return await self._measure(server, prompts, engine)
-            except OSError as exc:
-                if exc.filename is None and exc.errno in _DISK_ERRORS:  # a write into the run ran out
-                    raise Unavailable(f"-o {opt.out}: writing the run: {exc.strerror}") from None
-                raise
+        except OSError as exc:
+            if exc.errno in _DISK_ERRORS:  # a write into the run (its lock first) ran out
+                which = f" ({exc.filename})" if exc.filename else ""
+                raise Unavailable(f"-o {opt.out}: writing the run{which}: {exc.strerror}") from None
+            raise
 
     async def _measure(self, server: ServerInfo, prompts: PromptMaker, engine: dict[str, Any]) -> Summary:
         """The run proper, with the run directory held: one bench writes it at a time."""

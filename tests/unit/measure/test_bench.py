@@ -345,3 +345,23 @@ def test_a_rounds_decode_traffic_is_its_bytes_after_the_last_first_token_over_it
         {"round": 1, "round_decode_bytes": 9000, "round_decode_tokens": 3},
     ]
     assert decode_per_token(rows) == [6000, 3000]
+
+
+def test_a_full_disk_under_the_run_names_the_run_directory(double, cli, tmp_path, monkeypatch):
+    """The first write into the run is its lock's; on a full disk (ENOSPC from a write, which
+    carries no file name) the error names -o, not only the OS's words."""
+    import contextlib
+    import errno
+
+    from sparkfab import lock
+
+    @contextlib.contextmanager
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+        yield
+
+    monkeypatch.setattr(lock, "held", full)
+    url = double("--prefill-s-per-token", "1e-6", "--token-interval-s", "0.0005")
+    p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 100, "output_tokens": 4}])
+    res = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "--idle-seconds", "0", "-o", str(tmp_path / "run"))
+    assert res.code == 5 and f"-o {tmp_path / 'run'}: writing the run: No space left on device" in res.err, res.err
