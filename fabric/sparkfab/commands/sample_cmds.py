@@ -105,6 +105,14 @@ def _export_target(args: argparse.Namespace) -> Path | None:
 def traffic_cmd(args: argparse.Namespace) -> int:
     plot = check_file(args.plot, [args.file], png_by_sparkfab, "--plot", ".png") if args.plot else None
     export = _export_target(args)
+    try:
+        return _traffic(args, plot, export)
+    except UsageError as exc:  # what the samples cannot give (too many bins): said with their file
+        text = str(exc)
+        raise UsageError(text if text.startswith(str(args.file)) else f"{args.file}: {text}") from None
+
+
+def _traffic(args: argparse.Namespace, plot: Path | None, export: Path | None) -> int:
     samples = sampler.read(args.file)
     if len(samples.t0) < 2:
         raise UsageError(f"{args.file}: {len(samples.t0)} sample(s): rates need at least two")

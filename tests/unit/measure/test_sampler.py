@@ -334,3 +334,21 @@ def test_the_prometheus_export_escapes_what_a_sample_file_names(tmp_path, cli):
     assert {s.labels["source"] for s in samples} == {forged}
     assert {s.labels["file"] for s in samples} == {hostile.name}
     assert max(s.value for s in samples) < 9999e9
+
+
+def test_a_span_too_long_for_its_bins_is_named_with_its_sample_file(tmp_path, cli):
+    """A file whose last sample is 30 years after its first would be 946 billion 1 ms bins:
+    refused, with the sample file named."""
+    counters = fake_tree(tmp_path, ["rocep1s0f0"])
+    out = tmp_path / "s.smp"
+    sampler.sample(counters, out, 0.001, stop=Writer(counters, 5_000, 5), slice_s=0)
+    data = bytearray(out.read_bytes())
+    head = len(sampler.MAGIC) + 4 + int.from_bytes(data[len(sampler.MAGIC) : len(sampler.MAGIC) + 4], "little")
+    rec = sampler.record_struct(2)
+    last = head + ((len(data) - head) // rec.size - 1) * rec.size
+    t0, t1, *rest = rec.unpack_from(data, last)
+    later = 30 * 365 * 86400 * 10**9
+    rec.pack_into(data, last, t0 + later, t1 + later, *rest)
+    out.write_bytes(bytes(data))
+    res = cli("traffic", str(out), "--format", "json")
+    assert res.code == 2 and f"sparkfab: {out}: " in res.err and "bins, more than" in res.err, res.err
