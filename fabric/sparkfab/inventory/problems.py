@@ -72,14 +72,31 @@ def parse_partial(raw: Any, source: str = "") -> tuple[Inventory | None, list[Pr
                 return None, problems
     if inv is None:
         return None, problems
-    if inv.sparkfab.group and inv.sparkfab.group not in inv.groups:
-        hint = "an inventory with groups (INI, YAML with children:, a directory) names the cluster's group"
-        where = ("all", "vars", "sparkfab", "group")
-        problems.append(
-            Problem(path_text(where), "names a group, and this inventory has none", hint, line_of(raw, where))
-        )
+    problems += _group_problem(inv, raw)
     merged = {h: v.model_copy(update={"ansible": ansible.get(h, {})}) for h, v in inv.hosts.items()}
     return inv.model_copy(update={"hosts": merged}), problems
+
+
+def _group_problem(inv: Inventory, raw: Any) -> list[Problem]:
+    """The block's `group:` where it names no group of the inventory's with hosts."""
+    named = inv.sparkfab.group
+    if not named or named in inv.groups:
+        return []
+    where = ("all", "vars", "sparkfab", "group")
+    known = ", ".join(sorted(g for g, hosts in inv.groups.items() if hosts))
+    if named in ("all", "ungrouped"):
+        members = "every host" if named == "all" else "hosts in no group"
+        what = f"names {named!r}, Ansible's implicit group of {members}"
+        hint = (
+            f"name the cluster's own group{f' ({known})' if known else ''}, or leave group out: "
+            "then the hosts that carry this block are the cluster"
+        )
+    elif known:
+        what, hint = f"no group {named!r} with hosts", f"the inventory's groups with hosts: {known}"
+    else:
+        what = "names a group, and this inventory has none"
+        hint = "an inventory with groups (INI, YAML with children:, a directory) names the cluster's group"
+    return [Problem(path_text(where), what, hint, line_of(raw, where))]
 
 
 #: Stand-ins for required values that are wrong, so that the other checks still run.

@@ -155,6 +155,12 @@ def test_a_host_without_cable_or_instance_is_left_out_and_a_missing_group_is_ref
     with pytest.raises(InventoryError) as exc:
         load_plan(str(d / "hosts.ini"))
     assert "no group 'spraks' with hosts" in exc.value.render() and "monitoring, sparks" in exc.value.render()
+    # all is every host: said as such, with the groups there are and the way without a group
+    gv.write_text(text.replace("sparkfab:\n", "sparkfab:\n  group: all\n", 1))
+    with pytest.raises(InventoryError) as exc:
+        load_plan(str(d / "hosts.ini"))
+    said = exc.value.render()
+    assert "names 'all', Ansible's implicit group of every host" in said and "(monitoring, sparks)" in said
 
 
 def test_a_plain_file_naming_a_group_is_told_it_has_none(tmp_path):
