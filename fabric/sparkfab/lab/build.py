@@ -50,7 +50,7 @@ def up(
         raise
     t["total_s"] = time.perf_counter() - t0
     timing = {k: round(v, 3) for k, v in t.items()}
-    state = LabState(state.cluster, inventory, engine_name, mode, spec, state.pids, timing, keep_ray)
+    state = LabState(state.cluster, inventory, engine_name, spec, state.pids, timing, keep_ray)
     state.write()
     return state
 
@@ -85,7 +85,7 @@ def _build(
         engine.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine_name)
         t["image_import_s"] = time.perf_counter() - t1
     wire.link_speed(spec, mode)
-    return LabState(spec.cluster, inventory, engine_name, mode, spec, pids, t)
+    return LabState(spec.cluster, inventory, engine_name, spec, pids, t)
 
 
 def down(cluster: str) -> dict[str, int]:

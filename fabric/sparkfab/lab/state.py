@@ -1,20 +1,20 @@
-"""What a lab that is up is, written once by `lab up` into `state.json` (and again when its
-shaped rate changes): the one record `lab status`, the Target, the drills and a rebooting
-machine read. It holds the lab's plan (`LabSpec`) itself, so that nothing needs the user's
-inventory to find a lab's namespaces, veths and machines again.
+"""What a lab that is up is, written once by `lab up` into `state.json`: the one record `lab
+status`, the Target, the drills and a rebooting machine read (the rate its cables are shaped to
+now is the cluster's link-speed record, `target.current_link_speed`, as on Sparks). It holds the
+lab's plan (`LabSpec`) itself, so that nothing needs the user's inventory to find a lab's
+namespaces, veths and machines again.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import UsageError
 from sparkfab.lab.spec import LabSpec, Node, Veth
-from sparkfab.spark import LinkSpeed, link_speed
 
 FILE = "state.json"
 
@@ -24,7 +24,6 @@ class LabState:
     cluster: str
     inventory: str  # the user's inventory `lab up` was given
     engine: str  # what `serve` runs: vllm or collective
-    mode: LinkSpeed  # the link-speed mode the veths are shaped to now (linkspeed --lab changes it)
     spec: LabSpec
     pids: dict[str, int] = field(default_factory=dict)  # <node>.<what> -> pid (supervisors, switch lldpd)
     timing: dict[str, float] = field(default_factory=dict)
@@ -35,9 +34,6 @@ class LabState:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
         os.replace(tmp, path)
-
-    def with_mode(self, mode: LinkSpeed) -> LabState:
-        return replace(self, mode=mode)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -63,7 +59,6 @@ class LabState:
                 data["cluster"],
                 data["inventory"],
                 data["engine"],
-                link_speed(data["mode"]),
                 lab,
                 {k: int(v) for k, v in data.get("pids", {}).items()},
                 dict(data.get("timing", {})),

@@ -235,7 +235,7 @@ def test_lab_status_reads_the_state_and_names_where_each_instance_answers(cli, t
     inv.write_text(Path("inventory/pair-1cable.yml").read_text().replace("cluster: pair1", "cluster: unit-down"))
     sp = spec(load_plan(str(inv)))
     sp.dir.mkdir()
-    LabState("unit-down", str(inv), "collective", "200", sp, {"spark-a.machine": 2**22 + 1}).write()
+    LabState("unit-down", str(inv), "collective", sp, {"spark-a.machine": 2**22 + 1}).write()
     a, b = sp.sparks
     hosts = {a.name: {"ns": a.ns, "mgmt_ip": a.mgmt_ip}, b.name: {"ns": b.ns, "mgmt_ip": b.mgmt_ip}}
     res = cli("lab", "status", str(inv), "--format", "json")
