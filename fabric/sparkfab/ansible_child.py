@@ -115,10 +115,12 @@ def _view_here(path: str) -> dict[str, Any]:
         variables = VariableManager(loader=loader, inventory=manager)
         vaulted = _vaulted_names(loader, Path(path)) if vault is not None else set()
         hosts, blocks, problems = {}, {}, []
+        origins: dict[str, dict[str, list[Any]]] = {}  # host -> key -> [file, line] it was written at
         deferred: list[dict[str, str]] = []  # secrets left for Ansible to fill when it runs
         for host in manager.get_hosts():
             merged = variables.get_vars(host=host, include_hostvars=False)
             blocks[str(host.name)] = plain(merged.get("sparkfab"))
+            origins[str(host.name)] = _origins(merged)
             own = {}
             for key, value in merged.items():
                 if key in MAGIC or key == "sparkfab":
@@ -144,7 +146,24 @@ def _view_here(path: str) -> dict[str, Any]:
     except AnsibleError as exc:
         return {"error": " ".join(str(getattr(exc, "message", exc)).split())[:400]}
     answer = {"hosts": _tag(hosts), "blocks": _tag(blocks), "groups": groups, "problems": problems}
-    return answer | {"deferred": deferred}
+    return answer | {"deferred": deferred, "origins": origins}
+
+
+def _origins(merged: dict[str, Any]) -> dict[str, list[Any]]:
+    """Where each of a host's variables that sparkfab reads was written ([file, line]), as
+    Ansible's data tags say (ansible-core 2.19 and later; none before)."""
+    try:
+        from ansible._internal._datatag._tags import Origin
+    except ImportError:
+        return {}
+    out: dict[str, list[Any]] = {}
+    for key, value in merged.items():
+        if key in MAGIC or not (str(key).startswith("ansible_") or sparkfab_key(str(key))):
+            continue
+        tag = Origin.get_tag(value)
+        if tag is not None and tag.path:
+            out[str(key)] = [str(tag.path), tag.line_num]
+    return out
 
 
 def _open_vaults(loader: Any) -> Any:

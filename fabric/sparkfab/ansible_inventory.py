@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,29 @@ LEFT_OUT = "(left out)"
 _IMPLICIT = frozenset({"all", "ungrouped"})
 
 
+class _OriginsKey:
+    """The key of the tree's `all` under which the reader hands over where each host variable
+    was written: an object, so that no YAML file can hold it."""
+
+    def __repr__(self) -> str:
+        return "(origins)"
+
+
+#: {host: {key: (file, line)}}: where the Ansible reader found each host variable sparkfab reads
+ORIGINS = _OriginsKey()
+
+
+def placed(problems: list[Problem], origins: dict[str, dict[str, tuple[str, int]]]) -> list[Problem]:
+    """`problems` with the file and line each host variable was written at, where it was
+    written outside the file the others point into (a host_vars/ file, the INI file)."""
+    where = {f"all.hosts.{host}.{key}": at for host, keys in origins.items() for key, at in keys.items()}
+    out = []
+    for p in problems:
+        at = where.get(p.path) or next((a for k, a in where.items() if p.path.startswith((k + ".", k + "["))), None)
+        out.append(replace(p, file=at[0], line=at[1]) if at else p)
+    return out
+
+
 def read(path: Path) -> tuple[dict[str, Any], str]:
     """({all: {hosts: {name: merged vars}, vars: {sparkfab: block}, children: {group: {hosts}},
     "(left out)": [hosts outside the cluster]}}, the file its lines are in)."""
@@ -53,7 +77,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
     present = [b for b in blocks.values() if b is not None]
     usual = max(present, key=present.count) if present else None  # the others override it
     members = _cluster(blocks, groups, usual, source)
-    tree: dict[str, Any] = {"hosts": {h: v for h, v in hosts.items() if h in members}, "vars": {}}
+    tree: dict[Any, Any] = {"hosts": {h: v for h, v in hosts.items() if h in members}, "vars": {}}
     if usual is not None:
         differ = sorted(h for h in members if blocks.get(h) != usual)
         if differ:
@@ -70,10 +94,27 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
     outside = sorted(set(hosts) - members)
     if outside:
         tree[LEFT_OUT] = outside
+    origins = {
+        h: {k: (_as_given(str(f), path), int(n)) for k, (f, n) in keys.items()}
+        for h, keys in view["origins"].items()
+        if h in members
+    }
+    tree[ORIGINS] = origins
     for problem in view["problems"]:
         if problem["host"] in members:
-            raise InventoryError([Problem(f"all.hosts.{problem['host']}.{problem['key']}", problem["message"])], source)
+            found = Problem(f"all.hosts.{problem['host']}.{problem['key']}", problem["message"])
+            raise InventoryError(placed([found], origins), source)
     return {"all": tree}, source
+
+
+def _as_given(file: str, inventory: Path) -> str:
+    """A file Ansible names absolutely, relative to here where the inventory was named so."""
+    if inventory.is_absolute():
+        return file
+    try:
+        return str(Path(file).relative_to(Path.cwd()))
+    except ValueError:
+        return file
 
 
 def _cluster(blocks: dict[str, Any], groups: dict[str, list[str]], block: Any, source: str) -> set[str]:
@@ -116,6 +157,7 @@ def _ansible_view(path: Path) -> dict[str, Any]:
         "blocks": _untag(out["blocks"]),
         "groups": out["groups"],
         "problems": out["problems"],
+        "origins": out.get("origins") or {},
     }
 
 

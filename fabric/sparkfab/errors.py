@@ -48,9 +48,14 @@ class Problem:
     message: str
     hint: str = ""
     line: int | None = None
+    #: the file `line` is in, where it is not the inventory's own (a host_vars/ file, hosts.ini)
+    file: str = ""
 
     def render(self, source: str = "") -> str:
-        where = f"{source}:{self.line}: " if source and self.line else ""
+        if self.file:
+            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        else:
+            where = f"{source}:{self.line}: " if source and self.line else ""
         text = f"{where}{self.path}: {self.message}"
         return f"{text}\n    hint: {self.hint}" if self.hint else text
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab import catalog
+from sparkfab.ansible_inventory import ORIGINS, placed
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory import Inventory, parse_partial, read
 from sparkfab.launchers import search_path
@@ -195,9 +196,16 @@ def load_plan(path: str, link_speed: LinkSpeed | None = None) -> Plan:
     """Load, validate and resolve an inventory file in one step (`link_speed` replaces the
     file's and is validated like it)."""
     raw, source = read(path)
-    inv, problems = parse_partial(raw, source)
-    if inv is None:
-        raise InventoryError(problems, source)
-    if link_speed is not None:
-        inv = inv.model_copy(update={"sparkfab": inv.sparkfab.model_copy(update={"link_speed": link_speed})})
-    return resolve(inv, raw, problems, search_path(path))
+    top = raw.get("all") if isinstance(raw, dict) else None
+    origins = top.pop(ORIGINS, None) if isinstance(top, dict) else None  # the Ansible reader's
+    try:
+        inv, problems = parse_partial(raw, source)
+        if inv is None:
+            raise InventoryError(problems, source)
+        if link_speed is not None:
+            inv = inv.model_copy(update={"sparkfab": inv.sparkfab.model_copy(update={"link_speed": link_speed})})
+        return resolve(inv, raw, problems, search_path(path))
+    except InventoryError as exc:
+        if not origins:
+            raise
+        raise InventoryError(placed(exc.problems, origins), exc.source) from None

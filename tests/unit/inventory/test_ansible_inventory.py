@@ -85,7 +85,7 @@ def test_problems_in_group_vars_point_at_their_file_and_line(tmp_path, monkeypat
         load_plan("ring4-ini/hosts.ini")
     assert exc.value.render().splitlines()[:4] == [
         "ring4-ini/group_vars/all.yml: 2 problem(s) in the inventory",
-        "all.hosts.spark-329f.rnak: unknown key 'rnak'",
+        "ring4-ini/host_vars/spark-329f.yml:1: all.hosts.spark-329f.rnak: unknown key 'rnak'",
         "    hint: did you mean 'rank'? (known keys: ansible_host, mgmt_if, rank)",
         "ring4-ini/group_vars/all.yml:5: all.vars.sparkfab.mtuu: unknown key 'mtuu'",
     ]
@@ -170,3 +170,21 @@ def test_a_plain_file_naming_a_group_is_told_it_has_none(tmp_path):
     with pytest.raises(InventoryError) as exc:
         load_plan(str(tmp_path / "inv.yml"))
     assert "all.vars.sparkfab.group: names a group, and this inventory has none" in exc.value.render()
+
+
+def test_a_host_variable_is_reported_where_it_was_written(tmp_path, monkeypatch):
+    """A value from host_vars/ or from the INI line of its host is named with that file and line
+    (as Ansible's own data tags say), not with the file of the sparkfab block."""
+    d = _copy(tmp_path, "ring4-ini")
+    (d / "host_vars/spark-355d.yml").write_text("# rack B\nrank: first\n")
+    ini = d / "hosts.ini"
+    ini.write_text(
+        ini.read_text().replace("spark-c049 ansible_host=10.0.0.13", "spark-c049 ansible_host=10.0.0.13 mgmt_if=7")
+    )
+    line = ini.read_text().splitlines().index("spark-c049 ansible_host=10.0.0.13 mgmt_if=7") + 1
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InventoryError) as exc:
+        load_plan("ring4-ini/hosts.ini")
+    said = exc.value.render()
+    assert "ring4-ini/host_vars/spark-355d.yml:2: all.hosts.spark-355d.rank: " in said, said
+    assert f"ring4-ini/hosts.ini:{line}: all.hosts.spark-c049.mgmt_if: " in said, said
