@@ -160,9 +160,13 @@ def _origins(merged: dict[str, Any]) -> dict[str, list[Any]]:
     for key, value in merged.items():
         if key in MAGIC or not (str(key).startswith("ansible_") or sparkfab_key(str(key))):
             continue
-        tag = Origin.get_tag(value)
-        if tag is not None and tag.path:
-            out[str(key)] = [str(tag.path), tag.line_num]
+        try:  # Ansible's internal API: should it change, problems keep the block's file
+            tag = Origin.get_tag(value)
+        except Exception:
+            return {}
+        path, line = getattr(tag, "path", None), getattr(tag, "line_num", None)
+        if path and isinstance(line, int):
+            out[str(key)] = [str(path), line]
     return out
 
 
