@@ -45,16 +45,12 @@ LEFT_OUT = "(left out)"
 _IMPLICIT = frozenset({"all", "ungrouped"})
 
 
-class _OriginsKey:
-    """The key of the tree's `all` under which the reader hands over where each host variable
-    was written: an object, so that no YAML file can hold it."""
+class Tree(dict[str, Any]):
+    """The reader's tree in the plain shape, with `origins` beside it: {host: {key: (file,
+    line)}}, where each host variable sparkfab reads was written. An attribute, not a key: every
+    reader of the tree (the lab's copy of the inventory, the parser) sees the plain shape only."""
 
-    def __repr__(self) -> str:
-        return "(origins)"
-
-
-#: {host: {key: (file, line)}}: where the Ansible reader found each host variable sparkfab reads
-ORIGINS = _OriginsKey()
+    origins: dict[str, dict[str, tuple[str, int]]]
 
 
 def placed(problems: list[Problem], origins: dict[str, dict[str, tuple[str, int]]]) -> list[Problem]:
@@ -77,7 +73,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
     present = [b for b in blocks.values() if b is not None]
     usual = max(present, key=present.count) if present else None  # the others override it
     members = _cluster(blocks, groups, usual, source)
-    tree: dict[Any, Any] = {"hosts": {h: v for h, v in hosts.items() if h in members}, "vars": {}}
+    tree: dict[str, Any] = {"hosts": {h: v for h, v in hosts.items() if h in members}, "vars": {}}
     if usual is not None:
         differ = sorted(h for h in members if blocks.get(h) != usual)
         if differ:
@@ -99,12 +95,13 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
         for h, keys in view["origins"].items()
         if h in members
     }
-    tree[ORIGINS] = origins
     for problem in view["problems"]:
         if problem["host"] in members:
             found = Problem(f"all.hosts.{problem['host']}.{problem['key']}", problem["message"])
             raise InventoryError(placed([found], origins), source)
-    return {"all": tree}, source
+    out = Tree({"all": tree})
+    out.origins = origins
+    return out, source
 
 
 def _as_given(file: str, inventory: Path) -> str:

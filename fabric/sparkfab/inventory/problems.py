@@ -14,7 +14,7 @@ from pydantic import (
 
 from sparkfab import yamlload
 from sparkfab.ansible_child import sparkfab_key
-from sparkfab.ansible_inventory import LEFT_OUT, ORIGINS
+from sparkfab.ansible_inventory import LEFT_OUT
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory.locate import line_of, path_text, present, walk
 from sparkfab.inventory.model import Inventory, model_at
@@ -166,7 +166,6 @@ def _groups(raw: Any) -> tuple[dict[str, list[str]], list[str]]:
     if not isinstance(group, dict):
         return {}, []
     left_out = [str(h) for h in group.pop(LEFT_OUT, None) or []]
-    group.pop(ORIGINS, None)  # where the host variables were written: `load_plan` places problems by it
     children = group.get("children")
     if not isinstance(children, dict) or not all(isinstance(v, dict) for v in children.values()):
         return {}, left_out

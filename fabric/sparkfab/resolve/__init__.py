@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab import catalog
-from sparkfab.ansible_inventory import ORIGINS, placed
+from sparkfab.ansible_inventory import placed
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory import Inventory, parse_partial, read
 from sparkfab.launchers import search_path
@@ -196,8 +196,7 @@ def load_plan(path: str, link_speed: LinkSpeed | None = None) -> Plan:
     """Load, validate and resolve an inventory file in one step (`link_speed` replaces the
     file's and is validated like it)."""
     raw, source = read(path)
-    top = raw.get("all") if isinstance(raw, dict) else None
-    origins = top.pop(ORIGINS, None) if isinstance(top, dict) else None  # the Ansible reader's
+    origins = getattr(raw, "origins", None)  # where the Ansible reader found each host variable
     try:
         inv, problems = parse_partial(raw, source)
         if inv is None:
