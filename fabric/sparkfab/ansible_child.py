@@ -120,7 +120,7 @@ def _view_here(path: str) -> dict[str, Any]:
         for host in manager.get_hosts():
             merged = variables.get_vars(host=host, include_hostvars=False)
             blocks[str(host.name)] = plain(merged.get("sparkfab"))
-            origins[str(host.name)] = _origins(merged)
+            origins[str(host.name)] = _origins(merged) | _name_origin(host.name, merged.get("inventory_file"))
             own = {}
             for key, value in merged.items():
                 if key in MAGIC or key == "sparkfab":
@@ -168,6 +168,33 @@ def _origins(merged: dict[str, Any]) -> dict[str, list[Any]]:
         if path and isinstance(line, int):
             out[str(key)] = [str(path), line]
     return out
+
+
+def _name_origin(name: Any, source: Any) -> dict[str, list[Any]]:
+    """Where a host's name was written, under the key "" ([file, line]): its data tag (a YAML
+    inventory), else the line of its inventory file that starts with it (an INI file, whose
+    names Ansible does not tag; a name made from a range is on no line: none)."""
+    try:
+        from ansible._internal._datatag._tags import Origin
+
+        tag = Origin.get_tag(name)
+    except Exception:  # Ansible's internal API, or before 2.19
+        tag = None
+    path, line = getattr(tag, "path", None), getattr(tag, "line_num", None)
+    if path and isinstance(line, int):
+        return {"": [str(path), line]}
+    if not isinstance(source, str) or not Path(source).is_file():
+        return {}
+    try:
+        with open(source, "rb") as f:
+            lines = f.read(8 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return {}
+    for n, text in enumerate(lines, 1):
+        words = text.split(None, 1)
+        if words and words[0] == str(name):
+            return {"": [source, n]}
+    return {}
 
 
 def _open_vaults(loader: Any) -> Any:

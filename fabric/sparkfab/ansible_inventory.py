@@ -54,9 +54,14 @@ class Tree(dict[str, Any]):
 
 
 def placed(problems: list[Problem], origins: dict[str, dict[str, tuple[str, int]]]) -> list[Problem]:
-    """`problems` with the file and line each host variable was written at, where it was
-    written outside the file the others point into (a host_vars/ file, the INI file)."""
-    where = {f"all.hosts.{host}.{key}": at for host, keys in origins.items() for key, at in keys.items()}
+    """`problems` with the file and line each host variable (and each host's name) was written
+    at, where it was written outside the file the others point into (a host_vars/ file, the INI
+    file)."""
+    where = {  # the key "": the host's name itself
+        f"all.hosts.{host}" + (f".{key}" if key else ""): at
+        for host, keys in origins.items()
+        for key, at in keys.items()
+    }
     out = []
     for p in problems:
         at = where.get(p.path) or next((a for k, a in where.items() if p.path.startswith((k + ".", k + "["))), None)

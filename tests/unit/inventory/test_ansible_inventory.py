@@ -188,3 +188,17 @@ def test_a_host_variable_is_reported_where_it_was_written(tmp_path, monkeypatch)
     said = exc.value.render()
     assert "ring4-ini/host_vars/spark-355d.yml:2: all.hosts.spark-355d.rank: " in said, said
     assert f"ring4-ini/hosts.ini:{line}: all.hosts.spark-c049.mgmt_if: " in said, said
+
+
+def test_a_host_name_is_reported_where_it_was_written(tmp_path, monkeypatch):
+    """A bad host name (a NUL byte on the INI's line) is named with the INI file and that line,
+    where the name was written, not with the file of the sparkfab block."""
+    d = _copy(tmp_path, "ring4-ini")
+    ini = d / "hosts.ini"
+    ini.write_bytes(ini.read_bytes().replace(b"[sparks:vars]", b"x\x00y\n\n[sparks:vars]"))
+    line = ini.read_bytes().splitlines().index(b"x\x00y") + 1
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InventoryError) as exc:
+        load_plan("ring4-ini/hosts.ini")
+    said = exc.value.render()
+    assert f"ring4-ini/hosts.ini:{line}: all.hosts.x\x00y: " in said, said
