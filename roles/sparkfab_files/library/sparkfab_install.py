@@ -29,7 +29,7 @@ description:
   - Supports check mode and diff mode.
 options:
   bundle:
-    description: Path on the host of the bundle, JSON C({"files": {path: {content, mode, kind}}}).
+    description: 'Path on the host of the bundle, JSON C({"files": {path: {content, mode, kind}}}).'
     type: path
   bundle_text:
     description:
@@ -78,6 +78,24 @@ options:
       - ufw's rules count as a change where ufw is active (ufw compares them only when it adds them).
     type: bool
     default: false
+"""
+
+EXAMPLES = r"""
+- name: Install every file of this host's bundle but its netplan files, and make the kernel hold them
+  sparkfab_install:
+    bundle_text: "{{ lookup('ansible.builtin.file', inventory_dir ~ '/bundles/' ~ inventory_hostname ~ '.json') }}"
+    converge: true
+
+- name: Push only the NCCL environment (a link-speed flip)
+  sparkfab_install:
+    bundle: /tmp/spark-01.json
+    kinds: [nccl]
+
+- name: Say what a run would change, changing nothing, outside check mode
+  sparkfab_install:
+    bundle: /tmp/spark-01.json
+    preview: true
+  register: pending
 """
 
 RETURN = r"""

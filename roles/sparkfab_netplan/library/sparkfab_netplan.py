@@ -71,7 +71,7 @@ options:
     default: check
   bundle_text:
     description:
-      - The host's bundle (JSON, C({"files": {path: {content, mode, kind}}})).
+      - 'The host''s bundle (JSON, C({"files": {path: {content, mode, kind}}})).'
       - Its files of kind C(netplan) are the plan.
     type: str
   record_before:
@@ -120,6 +120,29 @@ options:
   host:
     description: In C(converge), this host's name among C(refused).
     type: str
+"""
+
+EXAMPLES = r"""
+- name: Check this host before any host changes (foreign netplan files, the record for reset, the engine)
+  sparkfab_netplan:
+    stage: check
+    netdevs: [enp1s0f0np0, enp1s0f1np1, enP2p1s0f0np0, enP2p1s0f1np1]
+    bundle_text: "{{ lookup('ansible.builtin.file', inventory_dir ~ '/bundles/' ~ inventory_hostname ~ '.json') }}"
+    record_before: true
+  register: checked
+
+- name: Install the planned netplan file and compare the live fabric with it
+  sparkfab_netplan:
+    stage: converge
+    netdevs: [enp1s0f1np1, enP2p1s0f1np1]
+    bundle_text: "{{ lookup('ansible.builtin.file', '/tmp/spark-01.json') }}"
+    take_over: true
+  register: converged
+
+- name: Apply it when the file changed or the live fabric differs
+  ansible.builtin.command: netplan apply
+  when: converged.apply
+  changed_when: true
 """
 
 RETURN = r"""

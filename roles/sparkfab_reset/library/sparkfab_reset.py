@@ -30,6 +30,18 @@ options:
     required: true
 """
 
+EXAMPLES = r"""
+- name: Remove what sparkfab installed and restore what it moved aside
+  sparkfab_reset:
+    netdevs: [enp1s0f0np0, enp1s0f1np1, enP2p1s0f0np0, enP2p1s0f1np1]
+  register: reset
+
+- name: Apply netplan without sparkfab's file
+  ansible.builtin.command: netplan apply
+  when: reset.netplan_changed
+  changed_when: true
+"""
+
 RETURN = r"""
 actions:
   description: What was (or in check mode would be) done, one line each.
