@@ -16,6 +16,7 @@ import contextlib
 import difflib
 import json
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from typing import Any
 
 from sparkfab import runtree
 from sparkfab.errors import DeployError, Terminated, signals_held
+from sparkfab.passthrough import PassThrough
 from sparkfab.paths import repo_dir, state_dir
 from sparkfab.runenv import config_env, run_env, strategy_env, strategy_vars
 
@@ -200,24 +202,28 @@ def run_playbook(
     workdir: Path | None = None,
     secrets: list[str] | None = None,
     verbosity: int = 0,
+    passthrough: PassThrough | None = None,
 ) -> RunResult:
-    """Run `playbook`; `secrets` names the variables of this environment the hosts' secrets file
-    gets (read by the secrets task from `secrets_source`, never through the run's environment).
+    """Run `playbook` (with `passthrough`: the user's -e, --tags and --skip-tags); `secrets`
+    names the variables of this environment the hosts' secrets file gets (read by the secrets
+    task from `secrets_source`, never through the run's environment).
     With `verbosity` (sparkfab's -v count), Ansible's own output is shown, at its -v level of
     the same count (-v: the tasks and their results; -vvv: the connections).
     A run past `timeout` seconds is ended (everything it started) and raises DeployError naming
     the step each host was at."""
     with secrets_source(secrets or []) as source:
         xv = {**(extravars or {}), **({"sparkfab_secrets_source": source} if source else {})}
-        return _run(playbook, inventory, cluster, check, diff, limit, xv, timeout, on_update, hosts, workdir, verbosity)
+        flags = ["--check"] if check else []
+        flags += ["--diff"] if diff or check else []
+        flags += (passthrough or PassThrough()).argv()
+        return _run(playbook, inventory, cluster, flags, limit, xv, timeout, on_update, hosts, workdir, verbosity)
 
 
 def _run(
     playbook: str,
     inventory: Path,
     cluster: str,
-    check: bool,
-    diff: bool,
+    flags: list[str],
     limit: str | None,
     extravars: dict[str, Any],
     timeout: float | None,
@@ -230,7 +236,7 @@ def _run(
     work = workdir or state_dir(cluster)
     pdd = work / "runner"
     pdd.mkdir(parents=True, exist_ok=True)
-    cmdline = " ".join(x for x in ("--check" if check else "", "--diff" if diff or check else "") if x)
+    cmdline = shlex.join(flags)  # runner splits it as a shell would
     collector = Collector(hosts or [], on_update)
     in_main = threading.current_thread() is threading.main_thread()
     tether = [str(runtree.tethered(pdd, Path(bindir) / "ansible-playbook"))] if in_main else []

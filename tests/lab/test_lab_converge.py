@@ -305,3 +305,32 @@ def test_a_spark_that_goes_silent_mid_apply_is_dropped_within_a_minute():
         assert in_machine("pair1", "spark-b", "iptables", "-w", "-D", *drop[3:]).returncode == 0
         again = sparkfab("apply", inv, "--lab", "-q")
         assert again.code == 0, again.err
+
+
+def test_tags_choose_what_an_apply_configures():
+    """`apply --tags` and `--skip-tags` as an Ansible user means them: with each kind of
+    configuration taken away on a Spark by hand, `--tags nccl` puts back the NCCL environment
+    alone, `--skip-tags nccl,netplan` the launch files and sysctls but not the fabric's
+    addresses, `--tags netplan` those; then a whole apply has nothing left to do."""
+    inv = str(REPO / "inventory/pair-1cable.yml")
+    nccl, launch, sysctl = "/etc/sparkfab/nccl.env", "/etc/sparkfab/launch/llama.sh", "/etc/sysctl.d/60-sparkfab.conf"
+    probe = f"grep -c by-hand {nccl} {launch} {sysctl}; ip -4 -o addr show dev enp1s0f1np1 | grep -c 'inet 192.168.'"
+
+    def left() -> list[str]:  # per file: 1 while the hand's line is there; then the addresses
+        return [line.rsplit(":", 1)[-1] for line in ssh("pair1", "spark-a", probe).stdout.split()]
+
+    with lab(inv, "pair1"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        damage = f"for f in {nccl} {launch} {sysctl}; do echo '# by-hand' >>$f; done; ip -4 addr flush dev enp1s0f1np1"
+        assert ssh("pair1", "spark-a", damage).returncode == 0
+        assert left() == ["1", "1", "1", "0"]
+        assert sparkfab("apply", inv, "--lab", "-q", "--tags", "nccl").code == 0
+        assert left() == ["0", "1", "1", "0"]
+        assert sparkfab("apply", inv, "--lab", "-q", "--skip-tags", "nccl,netplan").code == 0
+        assert left() == ["0", "0", "0", "0"]
+        assert sparkfab("apply", inv, "--lab", "-q", "-t", "netplan").code == 0
+        assert left() == ["0", "0", "0", "1"]
+        settled = sparkfab("apply", inv, "--lab", "-q")
+        assert settled.code == 0 and _changed(settled.err) == 0, settled.err
+        typo = sparkfab("apply", inv, "--lab", "-q", "--tags", "ncl")
+        assert typo.code == 2 and "ncl is not a tag of sparkfab's plays" in typo.err, typo.err

@@ -21,6 +21,7 @@ LAYERS = (
         "drivers",
         (
             "sparkfab.deploy",
+            "sparkfab.passthrough",
             "sparkfab.runenv",
             "sparkfab.runtree",
             "sparkfab.connection",

@@ -126,7 +126,8 @@ def add_changes(
     from sparkfab.commands import argtypes as at
 
     p.add_argument("-y", "--yes", action="store_true", help="do not ask before changing real hosts")
-    p.add_argument("--limit", help=limit)
+    p.add_argument("-l", "--limit", help=limit)
+    add_passthrough(p)
     default = (
         f"default: the longest health wait of the cluster's engines plus {3 * TASK_TIMEOUT_S:.0f}, at least "
         f"{RUN_TIMEOUT_S:.0f}"
@@ -144,6 +145,34 @@ def add_changes(
         p.add_argument("--check", action="store_true", help=check)
     if diff:
         p.add_argument("--diff", action="store_true", help=diff)
+
+
+#: the attribute a flag's action carries when its values are not argparse choices (a comma
+#: list, as --tags takes): what `sparkfab completion` offers after it, {value: what it means}
+VALUES = "sparkfab_values"
+
+
+def add_passthrough(p: argparse.ArgumentParser) -> None:
+    """-e, --tags and --skip-tags, handed to ansible-playbook as it takes them."""
+    from sparkfab.passthrough import SPECIAL_TAGS, TAGS
+
+    g = p.add_argument_group("ansible-playbook's own options (as it takes them)")
+    g.add_argument(
+        "-e",
+        "--extra-vars",
+        action="append",
+        default=[],
+        metavar="VARS",
+        help="extra variables: key=value, YAML/JSON, or @FILE (repeatable; the run's command line, and so "
+        "its artifacts, keep them: put secrets in a vault)",
+    )
+    tags = ", ".join(TAGS)
+    only = g.add_argument(
+        "-t", "--tags", action="append", default=[], metavar="TAGS", help=f"only the tasks tagged so ({tags})"
+    )
+    skip = g.add_argument("--skip-tags", action="append", default=[], metavar="TAGS", help="not the tasks tagged so")
+    for action in (only, skip):
+        setattr(action, VALUES, {**TAGS, **{t: "Ansible's own" for t in SPECIAL_TAGS}})
 
 
 def add_format(p: argparse.ArgumentParser, *choices: str) -> None:

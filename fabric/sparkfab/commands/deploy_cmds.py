@@ -14,6 +14,7 @@ from sparkfab.commands.runs import confirm, fail_if, passed_over, run_with_progr
 from sparkfab.deploy import RunResult
 from sparkfab.errors import Exit
 from sparkfab.flip import Flip, plan_flip
+from sparkfab.passthrough import passthrough
 from sparkfab.render.launch import secret_names
 from sparkfab.target import Target, files_here, forget_speeds, selected
 
@@ -42,6 +43,7 @@ def _apply(target: Target, args: argparse.Namespace) -> int:
     oracle.check(plan, None if args.quiet else lambda text: _err.print(f"note: {text}", markup=False))
     tree = target.render()
     limit = files_here(args.limit)
+    passthrough(args)
     confirm(target, args, "apply", selected(plan, tree, limit))
     extra: dict[str, object] | None = {"sparkfab_netplan_take_over": True} if args.take_over_netplan else None
     result = run_with_progress("site.yml", target, tree, args, extra, secrets=secret_names(plan), limit=limit)
@@ -74,7 +76,13 @@ def linkspeed_cmd(args: argparse.Namespace) -> int:
         return _linkspeed(target, args)
 
 
+#: why a flip and a reset run whole (no --tags)
+WHOLE_FLIP = "a flip pushes the NCCL environment and restarts serving together (`apply --tags nccl` pushes it alone)"
+WHOLE_RESET = "a reset stops serving and removes everything sparkfab installed, in one step per host"
+
+
 def _linkspeed(target: Target, args: argparse.Namespace) -> int:
+    passthrough(args, WHOLE_FLIP)
     flip = plan_flip(target, args.mode, args.instance, files_here(args.limit))
     confirm(target, args, f"linkspeed {args.mode}", list(flip.hosts))
     tree = target.render(flip.after)
@@ -171,6 +179,7 @@ def reset_cmd(args: argparse.Namespace) -> int:
 
 
 def _reset(target: Target, args: argparse.Namespace) -> int:
+    passthrough(args, WHOLE_RESET)
     plan = target.plan
     tree = target.render()  # the hosts' netdevs and instances, as the plays read them
     limit = files_here(args.limit)

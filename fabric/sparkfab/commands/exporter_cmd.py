@@ -18,6 +18,7 @@ from sparkfab import yamlload
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.commands.runs import confirm, fail_if, run_with_progress
 from sparkfab.errors import Exit, UsageError
+from sparkfab.passthrough import passthrough
 from sparkfab.plan import Plan
 from sparkfab.render import exporter as files
 from sparkfab.target import Target, files_here, selected
@@ -58,6 +59,7 @@ def exporter_cmd(args: argparse.Namespace) -> int:
         _needs_exporter(target.plan)
         tree = target.render()
         limit = files_here(args.limit)
+        passthrough(args)
         confirm(target, args, f"exporter {args.action}", selected(target.plan, tree, limit))
         result = run_with_progress(
             "exporter.yml", target, tree, args, {"sparkfab_exporter_action": args.action}, limit=limit

@@ -9,6 +9,7 @@ from rich.console import Console
 from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.commands.runs import confirm, fail_if, run_with_progress
 from sparkfab.errors import Exit
+from sparkfab.passthrough import passthrough
 from sparkfab.plan import Plan
 from sparkfab.target import Target, files_here, selected
 
@@ -37,6 +38,7 @@ def peer_ssh_cmd(args: argparse.Namespace) -> int:
             return Exit.OK
         tree = target.render()
         limit = files_here(args.limit)
+        passthrough(args)
         confirm(target, args, "peer-ssh", selected(plan, tree, limit))
         extra: dict[str, object] = {"sparkfab_peer_ssh": heads, "sparkfab_peer_addresses": addresses}
         result = run_with_progress("peer_ssh.yml", target, tree, args, extra, limit=limit)

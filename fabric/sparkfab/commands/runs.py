@@ -19,6 +19,7 @@ from rich.text import Text
 from sparkfab.commands.common import run_bound
 from sparkfab.deploy import HostResult, Interrupted, RunResult, run_playbook
 from sparkfab.errors import DeployError, Terminated, UsageError
+from sparkfab.passthrough import passthrough
 from sparkfab.plan import Plan
 from sparkfab.target import Target
 
@@ -133,6 +134,7 @@ def run_with_progress(
             workdir=target.state,
             secrets=secrets,
             verbosity=verbose,
+            passthrough=passthrough(args),
         )
     except Interrupted as exc:  # the table so far, whatever -q says: the run ends part-way
         if live is not None:

@@ -37,10 +37,9 @@ options:
       - Kept out of the logs and the run's events (its files are in the rendered tree).
     type: str
   kinds:
-    description: Install only files of these kinds (all but C(netplan) when empty).
+    description: Install only files of these kinds (none when empty; all but C(netplan) when not given).
     type: list
     elements: str
-    default: []
   converge:
     description: Also compare the kernel's sysctls and firewall table with the files and load them where they differ.
     type: bool
@@ -165,7 +164,7 @@ def changes(bundle, kinds, with_diff):
     """[(path, spec, diff or None)] for the files whose content or mode differ from the bundle."""
     out = []
     for path, spec in sorted(bundle["files"].items()):
-        if spec["kind"] not in kinds if kinds else spec["kind"] == "netplan":
+        if spec["kind"] not in kinds if kinds is not None else spec["kind"] == "netplan":
             continue
         mode = int(spec["mode"], 8)
         old, old_mode = current(path)
@@ -357,7 +356,7 @@ def main():
         argument_spec={
             "bundle": {"type": "path"},
             "bundle_text": {"type": "str", "no_log": True},
-            "kinds": {"type": "list", "elements": "str", "default": []},
+            "kinds": {"type": "list", "elements": "str"},
             "converge": {"type": "bool", "default": False},
             "control_plane": {"type": "list", "elements": "str"},
             "forwarding": {"type": "bool", "default": False},
@@ -372,7 +371,8 @@ def main():
         supports_check_mode=True,
     )
     dry = module.check_mode or module.params["preview"]
-    todo = changes(read_bundle(module), set(module.params["kinds"]), module._diff)
+    given = module.params["kinds"]
+    todo = changes(read_bundle(module), None if given is None else set(given), module._diff)
     written, kinds = [], []
     for path, spec, _ in todo:
         if not dry:

@@ -220,3 +220,11 @@ def test_the_control_plane_units_ufw_and_docker_user_rules_are_made_to_hold(tmp_
     (cp / "docker-user.sh").write_text("#!/bin/sh\necho 'iptables: Permission denied' >&2; exit 4\n")
     failed = _run(tmp_path, {"files": {}}, env, **args)
     assert failed["failed"] and failed["msg"] == f"{cp}/docker-user.sh failed (4): iptables: Permission denied"
+
+
+def test_an_empty_list_of_kinds_installs_nothing(tmp_path):
+    """Tags that choose no kind of file (`apply --tags netplan`) leave the files alone: an empty
+    list is none, and only an absent one means every kind but netplan."""
+    b = _bundle(tmp_path, **{"nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"}})
+    res = _run(tmp_path, b, kinds=[])
+    assert res["files"] == [] and not res["changed"] and not (tmp_path / "etc").exists()

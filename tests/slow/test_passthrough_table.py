@@ -1,0 +1,160 @@
+"""-e, --tags and --skip-tags mean what they mean to ansible-playbook: a table of command lines,
+each given to a sparkfab verb's parser and run through the deploy seam (`run_playbook`), and
+given as they are to `ansible-playbook` itself, on the same playbook. The tasks that ran and
+the values they saw must agree; and the kinds of file the files role installs under those tags
+(the `sparkfab_tagged` filter) must be exactly the kinds whose tag Ansible ran a task for."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkfab.cli import parser
+from sparkfab.deploy import run_playbook
+from sparkfab.passthrough import TAGS, passthrough
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+#: the files role's table of kinds and tags (roles/sparkfab_files/vars/main.yml)
+TAG_OF = {"nccl": "nccl", "control": "firewall", "launch": "engine", "lldp": "lldp", "exporter": "exporter"}
+
+CASES = (
+    [],
+    ["-e", "x=1"],
+    ["-e", '{"x": [1, 2], "y": "two words"}'],
+    ["-e", "x=1", "-e", "x=2"],
+    ["-e", "@vars.yml"],
+    ["--extra-vars", "@vars.yml", "-e", "y=late"],
+    ["-t", "nccl"],
+    ["--tags", "nccl,engine"],
+    ["--tags", "nccl", "--tags", "firewall"],
+    ["--skip-tags", "nccl"],
+    ["--tags", "tagged"],
+    ["--tags", "untagged"],
+    ["--skip-tags", "tagged"],
+    ["--tags", "all", "--skip-tags", "firewall,lldp"],
+    ["--tags", "never"],
+    ["--tags", "always"],
+    ["--skip-tags", "all"],
+    ["--tags", "netplan", "-e", "x=9"],
+)
+
+
+def _playbook(tmp: Path) -> Path:
+    kinds = json.dumps(list(TAG_OF))
+    tasks = [
+        {
+            "name": f"kinds {{{{ {kinds} | sparkfab_tagged({json.dumps(TAG_OF)}, ansible_run_tags, "
+            "ansible_skip_tags) | join(',') }}",
+            "tags": ["always"],
+        },
+        {"name": "untagged {{ x | default('-') }} {{ y | default('-') }}"},
+        {"name": "never", "tags": ["never"]},
+        {"name": "never and nccl", "tags": ["never", "nccl"]},
+        {"name": "nccl and engine", "tags": ["nccl", "engine"]},
+        *({"name": f"tag {t}", "tags": [t]} for t in TAGS),
+    ]
+    for t in tasks:
+        t.update({"ansible.builtin.debug": {"msg": "x"}, "changed_when": True})
+    play = [{"name": "table", "hosts": "all", "gather_facts": False, "tasks": tasks}]
+    (tmp / "play.yml").write_text(json.dumps(play))
+    (tmp / "filter_plugins").symlink_to(REPO / "playbooks" / "filter_plugins")
+    (tmp / "vars.yml").write_text("x: from-file\ny: [a, b]\n")
+    (tmp / "hosts.yml").write_text(
+        json.dumps(
+            {"all": {"hosts": {"h1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+        )
+    )
+    return tmp / "play.yml"
+
+
+def _ansible(play: Path, argv: list[str]) -> set[str]:
+    """The tasks `ansible-playbook` itself ran and changed (its default output), run from the
+    playbook's folder with no ansible.cfg."""
+    (play.parent / "empty.cfg").write_text("")
+    env = {**os.environ, "ANSIBLE_CONFIG": str(play.parent / "empty.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    out = subprocess.run(
+        [str(Path(sys.executable).with_name("ansible-playbook")), "-i", "hosts.yml", *argv, str(play)],
+        cwd=play.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr + out.stdout[-2000:]
+    ran, task = set(), ""
+    for line in out.stdout.splitlines():
+        if line.startswith("TASK ["):
+            task = line[len("TASK [") : line.rindex("]")]
+        elif line.startswith("changed: [h1]"):
+            ran.add(task.strip())
+    return ran
+
+
+def _sparkfab(play: Path, argv: list[str], work: Path) -> set[str]:
+    """The tasks the same command line ran as a sparkfab verb takes it (apply's parser, its
+    checks, the deploy seam)."""
+    args = parser().parse_args(["apply", "inventory.yml", *argv])
+    result = run_playbook(str(play), play.parent / "hosts.yml", "table", workdir=work, passthrough=passthrough(args))
+    assert result.rc == 0, result
+    return {t.strip() for t in result.hosts["h1"].changed_tasks}
+
+
+def _filter(argv: list[str]) -> list[str]:
+    """The filter's kinds under `argv`'s tags, as Ansible hands them over (comma lists split)."""
+    sys.path.insert(0, str(REPO / "playbooks" / "filter_plugins"))
+    try:
+        import sparkfab_tags
+    finally:
+        sys.path.pop(0)
+    args = parser().parse_args(["apply", "inventory.yml", *argv])
+    run = [t for v in args.tags for t in v.split(",")] or ["all"]
+    return sparkfab_tags.tagged(TAG_OF, TAG_OF, run, [t for v in args.skip_tags for t in v.split(",")])
+
+
+def test_extra_vars_and_tags_run_what_ansible_playbook_runs(tmp_path, monkeypatch):
+    play = _playbook(tmp_path)
+    monkeypatch.chdir(tmp_path)  # -e @vars.yml is named from here, as a user names it
+    monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path / "state"))
+    for i, argv in enumerate(CASES):
+        want = _ansible(play, argv)
+        got = _sparkfab(play, argv, tmp_path / f"run{i}")
+        assert got == want, argv
+        said = [t.removeprefix("kinds").strip() for t in want if t.startswith("kinds")]
+        # --skip-tags tagged skips even `always` tasks: the filter is then asked here
+        kinds = said[0] if said else ",".join(_filter(argv))
+        chosen = {k for k in kinds.split(",") if k}
+        ran = {t.removeprefix("tag ") for t in want if t.startswith("tag ")}
+        assert chosen == {k for k, tag in TAG_OF.items() if tag in ran}, (argv, chosen, ran)
+
+
+def test_the_tags_sparkfab_names_are_the_tags_its_plays_carry():
+    """`--tags`' help and its check read one table; it is the tags `ansible-playbook
+    --list-tags` finds in the plays (each tag that the verbs taking tags run: site.yml for apply,
+    serve.yml, exporter.yml, peer_ssh.yml; linkspeed and reset run whole)."""
+    found: set[str] = set()
+    for play in ("site.yml", "serve.yml", "exporter.yml", "peer_ssh.yml"):
+        out = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("ansible-playbook")),
+                "-i",
+                "localhost,",
+                "--list-tags",
+                f"playbooks/{play}",
+            ],
+            cwd=REPO,  # its ansible.cfg names the roles' folder
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        for line in out.stdout.splitlines():
+            if "TASK TAGS: [" in line:
+                found |= {t.strip() for t in line.split("[", 1)[1].rstrip("]").split(",") if t.strip()}
+    assert found - {"always"} == set(TAGS)
