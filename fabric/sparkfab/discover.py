@@ -1,5 +1,5 @@
 """Discover the cabling: log in to each Spark, read LLDP on its ConnectX-7 netdevs, and turn
-what every port sees into cables, then into the `cables` section of an inventory.
+what every port sees into cables (`discover_inventory` writes them as an inventory's `cables`).
 
 A direct cable is seen from both ends and by both PCIe twins of each port; a switch port is
 seen from the Spark's side only (the switch announces itself by LLDP, and its port ids are read
@@ -7,21 +7,19 @@ through its OS's profile, `sparkfab.switchos`). Twins share a wire, so a netdev 
 own twin and both far twins: its own chassis is left out and the far twins name one port.
 Everything odd is reported: a port with no neighbour, twins that disagree, a neighbour that is
 not in the list, a switch port that no profile places, a cable seen from one end only, a Spark
-that does not answer.
+that does not answer. With a --limit, the inventory's other Sparks are not asked: a far end is
+one of them when it announces its name (as verify names a far Spark).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import io
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ruamel.yaml import YAML
-
-from sparkfab import catalog, switchos
+from sparkfab import switchos
 from sparkfab.spark import LinkSpeed, port_of
 from sparkfab.verify import facts, lldp
 from sparkfab.verify.checks import as_root
@@ -149,11 +147,11 @@ def _far_end(by_name: dict[str, str], switches: dict[str, switchos.KnownSwitch |
 
 
 def _switches(
-    views: dict[str, HostView], known: dict[str, switchos.KnownSwitch], mode: LinkSpeed
+    views: dict[str, HostView], known: dict[str, switchos.KnownSwitch], mode: LinkSpeed, beyond: frozenset[str]
 ) -> dict[str, switchos.KnownSwitch | None]:
     """Every system that is not a Spark, by the name it announces: a switch the inventory names
     (by its `lldp_name` or key), else one guessed from its port ids (None: no profile fits)."""
-    sparks = {n for v in views.values() for n in own(v)}
+    sparks = {n for v in views.values() for n in own(v)} | beyond
     ports: dict[str, list[str]] = {}
     for v in views.values():
         for netdev in v.ports:
@@ -177,8 +175,13 @@ def _by_mac(views: dict[str, HostView], n: lldp.Neighbour) -> lldp.Neighbour:
     return n
 
 
-def _ends(views: dict[str, HostView], odd: list[str], switches: dict[str, switchos.KnownSwitch | None]) -> Ends:
-    by_name = {n: v.label for v in views.values() if not v.error for n in own(v)}
+def _ends(
+    views: dict[str, HostView],
+    odd: list[str],
+    switches: dict[str, switchos.KnownSwitch | None],
+    beyond: frozenset[str],
+) -> Ends:
+    by_name = {n: n for n in beyond} | {n: v.label for v in views.values() if not v.error for n in own(v)}
     ends: Ends = {}
     for v in (x for x in views.values() if not x.error):
         odd += [f"{v.label}:{netdev} has no LLDP neighbour" for netdev in v.fabric if not heard(v, netdev)]
@@ -194,7 +197,7 @@ def _ends(views: dict[str, HostView], odd: list[str], switches: dict[str, switch
 
 
 def _cable(
-    views: dict[str, HostView], ends: Ends, host: str, port: str, far: FarEnd, odd: list[str]
+    views: dict[str, HostView], ends: Ends, host: str, port: str, far: FarEnd, odd: list[str], beyond: frozenset[str]
 ) -> list[str] | None:
     if far.kind == "switch":
         return [f"{host}:{port}", str(far)]
@@ -207,7 +210,7 @@ def _cable(
         else:
             odd.append(f"{host}:{port} sees {far}, which is not in the list of Sparks")
         return None
-    if (far.node, far.port) not in ends:
+    if (far.node, far.port) not in ends and far.node not in beyond:
         why = (
             "" if far.node in views and not views[far.node].error else f" ({far.node} did not answer or is not listed)"
         )
@@ -220,19 +223,22 @@ def derive(
     order: list[str],
     known: dict[str, switchos.KnownSwitch] | None = None,
     mode: LinkSpeed = "200",
+    beyond: frozenset[str] = frozenset(),
 ) -> Discovery:
     """The cables from what every port heard (`known`: the inventory's switches by the name each
-    announces; `mode`: the link speed, which says how many legs a switch port breaks out into)."""
+    announces; `mode`: the link speed, which says how many legs a switch port breaks out into;
+    `beyond`: the inventory's Sparks a --limit left out, not asked: a far end is one of them when
+    it announces that name, as verify names a far Spark, and its cables are seen from one end)."""
     odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
-    switches = _switches(views, known or {}, mode)
-    ends = _ends(views, odd, switches)
+    switches = _switches(views, known or {}, mode, beyond)
+    ends = _ends(views, odd, switches, beyond)
     cables: dict[frozenset[str], list[str]] = {}
     for (host, port), roots in sorted(ends.items()):
         if len(set(roots.values())) > 1:
             seen = ", ".join(f"root {r} sees {far}" for r, far in sorted(roots.items()))
             odd.append(f"{host}:{port}: its twins disagree: {seen}")
         far = roots.get(0) or roots.get(1)
-        cable = _cable(views, ends, host, port, far, odd) if far else None
+        cable = _cable(views, ends, host, port, far, odd, beyond) if far else None
         if cable:
             cables.setdefault(frozenset(cable), cable)
     wired = {c[1].split(":")[0] for c in cables.values()}
@@ -264,68 +270,6 @@ def _ring_order(cables: list[list[str]], order: list[str]) -> list[list[str]]:
     return out + sorted(left)
 
 
-def merge(raw_text: str | None, result: Discovery, cluster: str) -> str:
-    """Write the cables into an existing inventory (comments and other keys kept) or a new one."""
-    yaml = YAML(typ="rt")
-    yaml.width = 4096
-    if raw_text is None:
-        data = yaml.load(_new_inventory(result, cluster))
-    else:
-        data = yaml.load(raw_text)
-    sf = data["all"]["vars"]["sparkfab"]
-    old = {frozenset(_cable_ends(c)): c for c in sf.get("cables") or []}
-    new = []
-    for cable in result.cables:
-        kept = old.get(frozenset(cable))
-        new.append(kept if kept is not None else _flow(cable))
-    sf["cables"] = new
-    buf = io.StringIO()
-    yaml.dump(data, buf)
-    return buf.getvalue()
-
-
-def _cable_ends(c: Any) -> list[str]:
-    return [str(x) for x in (c["ends"] if isinstance(c, dict) else c)]
-
-
-def _flow(cable: list[str]) -> Any:
-    from ruamel.yaml.comments import CommentedSeq
-
-    seq = CommentedSeq(cable)
-    seq.fa.set_flow_style()
-    return seq
-
-
-def _new_inventory(result: Discovery, cluster: str) -> str:
-    hosts = {v.label: {"ansible_host": v.address} for v in result.hosts.values() if not v.error}
-    sparks = list(hosts)
-    data: dict[str, Any] = {"cluster": cluster, "link_speed": _speed_value(result.mode), "mtu": 9000, "cables": []}
-    if result.switches:
-        data["switches"] = {k: _switch_entry(sw) for k, sw in sorted(result.switches.items())}
-    if len(sparks) > 1:
-        data["instances"] = {"main": {"hosts": sparks, "tp": len(sparks)}}
-    doc = {"all": {"hosts": hosts, "vars": {"sparkfab": data}}}
-    import yaml as pyyaml
-
-    body = pyyaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=4096)
-    return "# yaml-language-server: $schema=./schema.json\n# written by `sparkfab discover`\n" + body
-
-
-def _speed_value(mode: LinkSpeed) -> int | str:
-    return int(mode) if mode.isdigit() else mode
-
-
-def _switch_entry(sw: switchos.KnownSwitch) -> dict[str, Any]:
-    """A new inventory's entry for a switch discover placed ports on."""
-    if sw.model.name in catalog.MODELS:
-        entry: dict[str, Any] = {"model": sw.model.name}
-    else:
-        entry = {"model": "generic", "ports": sw.model.port_count}
-    if sw.os != switchos.MODEL_OS.get(sw.model.name):
-        entry["os"] = sw.os
-    return entry
-
-
 def discover(
     targets: list[tuple[str, str, Any]],
     settle_s: float = 2.5,
@@ -334,9 +278,11 @@ def discover(
     round_s: float = 1.0,
     known: dict[str, switchos.KnownSwitch] | None = None,
     mode: LinkSpeed = "200",
+    beyond: frozenset[str] = frozenset(),
 ) -> Discovery:
     """targets: (label, address, testinfra host) for each Spark, in the order given. With
-    by_hostname (only addresses were given), Sparks are named by their hostnames.
+    by_hostname (only addresses were given), Sparks are named by their hostnames. `beyond`:
+    the inventory's Sparks a --limit leaves out (`derive`).
 
     Every host announces and listens in rounds: after the first (`settle_s`), while a port
     with carrier has heard nobody, all hosts announce again and listen `round_s` more, for up
@@ -353,22 +299,4 @@ def discover(
     if by_hostname:
         for v in views:
             v.label = v.hostname or v.address
-    return derive({v.label: v for v in views}, [v.label for v in views], known, mode)
-
-
-def problems(text: str) -> list[str]:
-    """What `validate` would refuse in an inventory discover wrote (empty: it is valid)."""
-    import tempfile
-    from pathlib import Path
-
-    from sparkfab.errors import InventoryError
-    from sparkfab.resolve import load_plan
-
-    with tempfile.TemporaryDirectory(prefix="sparkfab-discover-") as d:
-        path = Path(d) / "discovered.yml"
-        path.write_text(text)
-        try:
-            load_plan(str(path))
-        except InventoryError as exc:
-            return [p.render("").strip() for p in exc.problems]
-    return []
+    return derive({v.label: v for v in views}, [v.label for v in views], known, mode, beyond)

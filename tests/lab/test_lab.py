@@ -366,6 +366,11 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
         original = yaml.safe_load((REPO / inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
         assert _cable_set(data["cables"]) == _cable_set(original)
         assert sum("seen from one end only (spark-c049 did not answer" in o for o in data["odd"]) == 2
+        # --limit leaves the silent Spark out: not asked, its cables named by what it announces
+        limited = tmp_path / "limited.yml"
+        res = sparkfab("discover", "--inventory", inv, "--lab", "--limit", "all:!spark-c049", "-o", str(limited))
+        assert res.code == 0 and "3 of 4 Sparks" in res.err, res.err
+        assert yaml.safe_load(limited.read_text())["all"]["vars"]["sparkfab"]["cables"] == original
 
 
 def test_netplan_is_not_reapplied_under_a_running_engine(tmp_path):

@@ -16,7 +16,10 @@ PACKAGE = REPO / "fabric" / "sparkfab"
 LAYERS = (
     ("cli", ("sparkfab.cli", "sparkfab.__main__")),
     ("commands", ("sparkfab.commands",)),
-    ("operations", ("sparkfab.target", "sparkfab.flip", "sparkfab.preflight", "sparkfab.discover")),
+    (
+        "operations",
+        ("sparkfab.target", "sparkfab.flip", "sparkfab.preflight", "sparkfab.discover", "sparkfab.discover_inventory"),
+    ),
     (
         "drivers",
         (

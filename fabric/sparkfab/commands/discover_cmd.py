@@ -10,7 +10,8 @@ from pathlib import Path
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.connection import Become, connect
-from sparkfab.discover import Discovery, discover, merge, problems
+from sparkfab.discover import Discovery, discover
+from sparkfab.discover_inventory import merge, problems
 from sparkfab.errors import Exit, Unavailable, UsageError
 from sparkfab.outputs import check_file, write_file
 from sparkfab.verify.lldp import known_switches
@@ -22,6 +23,12 @@ def _args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--inventory", help="discover the Sparks of this inventory and merge the cables into it")
     p.add_argument("--lab", action="store_true", help="reach the Sparks of --inventory through its lab")
+    p.add_argument(
+        "-l",
+        "--limit",
+        help="--inventory: only the Sparks this Ansible pattern selects (a replaced one); the others are not "
+        "contacted, a far end is one of them by the name it announces, and their cables are kept as written",
+    )
     p.add_argument("--ssh-config", help="ssh_config for HOSTS (user, key, known_hosts)")
     become = p.add_mutually_exclusive_group()
     become.add_argument(
@@ -49,41 +56,18 @@ def _args(p: argparse.ArgumentParser) -> None:
 def discover_cmd(args: argparse.Namespace) -> int:
     if bool(args.hosts) == bool(args.inventory):
         raise UsageError("give the Sparks' addresses, or --inventory FILE (not both)")
+    if args.limit and not args.inventory:
+        raise UsageError("--limit selects Sparks of --inventory; with addresses, give only those to discover")
     out = check_file(args.output, [x for x in (args.inventory,) if x]) if args.output else None
     if args.ssh_config and not Path(args.ssh_config).is_file():
         raise Unavailable(f"--ssh-config {args.ssh_config}: no such file")
-    raw_text = None
-    if args.inventory:
-        from sparkfab.inventory import is_plain_file
-        from sparkfab.target import Target
-
-        if args.format != "json" and not is_plain_file(args.inventory):
-            raise UsageError(
-                f"{args.inventory}: discover merges the cables into a single-file inventory; for this one "
-                "use --format json and write the cables where its sparkfab block is"
-            )
-        raw_text = Path(args.inventory).read_text() if args.format != "json" else None
-        target = Target.load(args.inventory, lab=args.lab)
-        plan = target.plan
-        conn = target.connection("discover")
-        targets = [(h.name, h.mgmt_address, conn.remote(h.name)) for h in plan.hosts]
-        result = discover(targets, args.settle, known=known_switches(plan), mode=plan.link_speed)
-        cluster = plan.cluster
-    else:
-        if not args.ssh_config:
-            raise UsageError("HOSTS need --ssh-config (user, key and known_hosts to reach them)")
-        become = Become("sudo", _become_password(args))
-        targets = [(h, h, connect(h, args.ssh_config)) for h in args.hosts]
-        for _, _, th in targets:
-            th.sparkfab_become = become  # an inventory gives its own; here the flags say
-        result = discover(targets, args.settle, by_hostname=True, mode=args.link_speed)
-        cluster = args.cluster
+    raw_text, result, cluster, asked = _of_inventory(args) if args.inventory else _of_hosts(args)
     for line in result.odd:
         sys.stderr.write(f"odd: {line}\n")
     text = (
         json.dumps(result.to_dict(), indent=2) + "\n"
         if args.format == "json"
-        else _inventory(raw_text, result, cluster)
+        else _inventory(raw_text, result, cluster, asked)
     )
     if out:
         write_file(out, text)
@@ -93,10 +77,47 @@ def discover_cmd(args: argparse.Namespace) -> int:
     return Exit.CHECK if result.odd else Exit.OK
 
 
-def _inventory(raw_text: str | None, result: Discovery, cluster: str) -> str:
-    """The inventory with the cables found; what validate would refuse in it is said and counts
-    as odd (never a written inventory that validate refuses behind an exit status of 0)."""
-    text = merge(raw_text, result, cluster)
+def _of_inventory(args: argparse.Namespace) -> tuple[str | None, Discovery, str, set[str] | None]:
+    """The Sparks of --inventory (those its --limit selects): (the inventory's text to merge
+    into, what was found, the cluster, the Sparks asked where a --limit chose them)."""
+    from sparkfab.inventory import is_plain_file
+    from sparkfab.target import Target, files_here
+
+    if args.format != "json" and not is_plain_file(args.inventory):
+        raise UsageError(
+            f"{args.inventory}: discover merges the cables into a single-file inventory; for this one "
+            "use --format json and write the cables where its sparkfab block is"
+        )
+    raw_text = Path(args.inventory).read_text() if args.format != "json" else None
+    target = Target.load(args.inventory, lab=args.lab)
+    plan = target.plan
+    conn = target.connection("discover")
+    chosen = target.limited(files_here(args.limit))
+    asked = [h for h in plan.hosts if chosen is None or h.name in chosen]
+    targets = [(h.name, h.mgmt_address, conn.remote(h.name)) for h in asked]
+    beyond = frozenset(h.name for h in plan.hosts) - {h.name for h in asked}
+    result = discover(targets, args.settle, known=known_switches(plan), mode=plan.link_speed, beyond=beyond)
+    if chosen is not None:
+        sys.stderr.write(f"discover: {len(asked)} of {len(plan.hosts)} Sparks (--limit {args.limit})\n")
+    return raw_text, result, plan.cluster, chosen
+
+
+def _of_hosts(args: argparse.Namespace) -> tuple[None, Discovery, str, None]:
+    """The Sparks at the addresses given, reached through --ssh-config, named by hostname."""
+    if not args.ssh_config:
+        raise UsageError("HOSTS need --ssh-config (user, key and known_hosts to reach them)")
+    become = Become("sudo", _become_password(args))
+    targets = [(h, h, connect(h, args.ssh_config)) for h in args.hosts]
+    for _, _, th in targets:
+        th.sparkfab_become = become  # an inventory gives its own; here the flags say
+    return None, discover(targets, args.settle, by_hostname=True, mode=args.link_speed), args.cluster, None
+
+
+def _inventory(raw_text: str | None, result: Discovery, cluster: str, asked: set[str] | None) -> str:
+    """The inventory with the cables found (`asked`: the Sparks a --limit chose; the others'
+    cables kept); what validate would refuse in it is said and counts as odd (never a written
+    inventory that validate refuses behind an exit status of 0)."""
+    text = merge(raw_text, result, cluster, asked)
     for line in problems(text):
         sys.stderr.write(f"odd: the inventory written is not valid yet: {line}\n")
         result.odd.append(f"the inventory written is not valid yet: {line}")

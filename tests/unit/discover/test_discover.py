@@ -7,7 +7,8 @@ import itertools
 import pytest
 
 from sparkfab import catalog
-from sparkfab.discover import HostView, derive, merge, problems
+from sparkfab.discover import HostView, derive
+from sparkfab.discover_inventory import merge, problems
 from sparkfab.switchos import known_switch
 from sparkfab.verify.lldp import Neighbour
 
@@ -228,3 +229,30 @@ def test_real_lldpd_output_of_sparks_as_shipped_is_cabled():
         [f"spark-b:{t} has no LLDP neighbour" for t in TWINS]
         + ["cable spark-a:p1 - spark-b:p1 is seen from one end only"]
     )
+
+
+def test_a_limited_discovery_names_far_sparks_it_did_not_ask_and_keeps_their_cables():
+    """discover --limit: only spark c of a ring of three is asked. Its far ends a and b are named
+    by what they announce (not contacted), its cables are not "seen from one end only", and the
+    merge keeps the cable between a and b as written, c's cables where they were, a new one last."""
+    c = view("c", {"enp1s0f1np1": ("a", "enp1s0f0np0"), "enP2p1s0f1np1": ("a", "enP2p1s0f0np0")})
+    c.ports["enp1s0f0np0"] = [Neighbour("b", "enp1s0f1np1")]
+    c.ports["enP2p1s0f0np0"] = [Neighbour("b", "enP2p1s0f1np1")]
+    c.fabric = sorted(c.ports)
+    r = derive({"c": c}, ["c"], beyond=frozenset({"a", "b"}))
+    assert r.odd == [] and sorted(map(sorted, r.cables)) == [["a:p0", "c:p1"], ["b:p1", "c:p0"]]
+    text = (
+        "all:\n  hosts: {a: {}, b: {}, c: {}}\n  vars:\n    sparkfab:\n      cluster: x\n      cables:\n"
+        "        - [a:p1, b:p0]  # a to b\n        - [b:p1, c:p1]\n        - [c:p0, a:p0]\n"
+    )
+    out = merge(text, r, "x", {"c"})
+    cables = [line.strip() for line in out.splitlines() if line.strip().startswith("- [")]
+    # b:p1-c:p1 is gone (c:p1 now goes to a), c:p0-a:p0 became c:p0-b:p1, a:p0-c:p1 is new
+    assert cables[0].startswith("- [a:p1, b:p0] ") and cables[0].endswith("# a to b") and len(cables) == 3
+    assert {frozenset(x.strip("- []").split(", ")) for x in cables[1:]} == {
+        frozenset({"c:p0", "b:p1"}),
+        frozenset({"a:p0", "c:p1"}),
+    }
+    # without the limit, the same view is two one-ended cables
+    alone = derive({"c": c}, ["c"])
+    assert len([o for o in alone.odd if "seen from one end only" in o]) == 2
