@@ -273,3 +273,45 @@ def test_a_lab_cycle_runs_on_python_312_with_ansible_core_221(ansible_site_312):
     finally:
         down = _run(here, "lab", "down", inv)
     assert down.returncode == 0, down.stderr[-800:]
+
+
+def test_a_pure_python_wheel_installs_anywhere_and_samples_with_its_python_loop(tmp_path):
+    """The wheel `pip wheel` builds here carries the sampler's C loop for this machine (x86_64);
+    a Spark is aarch64. SPARKFAB_PURE_WHEEL=1 builds one wheel for every machine (py3-none-any,
+    no compiled file); installed alone, its sampler reads counters with the Python loop."""
+    env = {**_outside(), "SPARKFAB_PURE_WHEEL": "1"}
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    [wheel] = (tmp_path / "dist").glob("sparkfab-*.whl")
+    assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
+    assert not [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith((".so", ".pyd"))]
+    site = tmp_path / "site"
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
+        "from sparkfab.measure import sampler\n"
+        "assert sampler.__file__.startswith(sys.argv[1]), sampler.__file__\n"
+        "stats = sampler.sample(sampler.counters_of(['lo'], 'netdev'), Path(sys.argv[2]), 0.001, 0.2, realtime=False)\n"
+        "print(stats.impl, stats.samples, len(sampler.read(sys.argv[2]).t0))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(site), str(tmp_path / "lo.samples")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    impl, samples, read_back = out.stdout.split()
+    assert impl == "python" and int(samples) > 50 and int(read_back) == int(samples), out.stdout
