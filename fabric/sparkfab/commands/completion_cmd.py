@@ -126,8 +126,8 @@ def fish_script(table: dict[str, Words]) -> str:
                 continue
             what = f" -x -a {q(' '.join(vals))}" if vals else ""
             lines.append(f"complete -c sparkfab -n {seen} {flag}{what} -d {q(text[:80])}")
-    for vals, name in fns.items():
-        body = "".join(f"    printf '%s\\t%s\\n' {q(v)} {q(meanings[v][:80])}\n" for v in vals)
+    for offered, name in fns.items():
+        body = "".join(f"    printf '%s\\t%s\\n' {q(v)} {q(meanings[v][:80])}\n" for v in offered)
         lines.append(f"function {name}\n{body}end")
     return "\n".join(lines) + "\n"
 
