@@ -196,7 +196,11 @@ class _Builder:
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    """safe_dump's YAML with a mapping's lists indented under their key, as yamllint (and so
+    ansible-lint's production profile) wants the rendered inventory and host_vars."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
 
 
 def _represent_tagged(dumper: yaml.SafeDumper, data: Tagged) -> yaml.Node:

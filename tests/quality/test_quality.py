@@ -39,3 +39,21 @@ def test_mypy_strict():
 def test_ansible_lint():
     res = _run(_tool("ansible-lint"), "--nocolor", "playbooks", "roles")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_a_rendered_tree_passes_ansible_lints_production_profile(tmp_path):
+    """What a site keeps in its own repository (the rendered inventory and host_vars) meets the
+    profile a site's CI would hold it to; a ring and a switched cluster."""
+    for inventory in ("ring4.yml", "switch8-crs804-200.yml"):
+        tree = tmp_path / inventory.removesuffix(".yml")
+        res = _run(str(BIN / "sparkfab"), "render", f"inventory/{inventory}", "-o", str(tree))
+        assert res.returncode == 0, res.stderr
+        lint = subprocess.run(
+            [_tool("ansible-lint"), "--nocolor", "--profile", "production", "inventory.yml", "host_vars"],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"},
+        )
+        assert lint.returncode == 0, lint.stdout[-3000:] + lint.stderr[-3000:]

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from sparkfab import yamlload
 from sparkfab.engines.collective import COLLECTIVE_PATH
 from sparkfab.plan import Host, Plan
@@ -146,4 +144,4 @@ def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
         **meta,
     }
     head = f"# sparkfab: variables of {host.name} (generated)\n"
-    return File(f"host_vars/{host.name}.yml", head + yaml.safe_dump(data, sort_keys=False, width=120))
+    return File(f"host_vars/{host.name}.yml", head + yamlload.dump(data))
