@@ -170,13 +170,15 @@ def _ask(spec: Engine, py: Path, items: list[_Launch]) -> list[dict[str, Any]]:
     return [{**r, "version": answer["version"]} for r in answer["results"]]
 
 
-def judge(plan: Plan) -> Judgement:
-    """Every launch of `plan` through its engine's own checks (cached), or the fallback's note."""
+def judge(plan: Plan, say: Any = None) -> Judgement:
+    """Every launch of `plan` through its engine's own checks (cached), or the fallback's note;
+    `say` hears, before the engine runs, what it is about to check (a first judgement takes
+    seconds: without a word, validate looked hung)."""
     judges: list[str] = []
     verdicts: list[Verdict] = []
     notes: list[str] = []
     for spec, items in _launches(plan).items():
-        found = _judge(plan, spec, items, notes)
+        found = _judge(plan, spec, items, notes, say)
         if found is None:
             continue
         judges.append(found[0])
@@ -185,7 +187,9 @@ def judge(plan: Plan) -> Judgement:
     return Judgement(tuple(judges), tuple(verdicts), tuple(notes))
 
 
-def _judge(plan: Plan, spec: Engine, items: list[_Launch], notes: list[str]) -> tuple[str, list[Verdict]] | None:
+def _judge(
+    plan: Plan, spec: Engine, items: list[_Launch], notes: list[str], say: Any = None
+) -> tuple[str, list[Verdict]] | None:
     assert spec.oracle is not None
     py = engine_python(spec)
     if not enabled(spec) or py is None:
@@ -203,6 +207,11 @@ def _judge(plan: Plan, spec: Engine, items: list[_Launch], notes: list[str]) -> 
     found = {k: _cached(store / f"{k}.json") for k in keys}
     missing = [i for i, k in zip(items, keys, strict=True) if found[k] is None]
     if missing:
+        if say is not None:
+            say(
+                f"{spec.title}'s own parser is checking {len(missing)} launch(es) of {plan.cluster} "
+                f"({py}; a first check takes seconds, each verdict is kept)"
+            )
         try:
             answers = _ask(spec, py, missing)
         except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as exc:
@@ -228,7 +237,7 @@ def _judge(plan: Plan, spec: Engine, items: list[_Launch], notes: list[str]) -> 
 
 def check(plan: Plan, say: Any = None) -> Judgement:
     """`judge`, its notes said through `say`, and every refusal raised as an invalid inventory."""
-    verdict = judge(plan)
+    verdict = judge(plan, say)
     for note in verdict.notes:
         if say is not None:
             say(note)

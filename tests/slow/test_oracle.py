@@ -65,8 +65,13 @@ def test_a_flag_vllm_refuses_after_parsing_stops_validate(on, cli):
     assert res.code == 2, res.out + res.err
     assert "vLLM 0.32.0 refuses the launch of rank(s) 0, 1, 2, 3" in res.err
     assert "--enable-auto-tool-choice requires --tool-call-parser" in res.err
+    # what it is doing is said before vLLM runs; a launch judged before is not judged again
+    assert "vLLM's own parser is checking 4 launch(es) of ring4" in res.err
     fixed = _ring4(on, "tools-fixed", flags={"enable-auto-tool-choice": True, "tool-call-parser": "glm45"})
-    assert cli("validate", str(fixed)).code == 0
+    first = cli("validate", str(fixed))
+    assert first.code == 0 and "own parser is checking" in first.err
+    again = cli("validate", str(fixed))
+    assert again.code == 0 and "own parser is checking" not in again.err
     # every verdict is kept: the next validate of the same launches does not start vLLM again
     assert len(list((on / "cache/sparkfab/oracle").glob("*.json"))) == 8
 
