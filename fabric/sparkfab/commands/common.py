@@ -189,6 +189,7 @@ def add_format(p: argparse.ArgumentParser, *choices: str) -> None:
 def add_check_limit(p: argparse.ArgumentParser) -> None:
     """--limit of a read-only verb: the checks of some hosts (checking the one Spark replaced)."""
     p.add_argument(
+        "-l",
         "--limit",
         help="only these hosts (an Ansible pattern, as ansible-playbook takes it): their checks, and those "
         "across the ranks of the instances they hold whole",

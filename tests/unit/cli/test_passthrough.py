@@ -59,3 +59,8 @@ def test_a_flip_refuses_tags_and_says_why():
     with pytest.raises(UsageError, match="a flip pushes the NCCL environment"):
         passthrough(args, WHOLE_FLIP)
     assert passthrough(parser().parse_args(["linkspeed", "inventory/ring4.yml", "100e", "-e", "a=1"]), WHOLE_FLIP)
+
+
+def test_the_read_only_verbs_take_l_for_limit_too():
+    for verb in ("verify", "preflight"):
+        assert parser().parse_args([verb, "inventory/ring4.yml", "-l", "spark-1"]).limit == "spark-1"
