@@ -5,7 +5,7 @@ port, key, jump host and other ssh arguments, wherever in the inventory they are
 Ansible templates them, with ansible.cfg's remote_user and private_key_file where a host says
 none), then what the user's ~/.ssh/config says, multiplexed, and become root through sudo as the
 plays do, with the become password the variables give (a vaulted one opened by Ansible in a
-child), typed on sudo's stdin (`verify.checks.as_root`); `sudo -n` without one. In the lab
+child), typed on sudo's stdin (`as_root`); `sudo -n` without one. In the lab
 they use the lab's own ssh_config (its keys and known hosts). `Target.connection`
 builds one `Connection` per verb.
 """
@@ -43,7 +43,7 @@ class Connection:
 
     def remote(self, host: str) -> Any:
         """A testinfra host for `host` (ssh backend; nothing is sent until a command runs), with
-        how it becomes root (`verify.checks.as_root` reads it)."""
+        how it becomes root (`as_root` reads it)."""
         th = connect(self.alias[host], self.ssh_config)
         th.sparkfab_become = self.become.get(host, Become())
         return th
@@ -206,3 +206,62 @@ def ssh_options(ansible: dict[str, Any]) -> list[str]:
         if any(ord(c) < 32 or ord(c) == 127 for c in line):
             raise UsageError(f"an ssh option would break a line of the ssh_config: {line!r}: write it on one line")
     return out
+
+
+class NoRoot(Exception):
+    """The login works but cannot become root without a password."""
+
+
+def as_root(th: Any) -> Any:  # a testinfra Host: its backend is switched to sudo
+    """Make every later command on `th` run as root, as the plays do (`become: true`): through
+    sudo when the login user is not root, with the become password Ansible's variables give
+    (`connection.Become`, on `th.sparkfab_become`) typed on sudo's stdin, never on a command
+    line; without one, `sudo -n`. Raises when the host does not answer, and NoRoot when the
+    login cannot become root that way."""
+    try:
+        login = th.run("id -un; id -u")
+    except RuntimeError as exc:  # testinfra raises on ssh's own failure (exit 255), with the result
+        login = exc.args[0] if exc.args and hasattr(exc.args[0], "stderr") else None
+        if login is None:
+            raise
+    if login.rc != 0:
+        lines = (login.stderr or login.stdout).strip().splitlines()
+        raise ConnectionError(lines[-1][:200] if lines else f"ssh exited with {login.rc}")
+    who = login.stdout.split()
+    if who[-1] == "0":
+        return th
+    become = getattr(th, "sparkfab_become", None)
+    method, password = (become.method, become.password) if become is not None else ("sudo", None)
+    if method != "sudo":
+        raise NoRoot(f"{who[0]} becomes root with {method} (ansible_become_method): sparkfab's checks use sudo only")
+    backend = th.backend
+    backend.sudo = True
+    how = "sudo -n"
+    if password is None:
+        backend.get_sudo_command = lambda command, user: backend.quote("sudo -n /bin/sh -c %s", command)
+    else:
+        how = "sudo with the become password"
+        backend.get_sudo_command = lambda command, user: backend.quote("sudo -S -p '' /bin/sh -c %s", command)
+        _typed_on_stdin(backend, password)
+    probe = th.run("id -u")
+    if probe.rc != 0 or probe.stdout.strip() != "0":
+        detail = (probe.stderr or probe.stdout).strip().splitlines()
+        raise NoRoot(f"{who[0]} cannot become root with {how}: {detail[-1][:160] if detail else 'no answer'}")
+    th.sparkfab_how = how
+    return th
+
+
+def _typed_on_stdin(backend: Any, password: str) -> None:
+    """Every later command of this testinfra backend gets `password` on its stdin, which ssh
+    carries to sudo -S on the host (testinfra's own run_local hands an empty stdin)."""
+    import subprocess
+
+    line = (password + "\n").encode()
+
+    def run_local(command: str, *args: str) -> Any:
+        cmd = backend.encode(backend.quote(command, *args))
+        p = subprocess.Popen(cmd, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = p.communicate(line)
+        return backend.result(p.returncode, cmd, out, err)
+
+    backend.run_local = run_local

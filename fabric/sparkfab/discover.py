@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sparkfab import switchos
+from sparkfab.connection import as_root
 from sparkfab.spark import LinkSpeed, port_of
 from sparkfab.verify import facts, lldp
-from sparkfab.verify.checks import as_root
 from sparkfab.verify.remote import Remote
 
 PROBE = "; echo @@; ".join((facts.LINKS, "hostname", "lldpcli -f json show chassis", "lldpcli -f json show neighbors"))

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from sparkfab import modelcheck
+from sparkfab import connection, modelcheck
 from sparkfab.connection import Connection
 from sparkfab.paths import repo_dir
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.launch import HF_CACHE, PID_DIR, Launch, launch, volumes
-from sparkfab.verify import checks, facts, images, perf
+from sparkfab.verify import facts, images, perf
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result, left_out
 
@@ -70,8 +70,8 @@ def preflight(
 
 def _host(plan: Plan, host: Host, th: Remote, reached: dict[str, Any]) -> list[Result]:
     try:
-        checks.as_root(th)
-    except checks.NoRoot as exc:
+        connection.as_root(th)
+    except connection.NoRoot as exc:
         return [
             Result("ssh", host.name, "login", "reachable", "reachable", PASS),
             Result("sudo", host.name, "root", "root", "refused", FAIL, str(exc)),

@@ -166,8 +166,8 @@ def _remote_read(args: argparse.Namespace) -> Callable[[str], str | None] | None
         return None
 
     def read(path: str) -> str | None:
+        from sparkfab.connection import as_root
         from sparkfab.target import Target
-        from sparkfab.verify.checks import as_root
 
         target = Target.load(args.inventory, lab=args.lab)
         inst = _served(target.plan, args)[0]

@@ -21,66 +21,6 @@ from sparkfab.verify.expect import Expect
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, CollectiveResult, Result
 
-
-class NoRoot(Exception):
-    """The login works but cannot become root without a password."""
-
-
-def as_root(th: Any) -> Any:  # a testinfra Host: its backend is switched to sudo
-    """Make every later command on `th` run as root, as the plays do (`become: true`): through
-    sudo when the login user is not root, with the become password Ansible's variables give
-    (`connection.Become`, on `th.sparkfab_become`) typed on sudo's stdin, never on a command
-    line; without one, `sudo -n`. Raises when the host does not answer, and NoRoot when the
-    login cannot become root that way."""
-    try:
-        login = th.run("id -un; id -u")
-    except RuntimeError as exc:  # testinfra raises on ssh's own failure (exit 255), with the result
-        login = exc.args[0] if exc.args and hasattr(exc.args[0], "stderr") else None
-        if login is None:
-            raise
-    if login.rc != 0:
-        lines = (login.stderr or login.stdout).strip().splitlines()
-        raise ConnectionError(lines[-1][:200] if lines else f"ssh exited with {login.rc}")
-    who = login.stdout.split()
-    if who[-1] == "0":
-        return th
-    become = getattr(th, "sparkfab_become", None)
-    method, password = (become.method, become.password) if become is not None else ("sudo", None)
-    if method != "sudo":
-        raise NoRoot(f"{who[0]} becomes root with {method} (ansible_become_method): sparkfab's checks use sudo only")
-    backend = th.backend
-    backend.sudo = True
-    how = "sudo -n"
-    if password is None:
-        backend.get_sudo_command = lambda command, user: backend.quote("sudo -n /bin/sh -c %s", command)
-    else:
-        how = "sudo with the become password"
-        backend.get_sudo_command = lambda command, user: backend.quote("sudo -S -p '' /bin/sh -c %s", command)
-        _typed_on_stdin(backend, password)
-    probe = th.run("id -u")
-    if probe.rc != 0 or probe.stdout.strip() != "0":
-        detail = (probe.stderr or probe.stdout).strip().splitlines()
-        raise NoRoot(f"{who[0]} cannot become root with {how}: {detail[-1][:160] if detail else 'no answer'}")
-    th.sparkfab_how = how
-    return th
-
-
-def _typed_on_stdin(backend: Any, password: str) -> None:
-    """Every later command of this testinfra backend gets `password` on its stdin, which ssh
-    carries to sudo -S on the host (testinfra's own run_local hands an empty stdin)."""
-    import subprocess
-
-    line = (password + "\n").encode()
-
-    def run_local(command: str, *args: str) -> Any:
-        cmd = backend.encode(backend.quote(command, *args))
-        p = subprocess.Popen(cmd, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        out, err = p.communicate(line)
-        return backend.result(p.returncode, cmd, out, err)
-
-    backend.run_local = run_local
-
-
 LINKS, ADDRS = facts.LINKS, "ip -j -4 addr show"
 TABLE, RULESET = "nft list table inet sparkfab", "nft -j list ruleset"
 #: the netdevs' carrier, the host's own chassis (its twins hear it), then what lldpd heard (its

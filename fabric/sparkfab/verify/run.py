@@ -6,6 +6,7 @@ import concurrent.futures as cf
 import time
 from collections.abc import Callable
 
+from sparkfab import connection
 from sparkfab.connection import Connection
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
@@ -24,8 +25,8 @@ def _per_host(plan: Plan, host: Host, hosts: dict[str, Remote], files: dict[str,
     if not host.ifaces:
         return []
     try:
-        checks.as_root(hosts[host.name])
-    except checks.NoRoot as exc:
+        connection.as_root(hosts[host.name])
+    except connection.NoRoot as exc:
         return [Result("ssh", host.name, "connection", "root (sudo -n)", "no root", FAIL, str(exc))]
     except Exception as exc:
         return [Result("ssh", host.name, "connection", "reachable", "unreachable", FAIL, str(exc)[:200])]

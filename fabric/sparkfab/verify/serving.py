@@ -14,9 +14,9 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sparkfab import connection
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import PID_DIR
-from sparkfab.verify import checks
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
@@ -77,7 +77,7 @@ def rank_states(plan: Plan, remotes: dict[str, Remote], instance: str | None = N
         inst, rank, host = item
         runtime = inst.runtime or "docker"
         try:
-            th = checks.as_root(remotes[host])
+            th = connection.as_root(remotes[host])
             res = th.run(probe(inst.name, runtime))
             state, since, detail = parse(res.stdout) if res.rc == 0 else (UNKNOWN, "", res.stderr.strip()[:200])
         except Exception as exc:  # unreachable, no sudo: the state is not known

@@ -24,9 +24,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from sparkfab import connection
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import LAUNCH_DIR
-from sparkfab.verify import checks
 from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
@@ -104,7 +104,7 @@ def transports(plan: Plan, hosts: dict[str, Remote], running: list[tuple[str, st
     def one(item: tuple[str, str]) -> Result | None:
         name, host = item
         try:
-            res = checks.as_root(hosts[host]).run(log_command(insts[name]))
+            res = connection.as_root(hosts[host]).run(log_command(insts[name]))
         except Exception:  # unreachable meanwhile: the engine row has said what is known
             return None
         return judge(insts[name], host, parse(res.stdout))

@@ -203,7 +203,7 @@ class _Host:
 
 
 def test_as_root_uses_sudo_only_for_a_login_that_is_not_root():
-    from sparkfab.verify.checks import as_root
+    from sparkfab.connection import as_root
 
     root = as_root(_Host("root"))
     assert not root.backend.sudo and root.commands == ["id -un; id -u"]
@@ -227,7 +227,7 @@ def test_as_root_uses_sudo_only_for_a_login_that_is_not_root():
     ],
 )
 def test_as_root_names_why_it_cannot(host, error, message):
-    from sparkfab.verify.checks import as_root
+    from sparkfab.connection import as_root
 
     with pytest.raises(Exception) as exc:
         as_root(host)
@@ -268,8 +268,7 @@ def _local(become) -> object:
 
 
 def test_the_become_password_reaches_sudo_on_stdin_not_on_a_command_line(tmp_path, monkeypatch):
-    from sparkfab.connection import Become
-    from sparkfab.verify.checks import NoRoot, as_root
+    from sparkfab.connection import Become, NoRoot, as_root
 
     _sudo_that_asks(tmp_path, monkeypatch)
     th = as_root(_local(Become("sudo", "s3cret")))

@@ -31,7 +31,7 @@ esac
 
 @dataclass
 class Shell:
-    """A host whose commands run in a local shell (as root, as `checks.as_root` finds it)."""
+    """A host whose commands run in a local shell (as root, as `connection.as_root` finds it)."""
 
     env: dict[str, str]
     pid_dir: Path
