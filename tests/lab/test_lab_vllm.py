@@ -225,7 +225,10 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         tables = json.loads((tmp_path / "rep/tables.json").read_text())
         l2 = next(r for r in tables["ttft"] if r["test"] == "L2")
         assert l2["bound_s"] == pytest.approx(8192 * estimate * 8 * (1 / 0.2e9 - 1 / 0.4e9))
-        assert l2["increase_s"] > 0
+        # at 100e the prefill's bytes cross a 0.2 Gb/s wire: TTFT cannot be shorter than the bound
+        # (half their wire time at 100e), whatever the load does; the difference of one round at
+        # each speed is load's to decide (it came out -0.82 s once on a busy machine)
+        assert l2["b"]["mean"] >= l2["bound_s"] > 0, l2
         decode = {r["test"]: r for r in tables["decode_bytes_per_token"]}
         assert decode["L2"]["estimate"] == pytest.approx(per_output) and decode["L2"]["b"]["n"] == 1
         assert "## Decode traffic per output token" in rep.out
