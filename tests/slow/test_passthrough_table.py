@@ -1,8 +1,7 @@
 """-e, --tags and --skip-tags mean what they mean to ansible-playbook: a table of command lines,
 each given to a sparkfab verb's parser and run through the deploy seam (`run_playbook`), and
-given as they are to `ansible-playbook` itself, on the same playbook. The tasks that ran and
-the values they saw must agree; and the kinds of file the files role installs under those tags
-(the `sparkfab_tagged` filter) must be exactly the kinds whose tag Ansible ran a task for."""
+given as they are to `ansible-playbook` itself, on the same playbook: the tasks that ran and
+the values they saw must agree."""
 
 from __future__ import annotations
 
@@ -20,9 +19,6 @@ from sparkfab.passthrough import TAGS, passthrough
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
-
-#: the files role's table of kinds and tags (roles/sparkfab_files/vars/main.yml)
-TAG_OF = {"nccl": "nccl", "control": "firewall", "launch": "engine", "lldp": "lldp", "exporter": "exporter"}
 
 CASES = (
     [],
@@ -47,13 +43,8 @@ CASES = (
 
 
 def _playbook(tmp: Path) -> Path:
-    kinds = json.dumps(list(TAG_OF))
     tasks = [
-        {
-            "name": f"kinds {{{{ {kinds} | sparkfab_tagged({json.dumps(TAG_OF)}, ansible_run_tags, "
-            "ansible_skip_tags) | join(',') }}",
-            "tags": ["always"],
-        },
+        {"name": "always", "tags": ["always"]},
         {"name": "untagged {{ x | default('-') }} {{ y | default('-') }}"},
         {"name": "never", "tags": ["never"]},
         {"name": "never and nccl", "tags": ["never", "nccl"]},
@@ -64,13 +55,9 @@ def _playbook(tmp: Path) -> Path:
         t.update({"ansible.builtin.debug": {"msg": "x"}, "changed_when": True})
     play = [{"name": "table", "hosts": "all", "gather_facts": False, "tasks": tasks}]
     (tmp / "play.yml").write_text(json.dumps(play))
-    (tmp / "filter_plugins").symlink_to(REPO / "playbooks" / "filter_plugins")
     (tmp / "vars.yml").write_text("x: from-file\ny: [a, b]\n")
-    (tmp / "hosts.yml").write_text(
-        json.dumps(
-            {"all": {"hosts": {"h1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
-        )
-    )
+    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    (tmp / "hosts.yml").write_text(json.dumps({"all": {"hosts": {"h1": host}}}))
     return tmp / "play.yml"
 
 
@@ -106,18 +93,6 @@ def _sparkfab(play: Path, argv: list[str], work: Path) -> set[str]:
     return {t.strip() for t in result.hosts["h1"].changed_tasks}
 
 
-def _filter(argv: list[str]) -> list[str]:
-    """The filter's kinds under `argv`'s tags, as Ansible hands them over (comma lists split)."""
-    sys.path.insert(0, str(REPO / "playbooks" / "filter_plugins"))
-    try:
-        import sparkfab_tags
-    finally:
-        sys.path.pop(0)
-    args = parser().parse_args(["apply", "inventory.yml", *argv])
-    run = [t for v in args.tags for t in v.split(",")] or ["all"]
-    return sparkfab_tags.tagged(TAG_OF, TAG_OF, run, [t for v in args.skip_tags for t in v.split(",")])
-
-
 def test_extra_vars_and_tags_run_what_ansible_playbook_runs(tmp_path, monkeypatch):
     play = _playbook(tmp_path)
     monkeypatch.chdir(tmp_path)  # -e @vars.yml is named from here, as a user names it
@@ -126,12 +101,6 @@ def test_extra_vars_and_tags_run_what_ansible_playbook_runs(tmp_path, monkeypatc
         want = _ansible(play, argv)
         got = _sparkfab(play, argv, tmp_path / f"run{i}")
         assert got == want, argv
-        said = [t.removeprefix("kinds").strip() for t in want if t.startswith("kinds")]
-        # --skip-tags tagged skips even `always` tasks: the filter is then asked here
-        kinds = said[0] if said else ",".join(_filter(argv))
-        chosen = {k for k in kinds.split(",") if k}
-        ran = {t.removeprefix("tag ") for t in want if t.startswith("tag ")}
-        assert chosen == {k for k, tag in TAG_OF.items() if tag in ran}, (argv, chosen, ran)
 
 
 def test_the_tags_sparkfab_names_are_the_tags_its_plays_carry():

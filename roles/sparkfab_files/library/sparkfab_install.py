@@ -22,8 +22,8 @@ description:
   - Files of kind C(netplan) are left to C(sparkfab_netplan) unless C(kinds) names them.
   - With C(converge), the live sysctls and the firewall table are compared with the installed
     files, and loaded when a file of kind C(control) changed or the kernel holds something
-    else (a run that died before loading them, a change by hand); LLDP settings are reloaded
-    when theirs changed.
+    else (a run that died before loading them, a change by hand).
+  - LLDP settings are reloaded (C(lldpcli -c)) when theirs changed.
   - With C(preview), the run changes nothing and says what a run would change, as check mode
     does (the check every host runs before any host installs anything).
   - Supports check mode and diff mode.
@@ -394,10 +394,10 @@ def main():
         result["loaded"] = bool(result["drift"]) or "control" in kinds
         if result["loaded"] and not dry:
             load(module, root)
-        if "lldp" in kinds and not dry:
-            # lldpd may not run (yet): it reads its settings when it starts
-            _run(["lldpcli", "-c", os.path.join(root, LLDP)])
         result["changed"] = result["changed"] or result["loaded"]
+    if "lldp" in kinds and not dry:
+        # lldpd may not run (yet): it reads its settings when it starts
+        _run(["lldpcli", "-c", os.path.join(module.params["root"], LLDP)])
     result["control_plane"] = []
     if module.params["control_plane"] is not None:
         pending = {path: spec["content"] for path, spec, _ in todo} if dry else {}

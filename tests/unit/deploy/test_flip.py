@@ -66,5 +66,5 @@ def test_a_failure_in_the_flips_check_is_before_any_change_and_one_in_serving_af
 
     tasks = yaml.safe_load((REPO / "roles/sparkfab_serve/tasks/state.yml").read_text())
     assert [t["name"] for t in tasks] == [FLIP_CHECK]
-    assert not _serving(FLIP_CHECK) and not _serving("Files | Install the generated files")
+    assert not _serving(FLIP_CHECK) and not _serving("Files | NCCL environment")
     assert _serving("Serve | Start a rank of the first wave") and _serving("Serve | Every rank of the instance answers")
