@@ -1,12 +1,12 @@
 """What a user hands ansible-playbook through a verb: `-e`, `--tags` and `--skip-tags`, as
 ansible-playbook takes them, and the table of the tags sparkfab's plays carry (what each
-configures). The verbs' flags are `commands.common.add_passthrough`; the deploy seam puts them on
-the run's command line; what ansible-playbook makes of them is held to ansible-playbook's own
-behaviour by tests/slow/test_passthrough_table.py."""
+configures). The verbs' flags are `commands.common.add_passthrough`, read and checked through
+`commands.runs.passthrough` (so no argparse namespace crosses into this layer); the deploy seam
+puts them on the run's command line; what ansible-playbook makes of them is held to
+ansible-playbook's own behaviour by tests/slow/test_passthrough_table.py."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 from sparkfab.errors import UsageError
@@ -47,18 +47,21 @@ class PassThrough:
         return out
 
 
-def passthrough(args: argparse.Namespace, whole: str | None = None) -> PassThrough:
-    """The verb's -e, --tags and --skip-tags, checked before any host is contacted: a tag no
-    play of sparkfab's has is refused (ansible-playbook would run nothing and say nothing), an
-    `@FILE` of -e must be a regular file, named absolute (Ansible runs in the playbooks'
-    folder). `whole`: why this verb's play runs whole (tags refused)."""
+def checked(
+    extra_vars: list[str] | tuple[str, ...],
+    tags: list[str] | tuple[str, ...],
+    skip_tags: list[str] | tuple[str, ...],
+    whole: str | None = None,
+) -> PassThrough:
+    """A verb's -e, --tags and --skip-tags, checked before any host is contacted: a tag no play
+    of sparkfab's has is refused (ansible-playbook would run nothing and say nothing), an `@FILE`
+    of -e must be a regular file, named absolute (Ansible runs in the playbooks' folder).
+    `whole`: why this verb's play runs whole (tags refused)."""
     from sparkfab import userfile
 
-    tags = tuple(getattr(args, "tags", ()) or ())
-    skip = tuple(getattr(args, "skip_tags", ()) or ())
-    if whole and (tags or skip):
+    if whole and (tags or skip_tags):
         raise UsageError(f"--tags and --skip-tags do not apply here: {whole}")
-    for flag, values in (("--tags", tags), ("--skip-tags", skip)):
+    for flag, values in (("--tags", tags), ("--skip-tags", skip_tags)):
         for value in values:
             for tag in value.split(","):
                 if tag.strip() not in (*TAGS, *SPECIAL_TAGS):
@@ -67,10 +70,10 @@ def passthrough(args: argparse.Namespace, whole: str | None = None) -> PassThrou
                         f"{', '.join(TAGS)} (and Ansible's own {', '.join(SPECIAL_TAGS)})"
                     )
     extra = []
-    for value in getattr(args, "extra_vars", ()) or ():
+    for value in extra_vars:
         if value.startswith("@"):
             value = f"@{userfile.regular(value[1:], '-e file').resolve()}"
         elif not value.strip():
             raise UsageError("-e: an empty value (give key=value, YAML or JSON, or @FILE)")
         extra.append(value)
-    return PassThrough(tuple(extra), tags, skip)
+    return PassThrough(tuple(extra), tuple(tags), tuple(skip_tags))

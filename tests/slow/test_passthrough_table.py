@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from sparkfab.cli import parser
+from sparkfab.commands.runs import passthrough
 from sparkfab.deploy import run_playbook
-from sparkfab.passthrough import TAGS, passthrough
+from sparkfab.passthrough import TAGS
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -10,11 +10,10 @@ from rich.console import Console
 
 from sparkfab import spark
 from sparkfab.commands.common import Verb, add_changes, add_target
-from sparkfab.commands.runs import confirm, fail_if, passed_over, run_with_progress
+from sparkfab.commands.runs import confirm, fail_if, passed_over, passthrough, run_with_progress
 from sparkfab.deploy import RunResult
 from sparkfab.errors import Exit
 from sparkfab.flip import Flip, plan_flip
-from sparkfab.passthrough import passthrough
 from sparkfab.render.launch import secret_names
 from sparkfab.target import Target, files_here, forget_speeds, selected
 

@@ -16,9 +16,8 @@ from rich.text import Text
 
 from sparkfab import yamlload
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
-from sparkfab.commands.runs import confirm, fail_if, run_with_progress
+from sparkfab.commands.runs import confirm, fail_if, passthrough, run_with_progress
 from sparkfab.errors import Exit, UsageError
-from sparkfab.passthrough import passthrough
 from sparkfab.plan import Plan
 from sparkfab.render import exporter as files
 from sparkfab.target import Target, files_here, selected

@@ -7,9 +7,8 @@ import argparse
 from rich.console import Console
 
 from sparkfab.commands.common import Verb, add_changes, add_target
-from sparkfab.commands.runs import confirm, fail_if, run_with_progress
+from sparkfab.commands.runs import confirm, fail_if, passthrough, run_with_progress
 from sparkfab.errors import Exit
-from sparkfab.passthrough import passthrough
 from sparkfab.plan import Plan
 from sparkfab.target import Target, files_here, selected
 

@@ -19,7 +19,7 @@ from rich.text import Text
 from sparkfab.commands.common import run_bound
 from sparkfab.deploy import HostResult, Interrupted, RunResult, run_playbook
 from sparkfab.errors import DeployError, Terminated, UsageError
-from sparkfab.passthrough import passthrough
+from sparkfab.passthrough import PassThrough, checked
 from sparkfab.plan import Plan
 from sparkfab.target import Target
 
@@ -84,6 +84,12 @@ class StepLines:
                 line += f": {what}: {' '.join(h.message.split())[:200]}"
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
+
+
+def passthrough(args: argparse.Namespace, whole: str | None = None) -> PassThrough:
+    """The verb's -e, --tags and --skip-tags (`passthrough.checked`; `whole`: why its play
+    runs whole)."""
+    return checked(args.extra_vars, args.tags, args.skip_tags, whole)
 
 
 def run_with_progress(

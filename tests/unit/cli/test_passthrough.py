@@ -9,8 +9,9 @@ import pytest
 
 from sparkfab.cli import parser
 from sparkfab.commands.deploy_cmds import WHOLE_FLIP
+from sparkfab.commands.runs import passthrough
 from sparkfab.errors import Unavailable, UsageError
-from sparkfab.passthrough import TAGS, PassThrough, passthrough
+from sparkfab.passthrough import TAGS, PassThrough
 from sparkfab.userfile import BadFile
 
 
