@@ -141,7 +141,7 @@ def completion_cmd(args: argparse.Namespace) -> int:
     if args.shell == "zsh":
         # bashcompinit needs compinit's compdef: loaded here where the user's zshrc did not
         script = (
-            "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit -i }\n"
+            "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit -i; }\n"
             "autoload -U +X bashcompinit && bashcompinit\n" + script
         )
     sys.stdout.write(script)

@@ -75,3 +75,5 @@ def test_zsh_loads_the_script_through_bashcompinit(cli):
     probe = f"{script}\n(( $+functions[_sparkfab] )) && complete -p sparkfab"
     res = subprocess.run(["zsh", "-f", "-c", probe], capture_output=True, text=True)
     assert res.returncode == 0 and "_sparkfab" in res.stdout and not res.stderr, res.stderr
+    # and bash reads it too (the same script, sourced by a bash user by mistake, is not a syntax error)
+    assert subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True).returncode == 0
