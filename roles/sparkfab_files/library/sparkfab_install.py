@@ -229,9 +229,18 @@ def drift(root):
     return out
 
 
+#: the Debian package of each program the install runs, for a host that lacks it (a Spark as
+#: shipped has no nftables)
+PACKAGES = {"nft": "nftables", "sysctl": "procps", "systemctl": "systemd", "ufw": "ufw"}
+
+
 def _must(module, args):
-    """stdout of a command that has to succeed; the run fails naming it otherwise."""
+    """stdout of a command that has to succeed; the run fails naming it otherwise (and the
+    package that supplies it, where the program is not installed)."""
     rc, out, err = _run(args)
+    if rc == 127 and shutil.which(args[0]) is None:
+        package = PACKAGES.get(args[0], args[0])
+        module.fail_json(msg=f"{args[0]} is not installed on this host: `apt-get install {package}` ({' '.join(args)})")
     if rc != 0:
         module.fail_json(msg=f"{' '.join(args)} failed ({rc}): {(err or out).strip()[-1000:]}")
     return out

@@ -228,3 +228,13 @@ def test_an_empty_list_of_kinds_installs_nothing(tmp_path):
     b = _bundle(tmp_path, **{"nccl.env": {"content": "A=1\n", "mode": "0644", "kind": "nccl"}})
     res = _run(tmp_path, b, kinds=[])
     assert res["files"] == [] and not res["changed"] and not (tmp_path / "etc").exists()
+
+
+def test_a_host_without_nft_is_told_the_package_that_supplies_it(tmp_path):
+    """A Spark as shipped has no nftables: the control plane's firewall cannot be loaded, and the
+    install says which package to install instead of a bare "No such file"."""
+    fw = tmp_path / "etc/sparkfab/firewall.nft"
+    b = {"files": {str(fw): {"content": "table inet sparkfab {}\n", "mode": "0644", "kind": "control"}}}
+    env = {**os.environ, "PATH": str(tmp_path / "no-programs-here")}
+    res = _run(tmp_path, b, env=env, kinds=["control"], converge=True, root=str(tmp_path))
+    assert res["failed"] and res["msg"].startswith("nft is not installed on this host: `apt-get install nftables`")
