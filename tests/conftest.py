@@ -27,6 +27,16 @@ EXAMPLES = sorted((REPO / "inventory").glob("*.yml"))
 REGEN = os.environ.get("SPARKFAB_REGEN") == "1"
 
 
+@pytest.fixture(scope="session")
+def collections(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A collections path holding sparkfab.fabric as sparkfab's own runs lay it out."""
+    from sparkfab import collection
+
+    dest = tmp_path_factory.mktemp("collections")
+    collection.assemble(dest)
+    return dest
+
+
 @pytest.fixture
 def cli() -> Callable[..., CliResult]:
     """Run `sparkfab ARGS` in-process from the repository root."""

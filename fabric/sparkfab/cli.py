@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from sparkfab import __version__
 from sparkfab.commands import (
     bench_cmds,
+    collection_cmd,
     completion_cmd,
     deploy_cmds,
     discover_cmd,
@@ -53,6 +54,7 @@ VERBS: tuple[Verb, ...] = (
     *estimate_cmd.VERBS,
     *sample_cmds.VERBS,  # sample, traffic
     *bench_cmds.VERBS,  # bench, battery, report
+    *collection_cmd.VERBS,
     *completion_cmd.VERBS,
 )
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab import runtree
+from sparkfab import collection, runtree
 from sparkfab.errors import DeployError, Terminated, signals_held
 from sparkfab.passthrough import PassThrough
 from sparkfab.paths import repo_dir, state_dir
@@ -240,9 +240,11 @@ def _run(
     collector = Collector(hosts or [], on_update)
     in_main = threading.current_thread() is threading.main_thread()
     tether = [str(runtree.tethered(pdd, Path(bindir) / "ansible-playbook"))] if in_main else []
+    # the content runs as the collection sparkfab.fabric, laid out in the cluster's state
+    collections = collection.for_runs(work)
     envvars = {
         # the user's ansible.cfg, merged with what the playbooks need (sparkfab's own without one)
-        **config_env(repo_dir("ansible.cfg"), repo_dir("roles"), dict(os.environ), Path.cwd()),
+        **config_env(repo_dir("ansible.cfg"), collections, dict(os.environ), Path.cwd()),
         # runner execs `ansible-playbook`: the one beside this Python (the process's PATH stays as
         # it is), from the verb's thread through a wrapper that makes it die with this process
         "PATH": os.pathsep.join([*tether, bindir, os.environ.get("PATH", "")]),
@@ -279,7 +281,8 @@ def _run(
             return bool(stopped or late)
 
         xv = {**extravars, **strategy_vars({**os.environ, **envvars})}
-        r = _start(pdd, playbook, inventory, cmdline, limit, xv, envvars, collector, cancelled, verbosity)
+        project = collection.home(collections) / "playbooks"
+        r = _start(pdd, project, playbook, inventory, cmdline, limit, xv, envvars, collector, cancelled, verbosity)
     result = RunResult(r.rc, r.status, dict(collector.hosts), tuple(collector.diffs), str(Path(r.config.artifact_dir)))
     if stopped:
         ended: KeyboardInterrupt = Terminated() if stopped[0] == signal.SIGTERM else KeyboardInterrupt()
@@ -310,6 +313,7 @@ class Interrupted(KeyboardInterrupt):
 
 def _start(
     pdd: Path,
+    project: Path,
     playbook: str,
     inventory: Path,
     cmdline: str,
@@ -327,7 +331,7 @@ def _start(
     (pdd / "env" / "settings").write_text(json.dumps({"pexpect_timeout": 0.5}))
     r = ansible_runner.interface.init_runner(
         private_data_dir=str(pdd),
-        project_dir=str(repo_dir("playbooks")),
+        project_dir=str(project),
         playbook=playbook,
         inventory=str(inventory),
         cmdline=cmdline or None,

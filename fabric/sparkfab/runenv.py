@@ -78,27 +78,38 @@ _SHIPPED_KEYS = {
 _PATH_ENV = ("ANSIBLE_CONFIG", "ANSIBLE_VAULT_PASSWORD_FILE", "ANSIBLE_PRIVATE_KEY_FILE")
 
 
-def config_env(shipped: Path, roles: Path, environ: dict[str, str], cwd: Path) -> dict[str, str]:
+#: where Ansible looks for collections when nothing says otherwise
+_COLLECTIONS_DEFAULT = ("~/.ansible/collections", "/usr/share/ansible/collections")
+
+
+def config_env(shipped: Path, collections: Path, environ: dict[str, str], cwd: Path) -> dict[str, str]:
     """The variables that make a run read the user's own ansible.cfg (their remote_user,
     private_key_file, vault_password_file, become settings, callbacks...) merged with what
-    sparkfab's playbooks need: its roles first on the roles path, its ssh arguments (keepalives,
-    host keys, multiplexing) ahead of the user's, and its bounds where the user's config sets none.
-    Without a config of the user's, sparkfab's own is the run's."""
+    sparkfab's playbooks need: its collection (`collections`, a collections path) first on the
+    collections path, ahead of the user's own (a `sparkfab.fabric` they installed included), its ssh
+    arguments (keepalives, host keys, multiplexing) ahead of the user's, and its bounds where the
+    user's config sets none. Without a config of the user's, sparkfab's own is the run's."""
     import os
 
     out = {k: str((cwd / os.path.expanduser(environ[k])).resolve()) for k in _PATH_ENV if environ.get(k)}
     theirs = read_users_config(environ, cwd)
+    their_paths = environ.get("ANSIBLE_COLLECTIONS_PATH") or environ.get("ANSIBLE_COLLECTIONS_PATHS")
+    base = cwd
+    if not their_paths and theirs is not None:
+        their_paths = theirs.value("defaults", "collections_path") or theirs.value("defaults", "collections_paths")
+        base = theirs.path.parent
+    paths = [str(collections)] + [
+        str((base / os.path.expanduser(p)).resolve())
+        for p in (their_paths.split(os.pathsep) if their_paths else _COLLECTIONS_DEFAULT)
+        if p
+    ]
+    out["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(paths)
     if theirs is None or theirs.path == shipped.resolve():
-        return {**out, "ANSIBLE_CONFIG": str(shipped), "ANSIBLE_ROLES_PATH": str(roles)}
+        return {**out, "ANSIBLE_CONFIG": str(shipped)}
     ours = configparser.ConfigParser(interpolation=None)
     ours.read(shipped)
     user = theirs.path
     out["ANSIBLE_CONFIG"] = str(user)
-    their_roles = environ.get("ANSIBLE_ROLES_PATH") or theirs.value("defaults", "roles_path")
-    paths = [str(roles)] + [
-        str((user.parent / os.path.expanduser(p)).resolve()) for p in their_roles.split(os.pathsep) if p
-    ]
-    out["ANSIBLE_ROLES_PATH"] = os.pathsep.join(paths)
     their_ssh = environ.get("ANSIBLE_SSH_ARGS") or theirs.value("ssh_connection", "ssh_args")
     out["ANSIBLE_SSH_ARGS"] = " ".join(x for x in (ours.get("ssh_connection", "ssh_args"), their_ssh) if x)
     for (section, key), name in _SHIPPED_KEYS.items():

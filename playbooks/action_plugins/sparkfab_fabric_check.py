@@ -2,7 +2,8 @@
 the strategy: the netplan role's check (`sparkfab_netplan`, stage check) and, unless it refuses,
 the files role's preview (`sparkfab_install` with preview: what its run would change, nothing
 changed). Its `pending` lets a host that has nothing to change end its play there: a push that
-changes nothing then costs this one turn per host, not one per module.
+changes nothing then costs this one turn per host, not one per module. Its documentation:
+`playbooks/library/sparkfab_fabric_check.py`.
 """
 
 from __future__ import annotations
@@ -10,30 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from ansible.plugins.action import ActionBase
-
-DOCUMENTATION = r"""
-module: sparkfab_fabric_check
-short_description: The netplan check and the files preview of one host in one turn
-description:
-  - Runs C(sparkfab_netplan) with C(stage=check), then (unless that fails) C(sparkfab_install)
-    with C(preview=true); both ship with the roles (their C(library)).
-  - The result is the netplan check's (C(msg) where it refuses) with the preview's under
-    C(files), and C(pending) - whether the netplan converge or the install has anything to do.
-  - Supports check mode and diff mode (handed to both modules).
-options:
-  bundle_text:
-    description: The host's bundle (JSON), given to both modules; kept out of the logs.
-    type: str
-    required: true
-  netplan:
-    description: C(sparkfab_netplan)'s arguments (C(stage) and C(bundle_text) are set here).
-    type: dict
-    required: true
-  files:
-    description: C(sparkfab_install)'s arguments (C(preview) and C(bundle_text) are set here).
-    type: dict
-    required: true
-"""
 
 #: what a module adds to its result that is not the check's to report
 _OWN = ("invocation", "_ansible_no_log", "warnings", "deprecations")
@@ -45,7 +22,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(
+        _spec, args = self.validate_argument_spec(
             argument_spec={
                 "bundle_text": {"type": "str", "required": True, "no_log": True},
                 "netplan": {"type": "dict", "required": True},
@@ -57,8 +34,12 @@ class ActionModule(ActionBase):
         files_args = {**args["files"], "preview": True, "bundle_text": text}
         said: dict[str, list[Any]] = {"warnings": [], "deprecations": []}
         try:
-            netplan = self._module("sparkfab_netplan", netplan_args, task_vars, said)
-            files = {} if netplan.get("failed") else self._module("sparkfab_install", files_args, task_vars, said)
+            netplan = self._module("sparkfab.fabric.sparkfab_netplan", netplan_args, task_vars, said)
+            files = (
+                {}
+                if netplan.get("failed")
+                else self._module("sparkfab.fabric.sparkfab_install", files_args, task_vars, said)
+            )
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         files.pop("diff", None)  # the install shows it when it runs

@@ -2,6 +2,7 @@
 of the play has its rendered tree, and its variables meet the argument specs of the roles the
 push runs. One run for all hosts, every problem at once (a task per host, or a loop of
 `validate_argument_spec`, is a turn of the strategy or a templating of the spec files per host).
+Its documentation: `playbooks/library/sparkfab_preflight.py`.
 """
 
 from __future__ import annotations
@@ -12,31 +13,6 @@ from typing import Any
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
-
-DOCUMENTATION = r"""
-module: sparkfab_preflight
-short_description: Every host has its rendered tree and meets the roles' argument specs
-description:
-  - Runs on the controller once (C(run_once)); contacts no host.
-  - A host without C(sparkfab_files) or without its directory beside the inventory has no rendered tree.
-  - Each host's variables that a role's spec names are checked against it (types, choices,
-    required ones); variables the spec does not name are not looked at.
-  - Fails with one message that names every host and every problem.
-options:
-  hosts:
-    description: The hosts to check (the play's).
-    type: list
-    elements: str
-    required: true
-  tree:
-    description: The rendered tree (the inventory's directory); without it the tree is not checked.
-    type: path
-  specs:
-    description: C(meta/argument_specs.yml) files whose C(main) entry point the hosts' variables must meet.
-    type: list
-    elements: path
-    default: []
-"""
 
 
 class ActionModule(ActionBase):

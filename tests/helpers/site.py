@@ -54,8 +54,10 @@ def site(root: Path, example: Path) -> Path:
         check=True,
         capture_output=True,
     )
+    (root / "site-collections").mkdir()  # the site's own collections (a run puts sparkfab's first)
     (root / "ansible.cfg").write_text(
         "[defaults]\ninventory = inventory\nvault_password_file = vault-pass\nremote_user = fallback\n"
+        "collections_path = site-collections\n"
         "[ssh_connection]\nssh_args = -o Compression=yes\n"
     )
     return root

@@ -113,7 +113,11 @@ def test_check_diff_on_a_fresh_lab_changes_nothing():
         assert probe.stdout.split() == ["0"], probe.stdout  # no netplan file, no /etc/sparkfab, no address
 
 
-def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
+def test_a_site_runs_the_collection_with_plain_ansible_playbook(tmp_path):
+    """Without the CLI, as a site would: the collection `sparkfab collection` builds, installed
+    by ansible-galaxy into an empty collections path; its playbook run by its fully qualified
+    name configures the fabric, and the site's own playbook that imports one of its roles puts
+    back the NCCL environment taken away by hand."""
     import subprocess
     import sys
     from pathlib import Path
@@ -121,25 +125,46 @@ def test_plain_ansible_playbook_works_without_the_cli(tmp_path):
     from sparkfab.paths import lab_dir
     from tests.conftest import REPO
 
+    bindir = Path(sys.executable).parent
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")},
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),  # its ssh arguments, as sparkfab's runs have them
+        "ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "collections"),
+        "PATH": f"{bindir}:{os.environ['PATH']}",
+    }
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(argv), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+
+    built = run(str(bindir / "sparkfab"), "collection", "-o", str(tmp_path / "dist"), "-q")
+    assert built.returncode == 0, built.stderr
+    installed = run("ansible-galaxy", "collection", "install", "-p", str(tmp_path / "collections"), built.stdout.strip())
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (tmp_path / "site.yml").write_text(
+        "- name: The site's own play\n"
+        "  hosts: all\n"
+        "  gather_facts: false\n"
+        "  become: true\n"
+        "  tasks:\n"
+        "    - name: The fabric's files, from sparkfab's collection\n"
+        "      ansible.builtin.import_role:\n"
+        "        name: sparkfab.fabric.sparkfab_files\n"
+    )
     with lab("inventory/pair-1cable.yml", "pair1"):
         out = tmp_path / "tree"
         assert sparkfab("render", str(lab_dir("pair1") / "inventory.yml"), "-o", str(out)).code == 0
-        env = {
-            **os.environ,
-            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-        }
-        res = subprocess.run(
-            ["ansible-playbook", "-i", str(out / "inventory.yml"), str(REPO / "playbooks/site.yml")],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-            timeout=300,
-        )
+        res = run("ansible-playbook", "-i", str(out / "inventory.yml"), "sparkfab.fabric.site")
         assert res.returncode == 0, res.stdout[-3000:]
         assert "failed=0" in res.stdout and "unreachable=0" in res.stdout
         assert "192.168.100.1/24" in ssh("pair1", "spark-a", "ip -4 -o addr").stdout
+        nccl = "/etc/sparkfab/nccl.env"
+        want = ssh("pair1", "spark-a", f"cat {nccl}").stdout
+        assert "NCCL_" in want
+        assert ssh("pair1", "spark-a", f"echo '# by-hand' >>{nccl}").returncode == 0
+        own = run("ansible-playbook", "-i", str(out / "inventory.yml"), "--limit", "spark-a", "site.yml")
+        assert own.returncode == 0, own.stdout[-3000:]
+        assert "Files | NCCL environment" in own.stdout and "changed=1" in own.stdout, own.stdout[-3000:]
+        assert ssh("pair1", "spark-a", f"cat {nccl}").stdout == want
 
 
 def test_unreachable_host_is_named_and_others_are_applied():

@@ -104,7 +104,7 @@ def test_extra_vars_and_tags_run_what_ansible_playbook_runs(tmp_path, monkeypatc
         assert got == want, argv
 
 
-def test_the_tags_sparkfab_names_are_the_tags_its_plays_carry():
+def test_the_tags_sparkfab_names_are_the_tags_its_plays_carry(collections):
     """`--tags`' help and its check read one table; it is the tags `ansible-playbook
     --list-tags` finds in the plays (each tag that the verbs taking tags run: site.yml for apply,
     serve.yml, exporter.yml, peer_ssh.yml; linkspeed and reset run whole)."""
@@ -118,7 +118,8 @@ def test_the_tags_sparkfab_names_are_the_tags_its_plays_carry():
                 "--list-tags",
                 f"playbooks/{play}",
             ],
-            cwd=REPO,  # its ansible.cfg names the roles' folder
+            cwd=REPO,
+            env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections)},  # the roles, by FQCN
             capture_output=True,
             text=True,
             timeout=120,

@@ -72,7 +72,7 @@ def test_the_cluster_is_the_sites_spark_group_with_groups_and_connections_as_ans
         assert "ansible_become_password" not in h["ansible"]  # plan never shows a secret
 
 
-def test_the_rendered_tree_keeps_the_groups_opens_the_vault_and_leaves_the_other_host_out(where):
+def test_the_rendered_tree_keeps_the_groups_opens_the_vault_and_leaves_the_other_host_out(where, collections):
     root, env = where
     out = _sparkfab(root, env, "render", "-o", "tree")
     assert out.returncode == 0, out.stderr
@@ -85,7 +85,7 @@ def test_the_rendered_tree_keeps_the_groups_opens_the_vault_and_leaves_the_other
     )
     assert f'"ansible_become_password": "{SECRET}"' in shown.stdout, shown.stdout + shown.stderr
     # the playbooks run on the Sparks only, and the site's groups select as in the site
-    env_play = env | {"ANSIBLE_ROLES_PATH": str(REPO / "roles")}
+    env_play = env | {"ANSIBLE_COLLECTIONS_PATH": str(collections)}
     play = _run(
         root, env_play, ansible_tool("ansible-playbook"), *rendered, str(REPO / "playbooks/site.yml"), "--list-hosts"
     )
@@ -125,17 +125,18 @@ def test_every_verbs_limit_selects_in_the_site_what_ansible_selects(where, monke
         assert sorted(target.limited(limit) or []) == want, limit  # verify, preflight
 
 
-def test_a_run_reads_the_sites_ansible_cfg_merged_with_what_the_playbooks_need(where):
+def test_a_run_reads_the_sites_ansible_cfg_merged_with_what_the_playbooks_need(where, collections):
     from sparkfab.runenv import config_env
 
     root, env = where
-    merged = config_env(REPO / "ansible.cfg", REPO / "roles", env, root)
+    merged = config_env(REPO / "ansible.cfg", collections, env, root)
     assert merged["ANSIBLE_CONFIG"] == str(root / "ansible.cfg")
     dump = _run(root, env | merged, ansible_tool("ansible-config"), "dump", "--format", "json")
     settings = {s["name"]: s["value"] for s in json.loads(dump.stdout) if "name" in s}
     assert settings["DEFAULT_REMOTE_USER"] == "fallback"  # the site's
     assert settings["DEFAULT_VAULT_PASSWORD_FILE"] == str(root / "vault-pass")  # the site's
-    assert settings["DEFAULT_ROLES_PATH"][0] == str(REPO / "roles")  # sparkfab's roles first
+    assert settings["COLLECTIONS_PATHS"][0] == str(collections)  # sparkfab's collection first
+    assert settings["COLLECTIONS_PATHS"][1:] == [str(root / "site-collections")]  # then the site's
     assert settings["TASK_TIMEOUT"] == 600  # sparkfab's bound, the site sets none
     dump = _run(root, env | merged, ansible_tool("ansible-config"), "dump", "-t", "connection", "--format", "json")
     ssh = next(p["ssh"] for p in json.loads(dump.stdout) if "ssh" in p)

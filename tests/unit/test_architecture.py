@@ -24,6 +24,7 @@ LAYERS = (
         "drivers",
         (
             "sparkfab.deploy",
+            "sparkfab.collection",
             "sparkfab.passthrough",
             "sparkfab.runenv",
             "sparkfab.runtree",

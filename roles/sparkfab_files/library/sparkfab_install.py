@@ -1,19 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/python
 """Ansible module: install the files of a sparkfab bundle on this host in one run, and make the
 kernel hold what they say (sysctls, the firewall table, LLDP settings) and systemd, ufw and
 Docker keep it (the control plane's units, ufw rules and DOCKER-USER rules)."""
 
-import json
-import os
-import shutil
-import stat
-import subprocess
-import tempfile
-
-from ansible.module_utils.basic import AnsibleModule
-
 DOCUMENTATION = r"""
 module: sparkfab_install
+author: sparkfab developers (!UNKNOWN)
 short_description: Install the files of a sparkfab bundle (path -> content, mode, kind) in one run
 description:
   - One module run per host instead of one C(copy) per file.
@@ -81,17 +73,17 @@ options:
 
 EXAMPLES = r"""
 - name: Install every file of this host's bundle but its netplan files, and make the kernel hold them
-  sparkfab_install:
+  sparkfab.fabric.sparkfab_install:
     bundle_text: "{{ lookup('ansible.builtin.file', inventory_dir ~ '/bundles/' ~ inventory_hostname ~ '.json') }}"
     converge: true
 
 - name: Push only the NCCL environment (a link-speed flip)
-  sparkfab_install:
+  sparkfab.fabric.sparkfab_install:
     bundle: /tmp/spark-01.json
     kinds: [nccl]
 
 - name: Say what a run would change, changing nothing, outside check mode
-  sparkfab_install:
+  sparkfab.fabric.sparkfab_install:
     bundle: /tmp/spark-01.json
     preview: true
   register: pending
@@ -125,6 +117,15 @@ secrets:
   type: list
   returned: always
 """
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
 
 SYSCTL = "etc/sysctl.d/60-sparkfab.conf"
 FIREWALL = "etc/sparkfab/firewall.nft"
@@ -202,7 +203,7 @@ def _sysctl(key):
                 return 0, f.read()
         except OSError:
             pass
-    rc, out, _ = _run(["sysctl", "-n", key])
+    rc, out, _err = _run(["sysctl", "-n", key])
     return rc, out
 
 
@@ -222,7 +223,7 @@ def drift(root):
                 if rc != 0 or _words(live) != want:
                     out.append(f"sysctl {key} is not {want}")
     if os.path.exists(firewall):
-        rc, live, _ = _run(["nft", "-s", "list", "table", "inet", "sparkfab"])
+        rc, live, _err = _run(["nft", "-s", "list", "table", "inet", "sparkfab"])
         loaded = current(listing)[0] or ""
         if rc != 0 or not live.strip() or live.rstrip("\n") != loaded.rstrip("\n"):
             out.append("table inet sparkfab is not the one last loaded")
@@ -371,7 +372,7 @@ def main():
             "forwarding": {"type": "bool", "default": False},
             "root": {"type": "path", "default": "/"},
             "secrets": {"type": "dict", "default": {}, "no_log": True},
-            "secret_names": {"type": "list", "elements": "str", "default": []},
+            "secret_names": {"type": "list", "elements": "str", "default": [], "no_log": False},  # names, not secrets
             "secrets_file": {"type": "path", "default": "/etc/sparkfab/secrets.env"},
             "preview": {"type": "bool", "default": False},
         },
@@ -383,7 +384,7 @@ def main():
     given = module.params["kinds"]
     todo = changes(read_bundle(module), None if given is None else set(given), module._diff)
     written, kinds = [], []
-    for path, spec, _ in todo:
+    for path, spec, _diff in todo:
         if not dry:
             try:
                 install(path, spec["content"], int(spec["mode"], 8))
@@ -409,11 +410,11 @@ def main():
         _run(["lldpcli", "-c", os.path.join(module.params["root"], LLDP)])
     result["control_plane"] = []
     if module.params["control_plane"] is not None:
-        pending = {path: spec["content"] for path, spec, _ in todo} if dry else {}
+        pending = {path: spec["content"] for path, spec, _diff in todo} if dry else {}
         result["control_plane"] = control_plane(module, module.params["root"], dry, pending)
         result["changed"] = result["changed"] or bool(result["control_plane"])
     if module._diff:
-        result["diff"] = [d for _, _, d in todo]
+        result["diff"] = [diff for _path, _spec, diff in todo]
     module.exit_json(**result)
 
 

@@ -1,20 +1,13 @@
-#!/usr/bin/python3
+#!/usr/bin/python
 """Ansible module: this host's fabric netplan in two runs (check, then converge) instead of a
 task per step: other netplan files that configure a fabric netdev (refused or taken over), the
 values sparkfab changes recorded before its first apply, whether the engine runs, whether the
 planned file differs; then the file validated by netplan and installed, and the live fabric
 compared with the plan (what tells the role to run `netplan apply`)."""
 
-import fnmatch
-import ipaddress
-import json
-import os
-import shutil
-import subprocess
-import tempfile
-
 DOCUMENTATION = r"""
 module: sparkfab_netplan
+author: sparkfab developers (!UNKNOWN)
 short_description: Converge the fabric netplan of this host (check, then converge)
 description:
   - C(stage=check) changes nothing but the foreign files it moves and the record below; it
@@ -124,7 +117,7 @@ options:
 
 EXAMPLES = r"""
 - name: Check this host before any host changes (foreign netplan files, the record for reset, the engine)
-  sparkfab_netplan:
+  sparkfab.fabric.sparkfab_netplan:
     stage: check
     netdevs: [enp1s0f0np0, enp1s0f1np1, enP2p1s0f0np0, enP2p1s0f1np1]
     bundle_text: "{{ lookup('ansible.builtin.file', inventory_dir ~ '/bundles/' ~ inventory_hostname ~ '.json') }}"
@@ -132,7 +125,7 @@ EXAMPLES = r"""
   register: checked
 
 - name: Install the planned netplan file and compare the live fabric with it
-  sparkfab_netplan:
+  sparkfab.fabric.sparkfab_netplan:
     stage: converge
     netdevs: [enp1s0f1np1, enP2p1s0f1np1]
     bundle_text: "{{ lookup('ansible.builtin.file', '/tmp/spark-01.json') }}"
@@ -179,6 +172,14 @@ apply:
   type: bool
   returned: stage converge
 """
+
+import fnmatch
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import tempfile
 
 DIRS = ("run/netplan", "etc/netplan", "lib/netplan")  # netplan's precedence for one file name
 SECTIONS = (
@@ -532,7 +533,7 @@ def converge(module):
     flushed = []
     for dev in module.params["flush"]:
         if not module.check_mode:
-            rc, _ = _cmd(["ip", "-4", "addr", "flush", "dev", dev])
+            rc, _out = _cmd(["ip", "-4", "addr", "flush", "dev", dev])
             if rc != 0:
                 module.fail_json(msg=f"ip -4 addr flush dev {dev} failed ({rc})")
         flushed.append(dev)

@@ -1,16 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/python
 """Ansible module: undo what sparkfab installed on this host, in one run."""
-
-import json
-import os
-import re
-import shutil
-import subprocess
-
-from ansible.module_utils.basic import AnsibleModule
 
 DOCUMENTATION = r"""
 module: sparkfab_reset
+author: sparkfab developers (!UNKNOWN)
 short_description: Remove what sparkfab installed on a host and restore what it moved aside
 description:
   - Files - sparkfab's netplan file, everything under /etc/sparkfab, its sysctl.d and lldpd.d
@@ -32,7 +25,7 @@ options:
 
 EXAMPLES = r"""
 - name: Remove what sparkfab installed and restore what it moved aside
-  sparkfab_reset:
+  sparkfab.fabric.sparkfab_reset:
     netdevs: [enp1s0f0np0, enp1s0f1np1, enP2p1s0f0np0, enP2p1s0f1np1]
   register: reset
 
@@ -56,6 +49,14 @@ kept:
   type: list
   returned: always
 """
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
 
 NETPLAN = "/etc/netplan/60-sparkfab.yaml"
 ETC = "/etc/sparkfab"
@@ -251,7 +252,7 @@ class Reset:
                 self.remove_file(os.path.join(root, name))
         if self.check:
             return
-        for root, dirs, _ in os.walk(ETC, topdown=False):
+        for root, dirs, _files in os.walk(ETC, topdown=False):
             for d in dirs:
                 path = os.path.join(root, d)
                 if not os.listdir(path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -34,9 +35,13 @@ m.exit_json(changed=m.params["change"], preview=m.params["preview"], diff={"befo
 
 
 def _play(tmp_path, cases: dict[str, dict]) -> tuple[dict, str]:
-    (tmp_path / "library").mkdir()
-    (tmp_path / "library/sparkfab_netplan.py").write_text(NETPLAN)
-    (tmp_path / "library/sparkfab_install.py").write_text(INSTALL)
+    # the collection as the check meets it, with the stand-ins for its two modules
+    home = tmp_path / "collections/ansible_collections/sparkfab/fabric/plugins"
+    (home / "modules").mkdir(parents=True)
+    (home / "action").mkdir()
+    (home / "modules/sparkfab_netplan.py").write_text(NETPLAN)
+    (home / "modules/sparkfab_install.py").write_text(INSTALL)
+    shutil.copy(REPO / "playbooks/action_plugins/sparkfab_fabric_check.py", home / "action")
     tasks = []
     for name, case in cases.items():
         files = {"change": case["change"], "marker": str(tmp_path / f"{name}.ran")}
@@ -44,7 +49,7 @@ def _play(tmp_path, cases: dict[str, dict]) -> tuple[dict, str]:
         tasks.append(
             {
                 "name": f"Check {name}",
-                "sparkfab_fabric_check": {"bundle_text": "{}", "netplan": netplan, "files": files},
+                "sparkfab.fabric.sparkfab_fabric_check": {"bundle_text": "{}", "netplan": netplan, "files": files},
                 "register": f"r_{name}",
                 "ignore_errors": True,
             }
@@ -57,8 +62,7 @@ def _play(tmp_path, cases: dict[str, dict]) -> tuple[dict, str]:
     (tmp_path / "ansible.cfg").write_text("[defaults]\n")  # not the repository's: Ansible's defaults
     env = {
         **os.environ,
-        "ANSIBLE_ACTION_PLUGINS": str(REPO / "playbooks/action_plugins"),
-        "ANSIBLE_LIBRARY": str(tmp_path / "library"),
+        "ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "collections"),
         "ANSIBLE_DEPRECATION_WARNINGS": "true",
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg"),

@@ -1,6 +1,7 @@
-"""Every module of the roles reads as Ansible's own do: `ansible-doc` renders it, and its
-EXAMPLES are tasks whose arguments are options its DOCUMENTATION names (what `ansible-doc
---json` says, not our reading of the file)."""
+"""Every module of the roles (and the documentation of every action) reads as Ansible's own
+do: `ansible-doc` renders it, and its EXAMPLES are tasks that call it by its name in the
+collection with options its DOCUMENTATION names (what `ansible-doc --json` says, not our
+reading of the file)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import yaml
 
 from tests.conftest import REPO
 
-MODULES = sorted(REPO.glob("roles/*/library/*.py"))
+#: the roles' modules and the documentation of the playbooks' actions
+MODULES = sorted([*REPO.glob("roles/*/library/*.py"), *REPO.glob("playbooks/library/*.py")])
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda p: p.stem)
@@ -30,8 +32,9 @@ def test_ansible_doc_renders_the_module_and_its_examples_use_its_options(module:
     options = set(entry["doc"]["options"])
     examples = yaml.safe_load(entry["examples"] or "[]")
     assert examples, f"{module.stem} has no EXAMPLES"
-    calls = [task[module.stem] for task in examples if module.stem in task]
-    assert calls, f"no example of {module.stem} calls it"
+    fqcn = f"sparkfab.fabric.{module.stem}"  # as a site calls it from the collection
+    calls = [task[fqcn] for task in examples if fqcn in task]
+    assert calls, f"no example of {module.stem} calls it as {fqcn}"
     for args in calls:
         assert set(args) <= options, (module.stem, set(args) - options)
     assert entry["return"], f"{module.stem} has no RETURN"
