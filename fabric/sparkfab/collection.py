@@ -17,14 +17,18 @@ action and filter plugins beside them. `LAYOUT` says where each part goes in a c
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
 from sparkfab import __version__
+from sparkfab.errors import UsageError
+from sparkfab.outputs import check_file, plain_target, write_file
 from sparkfab.paths import repo_dir
 from sparkfab.yamlload import dump
 
@@ -208,18 +212,45 @@ def for_runs(work: Path, root: Path | None = None) -> Path:
     return base
 
 
+def tarball_name() -> str:
+    return f"{NAMESPACE}-{NAME}-{__version__}.tar.gz"
+
+
+def is_ours(path: Path) -> bool:
+    """A tarball of this collection (its MANIFEST.json names it): one sparkfab may replace."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            member = tar.getmember("MANIFEST.json")
+            if not member.isfile() or member.size > 1 << 20:
+                return False
+            f = tar.extractfile(member)
+            info = json.load(f)["collection_info"] if f else {}
+    except (OSError, tarfile.TarError, KeyError, ValueError, TypeError, EOFError):
+        return False
+    return isinstance(info, dict) and (info.get("namespace"), info.get("name")) == (NAMESPACE, NAME)
+
+
 def build(output: Path) -> Path:
-    """The collection's tarball, built by `ansible-galaxy collection build` into `output`."""
-    output.mkdir(parents=True, exist_ok=True)
+    """The collection's tarball, built by `ansible-galaxy collection build` and put into the
+    folder `output` (made where missing) beside any other file there; a tarball of the same name
+    is replaced only where it is this collection's (outputs never replace what sparkfab did not
+    write). Raises CalledProcessError where ansible-galaxy fails."""
+    output = plain_target(output, "-o")
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"-o {output}: not a directory")
+    target = check_file(output / tarball_name(), ours=is_ours) if output.is_dir() else None
     with tempfile.TemporaryDirectory(prefix="sparkfab-collection-") as tmp:
-        folder = assemble(Path(tmp))
+        folder = assemble(Path(tmp) / "src")
         galaxy_bin = Path(sys.executable).parent / "ansible-galaxy"
         cmd = [str(galaxy_bin) if galaxy_bin.exists() else "ansible-galaxy", "collection", "build"]
         subprocess.run(
-            [*cmd, "--force", "--output-path", str(output.resolve()), str(folder)],
+            [*cmd, "--output-path", str(Path(tmp) / "dist"), str(folder)],
             check=True,
             capture_output=True,
             text=True,
             env={**os.environ, "ANSIBLE_NOCOLOR": "1"},
         )
-    return output / f"{NAMESPACE}-{NAME}-{__version__}.tar.gz"
+        output.mkdir(parents=True, exist_ok=True)
+        target = target or check_file(output / tarball_name(), ours=is_ours)
+        write_file(target, (Path(tmp) / "dist" / tarball_name()).read_bytes())
+    return target

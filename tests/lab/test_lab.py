@@ -138,7 +138,9 @@ def test_a_site_runs_the_collection_with_plain_ansible_playbook(tmp_path):
 
     built = run(str(bindir / "sparkfab"), "collection", "-o", str(tmp_path / "dist"), "-q")
     assert built.returncode == 0, built.stderr
-    installed = run("ansible-galaxy", "collection", "install", "-p", str(tmp_path / "collections"), built.stdout.strip())
+    installed = run(
+        "ansible-galaxy", "collection", "install", "-p", str(tmp_path / "collections"), built.stdout.strip()
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     (tmp_path / "site.yml").write_text(
         "- name: The site's own play\n"

@@ -124,3 +124,33 @@ def _pip_version() -> str:
     found = re.search(r"default_packages = dict\(\s*pip='([0-9.]+)'", source)
     assert found, "ansible-test no longer says which pip it bootstraps where this test reads it"
     return found.group(1)
+
+
+def test_the_tarball_replaces_only_a_tarball_of_the_collection(installed, tmp_path):
+    """Outputs never replace what sparkfab did not write: a file of the tarball's name that is not
+    this collection's stays as it was and the build is refused; its own is replaced; a symbolic
+    link as the folder is refused."""
+    _, env = installed
+    sparkfab = str(BIN / "sparkfab")
+    name = f"sparkfab-fabric-{__version__}.tar.gz"
+    first = subprocess.run(
+        [sparkfab, "collection", "-o", "dist"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert first.returncode == 0 and first.stdout.strip() == f"dist/{name}", first.stderr
+    assert collection.is_ours(tmp_path / "dist" / name)
+    again = subprocess.run(
+        [sparkfab, "collection", "-o", "dist"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / name).write_text("a site's own file\n")
+    refused = subprocess.run(
+        [sparkfab, "collection", "-o", "other"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "exists and sparkfab did not write it" in refused.stderr, refused.stderr
+    assert (tmp_path / "other" / name).read_text() == "a site's own file\n"
+    (tmp_path / "link").symlink_to(tmp_path / "dist")
+    linked = subprocess.run(
+        [sparkfab, "collection", "-o", "link"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert linked.returncode == 2 and "symbolic link" in linked.stderr, linked.stderr

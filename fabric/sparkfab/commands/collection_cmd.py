@@ -11,7 +11,7 @@ from pathlib import Path
 from sparkfab import collection
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb
-from sparkfab.errors import Exit, UsageError
+from sparkfab.errors import Exit
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -20,13 +20,11 @@ def _args(p: argparse.ArgumentParser) -> None:
         "--output",
         type=at.path,
         default=Path("."),
-        help="directory for the tarball (default: here); an earlier tarball of this version is replaced",
+        help="directory for the tarball (default: here); a tarball of this collection by the same name is replaced",
     )
 
 
 def collection_cmd(args: argparse.Namespace) -> int:
-    if args.output.exists() and not args.output.is_dir():
-        raise UsageError(f"--output {args.output}: not a directory")
     try:
         tarball = collection.build(args.output)
     except subprocess.CalledProcessError as e:
