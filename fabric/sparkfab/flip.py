@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparkfab.limits import flipped_instances
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
 from sparkfab.spark import LinkSpeed
-from sparkfab.target import Target, flipped_instances, save_speeds
+from sparkfab.speeds import save_speeds
+from sparkfab.target import Target
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Flip:
             from sparkfab.lab.spec import spec as lab_spec
 
             said = wire.link_speed(lab_spec(self.after), self.mode, None if self.instances is None else set(self.hosts))
-        save_speeds(target, self.after, self.mode, None if self.instances is None else list(self.instances))
+        save_speeds(target.state, self.after, self.mode, None if self.instances is None else list(self.instances))
         return said
 
 

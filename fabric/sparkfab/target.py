@@ -11,9 +11,7 @@ has no PCIe roots to take away). Plays and checks run on a lab Spark as on a Spa
 
 from __future__ import annotations
 
-import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,23 +19,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparkfab import connection, lock, paths
-from sparkfab.ansible_inventory import matching
 from sparkfab.connection import Connection
 from sparkfab.errors import UsageError
 from sparkfab.lab import inventory as lab_inv
 from sparkfab.lab.spec import spec
 from sparkfab.lab.state import LabState
+from sparkfab.limits import files_here, selected
 from sparkfab.plan import Plan
 from sparkfab.render.tree import inventory as rendered_inventory
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
-from sparkfab.spark import LinkSpeed, link_speed
+from sparkfab.speeds import at_current_speed
 from sparkfab.writer import assets, write_tree
 
 
 @dataclass(frozen=True)
 class Target:
-    plan: Plan  # at the speeds the hosts run at now (see `at_current_speed`)
+    plan: Plan  # at the speeds the hosts run at now (see `speeds.at_current_speed`)
     inventory: Path  # the inventory the plays read: the user's, or the lab's copy of it
     state: Path  # the cluster's state directory
     lab: Path | None  # the lab directory when the hosts are a lab's Sparks
@@ -46,7 +44,7 @@ class Target:
     def load(cls, inventory: str, *, lab: bool = False, mends: str | None = None, plan: Plan | None = None) -> Target:
         """The target of `inventory` (with `lab`: its lab, which must be up). `mends`: the verb
         (`linkspeed`, `reset`) that writes the recorded speeds anew, so an unreadable record is
-        dropped with a warning instead of refused (see `at_current_speed`). `plan`: `inventory`
+        dropped with a warning instead of refused (see `speeds.at_current_speed`). `plan`: `inventory`
         already resolved (each inventory is resolved once: the user's, and with `lab` the lab's)."""
         user = plan or load_plan(inventory)
         path = lab_inventory(inventory, user) if lab else Path(inventory)
@@ -132,116 +130,3 @@ def lab_inventory(inventory: str, plan: Plan) -> Path:
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {inventory}`")
     state = LabState.read(paths.lab_dir(plan.cluster))
     return lab_inv.write(inventory, spec(plan), state.engine, plan=plan, keep_ray=state.keep_ray)
-
-
-def current_link_speed(plan: Plan, state: Path, mends: str | None = None) -> LinkSpeed:
-    """The cluster's link-speed mode now: its last `linkspeed`, else the inventory's."""
-    f = state / "link_speed"
-    saved = _saved(f, plan.link_speed, mends) if f.exists() else None
-    return saved or plan.link_speed
-
-
-def _saved(f: Path, fallback: LinkSpeed, mends: str | None) -> LinkSpeed | None:
-    """A recorded speed. One that cannot be read (emptied, garbage) is refused, except by the
-    verb that writes it anew (`mends`): that verb drops it, says so, and goes on from the
-    inventory's speed, so the fix the message names is one that works."""
-    try:
-        text = f.read_text(encoding="utf-8", errors="replace").strip()
-        return link_speed(text)
-    except (ValueError, OSError) as exc:
-        if mends is None:
-            raise UsageError(
-                f"{f}: {exc}; `sparkfab linkspeed` (which writes it anew) or `sparkfab reset` clears it"
-            ) from None
-        f.unlink(missing_ok=True)
-        sys.stderr.write(
-            f"{f}: {exc}; dropped: {mends} goes on as if the hosts ran the inventory's {fallback} "
-            "(`sparkfab verify` says whether they do)\n"
-        )
-        return None
-
-
-def at_current_speed(plan: Plan, state: Path, mends: str | None = None) -> Plan:
-    """The plan at the speeds the hosts run at now: the cluster's, and that of any instance
-    flipped on its own (`linkspeed --instance`). `mends`: see `_saved`."""
-    out = plan.with_link_speed(current_link_speed(plan, state, mends))
-    for inst in plan.instances:
-        f = state / f"link_speed.{inst.name}"
-        saved = _saved(f, out.link_speed, mends) if f.exists() else None
-        if saved:
-            out = out.with_instance_speed(inst.name, saved)
-    return out
-
-
-def save_speeds(target: Target, plan: Plan, mode: LinkSpeed, names: list[str] | None) -> None:
-    """Record a flip: the whole cluster's (`names` None) or that of some instances."""
-    state = target.state
-    state.mkdir(parents=True, exist_ok=True)
-    if names is None:
-        (state / "link_speed").write_text(mode + "\n")
-        for f in state.glob("link_speed.*"):
-            f.unlink()
-        return
-    for name in names:
-        f = state / f"link_speed.{name}"
-        if plan.mode_of(plan.instance(name).hosts[0]) == plan.link_speed:
-            f.unlink(missing_ok=True)
-        else:
-            f.write_text(mode + "\n")
-
-
-def forget_speeds(target: Target) -> None:
-    """After a reset nothing is configured any more: the inventory's speed holds again."""
-    for f in target.state.glob("link_speed*"):
-        f.unlink()
-
-
-def instance_limit(plan: Plan, instance: str | None, limit: str | None) -> str | None:
-    """An Ansible --limit for one instance's hosts (and a user's pattern on top)."""
-    if instance is None:
-        return limit
-    names = [i.name for i in plan.instances]
-    if instance not in names:
-        raise UsageError(f"--instance {instance}: {plan.cluster} has the instance(s) {', '.join(names) or '(none)'}")
-    hosts = ",".join(plan.instance(instance).hosts)
-    return f"{hosts}:&{limit}" if limit else hosts
-
-
-def files_here(limit: str | None) -> str | None:
-    """A --limit whose `@FILE` parts name files of the working directory (Ansible runs from the
-    playbooks' directory, where a relative one would be looked for)."""
-    if not limit:
-        return limit
-    return "".join(f"@{Path(x[1:]).resolve()}" if x.startswith("@") else x for x in re.split(r"([,:])", limit))
-
-
-def selected(plan: Plan, tree: Path, limit: str | None) -> list[str]:
-    """The hosts a run will touch: all, or what `limit` selects as ansible-playbook selects it
-    (matched against the rendered inventory, before any host is contacted). A limit that
-    selects none is refused."""
-    if not limit:
-        return [h.name for h in plan.hosts]
-    hosts = matching(tree / "inventory.yml", limit)
-    if not hosts:
-        raise UsageError(f"--limit {limit} selects no host of {plan.cluster}")
-    return hosts
-
-
-def flipped_instances(plan: Plan, tree: Path | None, instance: str | None, limit: str | None) -> list[str] | None:
-    """The instances a partial flip covers (None: the whole cluster). A --limit is matched the
-    way Ansible matches it, against the rendered inventory, and must cover whole instances."""
-    instance_limit(plan, instance, None)  # an unknown instance is refused here
-    if limit is None:
-        return [instance] if instance else None
-    assert tree is not None, "a --limit is matched against the rendered tree"
-    chosen = set(matching(tree / "inventory.yml", limit))
-    names = [instance] if instance else [i.name for i in plan.instances if chosen & set(i.hosts)]
-    for name in names:
-        missing = sorted(set(plan.instance(name).hosts) - chosen)
-        if missing:
-            raise UsageError(
-                f"--limit {limit} leaves out {', '.join(missing)} of {name}: its ranks share one link speed"
-            )
-    if not names:
-        raise UsageError(f"--limit {limit} matches no host of an instance")
-    return names

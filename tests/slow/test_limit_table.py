@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from sparkfab.limits import files_here, selected
 from sparkfab.render.tree import render
-from sparkfab.target import Target, files_here, selected
+from sparkfab.target import Target
 from sparkfab.writer import write_tree
 from tests.conftest import REPO
 

@@ -97,8 +97,9 @@ def test_the_rendered_tree_keeps_the_groups_opens_the_vault_and_leaves_the_other
 
 
 def test_every_verbs_limit_selects_in_the_site_what_ansible_selects(where, monkeypatch):
+    from sparkfab.limits import files_here, selected
     from sparkfab.render.tree import render
-    from sparkfab.target import Target, files_here, selected
+    from sparkfab.target import Target
     from sparkfab.writer import write_tree
 
     root, env = where

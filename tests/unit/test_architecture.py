@@ -18,7 +18,15 @@ LAYERS = (
     ("commands", ("sparkfab.commands",)),
     (
         "operations",
-        ("sparkfab.target", "sparkfab.flip", "sparkfab.preflight", "sparkfab.discover", "sparkfab.discover_inventory"),
+        (
+            "sparkfab.target",
+            "sparkfab.speeds",
+            "sparkfab.limits",
+            "sparkfab.flip",
+            "sparkfab.preflight",
+            "sparkfab.discover",
+            "sparkfab.discover_inventory",
+        ),
     ),
     (
         "drivers",

@@ -130,7 +130,8 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     if args.link_speed:
         raise UsageError("--link-speed: with --inventory the speed measured is the inventory's speed now")
-    from sparkfab.target import Target, instance_limit
+    from sparkfab.limits import instance_limit
+    from sparkfab.target import Target
 
     target = Target.load(args.inventory, lab=args.lab)
     plan = target.plan

@@ -14,8 +14,10 @@ from sparkfab.commands.runs import confirm, fail_if, passed_over, passthrough, r
 from sparkfab.deploy import RunResult
 from sparkfab.errors import Exit
 from sparkfab.flip import Flip, plan_flip
+from sparkfab.limits import files_here, selected
 from sparkfab.render.launch import secret_names
-from sparkfab.target import Target, files_here, forget_speeds, selected
+from sparkfab.speeds import forget_speeds
+from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 
@@ -188,7 +190,7 @@ def _reset(target: Target, args: argparse.Namespace) -> int:
         sys.stdout.write("".join(result.diffs))
     fail_if(result, target)
     if not args.check and not limit:
-        forget_speeds(target)
+        forget_speeds(target.state)
     changed = sum(h.changed for h in result.hosts.values())
     _err.print(
         f"reset {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} failed={len(result.failures)}"

@@ -81,7 +81,8 @@ def _of_inventory(args: argparse.Namespace) -> tuple[str | None, Discovery, str,
     """The Sparks of --inventory (those its --limit selects): (the inventory's text to merge
     into, what was found, the cluster, the Sparks asked where a --limit chose them)."""
     from sparkfab.inventory import is_plain_file
-    from sparkfab.target import Target, files_here
+    from sparkfab.limits import files_here
+    from sparkfab.target import Target
 
     if args.format != "json" and not is_plain_file(args.inventory):
         raise UsageError(

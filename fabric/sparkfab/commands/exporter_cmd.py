@@ -18,9 +18,10 @@ from sparkfab import yamlload
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.commands.runs import confirm, fail_if, passthrough, run_with_progress
 from sparkfab.errors import Exit, UsageError
+from sparkfab.limits import files_here, selected
 from sparkfab.plan import Plan
 from sparkfab.render import exporter as files
-from sparkfab.target import Target, files_here, selected
+from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 #: the engines whose API server has Prometheus metrics at /metrics

@@ -9,8 +9,9 @@ from rich.console import Console
 from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.commands.runs import confirm, fail_if, passthrough, run_with_progress
 from sparkfab.errors import Exit
+from sparkfab.limits import files_here, selected
 from sparkfab.plan import Plan
-from sparkfab.target import Target, files_here, selected
+from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 

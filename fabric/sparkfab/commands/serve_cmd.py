@@ -14,7 +14,8 @@ from rich.text import Text
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.commands.runs import confirm, fail_if, passed_over, passthrough, run_with_progress
 from sparkfab.errors import Exit
-from sparkfab.target import Target, files_here, instance_limit, selected
+from sparkfab.limits import files_here, instance_limit, selected
+from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 

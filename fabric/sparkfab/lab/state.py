@@ -1,6 +1,6 @@
 """What a lab that is up is, written once by `lab up` into `state.json`: the one record `lab
 status`, the Target, the drills and a rebooting machine read (the rate its cables are shaped to
-now is the cluster's link-speed record, `target.current_link_speed`, as on Sparks). It holds the
+now is the cluster's link-speed record, `speeds.current_link_speed`, as on Sparks). It holds the
 lab's plan (`LabSpec`) itself, so that nothing needs the user's inventory to find a lab's
 namespaces, veths and machines again.
 """
