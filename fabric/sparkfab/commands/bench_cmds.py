@@ -346,8 +346,7 @@ def report_cmd(args: argparse.Namespace) -> int:
         setup = Setup(spec, tp)
         setup.check()  # as estimate does: a TP the model's heads do not divide into is named
         source = f"--config {args.config}" if args.config else f"preset {args.model}"
-        pairs = zip(runs, (200.0, 100.0), strict=False)
-        links = " -> ".join(f"{r.label} = {link_gbps(r, d):g} Gb/s" for r, d in pairs)
+        links = " -> ".join(f"{r.label} = {link_gbps(r, i):g} Gb/s" for i, r in enumerate(runs[:2]))
         assumption = f"{spec.name} ({source}: hidden {spec.hidden}, {spec.layers} layers) at TP{tp}; {links}"
         sys.stderr.write(f"estimate: {assumption}\n")
     result: dict[str, Any] = {}

@@ -37,8 +37,9 @@ class Setup:
     model: ModelSpec
     tp: int
     chunk: int = 4096
-    from_gbps: float = 200.0
-    to_gbps: float = 100.0
+    # the paper's comparison: 200 Gb/s against 100 Gb/s, at the rates the modes stand for
+    from_gbps: float = spark.SPEEDS["200"].nominal_gbps
+    to_gbps: float = spark.SPEEDS["100e"].nominal_gbps
     mtp_split: bool = False  # the draft runs on the split model (adds its all-reduces)
     batch: int = 1  # requests decoding together
 
@@ -278,7 +279,7 @@ def real_cable(
     prompt_tokens: int,
     ttft_from: float,
     measured_increase: float,
-    real_gbps: float = 100.0,
+    real_gbps: float = spark.SPEEDS["100"].gbps,
 ) -> RealCable:
     more = extra_time(prompt_tokens * bytes_per_tok, EMULATED_GBPS, real_gbps) / ttft_from
     return RealCable(measured_increase, measured_increase + more, more)
@@ -361,7 +362,7 @@ def estimate(
         bytes_per_token=bpt,
         extra_s_per_1000_tokens=extra_time(1000 * bpt, s.from_gbps, s.to_gbps),
         extra_s_per_1000_tokens_emulated=extra_time(1000 * bpt, s.from_gbps, EMULATED_GBPS),
-        real_cable_s_per_1000_tokens=extra_time(1000 * bpt, EMULATED_GBPS, 100.0),
+        real_cable_s_per_1000_tokens=extra_time(1000 * bpt, EMULATED_GBPS, spark.SPEEDS["100"].gbps),
         chunk=chunk_view(s),
         plan=plan_table(s, tests=tests),
         decode=decode(s),

@@ -12,6 +12,7 @@ from sparkfab import userfile
 from sparkfab.errors import SparkfabError, Unavailable, UsageError
 from sparkfab.measure import bench, records
 from sparkfab.measure.vllmstats import percentile
+from sparkfab.spark import FLIP_SPEEDS, SPEEDS
 
 
 @dataclass(frozen=True)
@@ -26,15 +27,21 @@ class SavedRun:
     skipped: int  # lines of requests.jsonl that could not be read (a killed bench leaves a torn one)
 
 
-def link_gbps(run: SavedRun, default: float) -> float:
+#: the link a report's first and second run were at where bench recorded none: the two modes a
+#: flip goes between, at the rates they stand for (spark's table)
+PAIR_GBPS: tuple[float, ...] = tuple(SPEEDS[mode].nominal_gbps for mode in FLIP_SPEEDS)
+
+
+def link_gbps(run: SavedRun, position: int) -> float:
     """The link speed a run measured, as bench recorded it: from the inventory (a lab's shaped
-    rate) or from `--link-speed`; else `default`. A run's label is a name, never a speed."""
+    rate) or from `--link-speed`; else that of the report's `position` (0: the first run, 1: the
+    second) in `PAIR_GBPS`. A run's label is a name, never a speed."""
     for key in ("inventory", "link"):
         rec = run.meta.get(key)
         value = rec.get("link_gbps") if isinstance(rec, dict) else None
         if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e4:
             return float(value)
-    return default
+    return PAIR_GBPS[position]
 
 
 def served_tp(run: SavedRun) -> int | None:

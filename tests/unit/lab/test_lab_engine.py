@@ -182,13 +182,17 @@ def test_report_reads_the_lab_rate_tp_and_model_from_the_run(tmp_path):
     model.mkdir()
     (model / "config.json").write_text("{}")
     lab = _run(tmp_path, "200", {"link_gbps": 0.4, "tp": 2, "lab": True}, {"model_root": str(model)})
-    assert link_gbps(lab, 200.0) == 0.4 and served_tp(lab) == 2 and served_config(lab) == model / "config.json"
+    assert link_gbps(lab, 0) == 0.4 and served_tp(lab) == 2 and served_config(lab) == model / "config.json"
     plain = _run(tmp_path, "100e", None)  # a label is a name: the report's default holds
-    assert link_gbps(plain, 123.0) == 123.0 and served_tp(plain) is None and served_config(plain) is None
+    assert (
+        (link_gbps(plain, 0), link_gbps(plain, 1)) == (200.0, 100.0)
+        and served_tp(plain) is None
+        and served_config(plain) is None
+    )
     told = _run(tmp_path, "slow", None, link={"link_speed": "100e", "link_gbps": 109.0})  # bench --link-speed 100e
-    assert link_gbps(told, 100.0) == 109.0
+    assert link_gbps(told, 1) == 109.0
     odd = _run(tmp_path, "x", {"link_gbps": True, "tp": "4"})
-    assert link_gbps(odd, 100.0) == 100.0 and served_tp(odd) is None
+    assert link_gbps(odd, 1) == 100.0 and served_tp(odd) is None
 
 
 def test_gloo_overhead_model_fits_the_lab_measurements():
