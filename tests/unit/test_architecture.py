@@ -50,6 +50,7 @@ LAYERS = (
         "facts",
         (
             "sparkfab.launchers",
+            "sparkfab.plays",
             "sparkfab.engines",
             "sparkfab.modelcheck",
             "sparkfab.catalog",

@@ -8,7 +8,7 @@ import sys
 
 from rich.console import Console
 
-from sparkfab import spark
+from sparkfab import plays, spark
 from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.commands.runs import confirm, fail_if, passed_over, passthrough, run_with_progress
 from sparkfab.deploy import RunResult
@@ -104,20 +104,15 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     for name, old, new in flip.hca_changes():
         sys.stdout.write(f"{name}: NCCL_IB_HCA ={old} -> ={new}\n")
     restarted = sorted(
-        h.host for h in result.hosts.values() if any(t.startswith("Serve | Start") for t in h.changed_tasks)
+        h.host for h in result.hosts.values() if any(t.startswith(plays.SERVE_START) for t in h.changed_tasks)
     )
     _err.print(f"link speed of {flip.scope}: {flip.was} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
     return Exit.OK
 
 
-#: the task of linkspeed.yml's first play: serve's probe of the engine, which in a flip also checks
-#: that the host can write where the flip writes (a failure there is before any host changed)
-FLIP_CHECK = "Serve | Probe the engine"
-
-
 def _serving(task: str) -> bool:
     """A task of the flip's last part, serving's restart (after the push went everywhere)."""
-    return task.startswith("Serve |") and not task.startswith(FLIP_CHECK)
+    return task.startswith(plays.SERVE) and not task.startswith(plays.SERVE_PROBE)
 
 
 def _say(line: str | None) -> None:
@@ -128,8 +123,8 @@ def _say(line: str | None) -> None:
 def _preview_flip(result: RunResult, mode: str, was: str) -> int:
     """linkspeed --check: which hosts' files the flip would replace and where it would restart
     serving (the engines that run there), with nothing changed or recorded."""
-    files = sorted(h.host for h in result.hosts.values() if any(t.startswith("Files |") for t in h.changed_tasks))
-    serving = passed_over(result, "Serve | Stop the engine", "Serve | Remove the engine")
+    files = sorted(h.host for h in result.hosts.values() if any(t.startswith(plays.FILES) for t in h.changed_tasks))
+    serving = passed_over(result, *plays.SERVE_STOP)
     _err.print(
         f"linkspeed {mode} --check ({was} now): would replace files on {len(files)} host(s)"
         + (f" ({', '.join(files)})" if files else "")

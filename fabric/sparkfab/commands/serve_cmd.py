@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from sparkfab import plays
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.commands.runs import confirm, fail_if, passed_over, passthrough, run_with_progress
 from sparkfab.errors import Exit
@@ -53,8 +54,8 @@ def _serve(target: Target, args: argparse.Namespace) -> int:
     fail_if(result, target)
     if args.check:
         stop, start = (
-            passed_over(result, "Serve | Stop the engine", "Serve | Remove the engine"),
-            passed_over(result, "Serve | Start the engine"),
+            passed_over(result, *plays.SERVE_STOP),
+            passed_over(result, plays.SERVE_START),
         )
         _err.print(
             f"serve {args.action} --check: would stop the engine on {len(stop)} host(s)"

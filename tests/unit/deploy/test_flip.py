@@ -61,10 +61,11 @@ def test_a_failure_in_the_flips_check_is_before_any_change_and_one_in_serving_af
     push went everywhere. The name is the one the role's task has."""
     import yaml
 
-    from sparkfab.commands.deploy_cmds import FLIP_CHECK, _serving
+    from sparkfab.commands.deploy_cmds import _serving
+    from sparkfab.plays import SERVE_PROBE
     from tests.conftest import REPO
 
     tasks = yaml.safe_load((REPO / "roles/sparkfab_serve/tasks/state.yml").read_text())
-    assert [t["name"] for t in tasks] == [FLIP_CHECK]
-    assert not _serving(FLIP_CHECK) and not _serving("Files | NCCL environment")
+    assert [t["name"] for t in tasks] == [SERVE_PROBE]
+    assert not _serving(SERVE_PROBE) and not _serving("Files | NCCL environment")
     assert _serving("Serve | Start a rank of the first wave") and _serving("Serve | Every rank of the instance answers")
