@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sparkfab.cli import parser
-from sparkfab.commands.runs import passthrough
+from sparkfab.commands.runs import run_options
 from sparkfab.deploy import run_playbook
 from sparkfab.passthrough import TAGS
 from tests.conftest import REPO
@@ -89,7 +89,9 @@ def _sparkfab(play: Path, argv: list[str], work: Path) -> set[str]:
     """The tasks the same command line ran as a sparkfab verb takes it (apply's parser, its
     checks, the deploy seam)."""
     args = parser().parse_args(["apply", "inventory.yml", *argv])
-    result = run_playbook(str(play), play.parent / "hosts.yml", "table", workdir=work, passthrough=passthrough(args))
+    result = run_playbook(
+        str(play), play.parent / "hosts.yml", "table", workdir=work, passthrough=run_options(args).passthrough
+    )
     assert result.rc == 0, result
     return {t.strip() for t in result.hosts["h1"].changed_tasks}
 

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from sparkfab import plays, spark
 from sparkfab.commands.common import Verb, add_changes, add_target
-from sparkfab.commands.runs import confirm, fail_if, passed_over, passthrough, run_with_progress
+from sparkfab.commands.runs import RunOptions, confirm, fail_if, passed_over, run_options, run_with_progress
 from sparkfab.deploy import RunResult
 from sparkfab.errors import Exit
 from sparkfab.flip import Flip, plan_flip
@@ -44,10 +44,10 @@ def _apply(target: Target, args: argparse.Namespace) -> int:
     oracle.check(plan, None if args.quiet else lambda text: _err.print(f"note: {text}", markup=False))
     tree = target.render()
     limit = files_here(args.limit)
-    passthrough(args)
+    opts = run_options(args)
     confirm(target, args, "apply", selected(plan, tree, limit))
     extra: dict[str, object] | None = {"sparkfab_netplan_take_over": True} if args.take_over_netplan else None
-    result = run_with_progress("site.yml", target, tree, args, extra, secrets=secret_names(plan), limit=limit)
+    result = run_with_progress("site.yml", target, tree, opts, extra, secrets=secret_names(plan), limit=limit)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
     changed = sum(h.changed for h in result.hosts.values())
@@ -83,11 +83,11 @@ WHOLE_RESET = "a reset stops serving and removes everything sparkfab installed, 
 
 
 def _linkspeed(target: Target, args: argparse.Namespace) -> int:
-    passthrough(args, WHOLE_FLIP)
+    opts = run_options(args, WHOLE_FLIP)
     flip = plan_flip(target, args.mode, args.instance, files_here(args.limit))
     confirm(target, args, f"linkspeed {args.mode}", list(flip.hosts))
     tree = target.render(flip.after)
-    result = run_with_progress("linkspeed.yml", target, tree, args, plan=flip.after, limit=flip.limit)
+    result = run_with_progress("linkspeed.yml", target, tree, opts, plan=flip.after, limit=flip.limit)
     if result.failures and not args.check:
         # the first play checks every host and stops all of them when one fails; the push stops
         # every host when one fails in it, before serving is touched: the flip ends whole (the
@@ -96,7 +96,7 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
             _err.print(f"linkspeed {args.mode}: every host runs {args.mode} now; serving did not restart everywhere")
             _say(flip.record(target))
         else:
-            _roll_back(target, flip, result, args)
+            _roll_back(target, flip, result, args.mode, opts)
     fail_if(result, target)
     if args.check:
         return _preview_flip(result, args.mode, flip.was)
@@ -133,20 +133,20 @@ def _preview_flip(result: RunResult, mode: str, was: str) -> int:
     return Exit.OK
 
 
-def _roll_back(target: Target, flip: Flip, result: RunResult, args: argparse.Namespace) -> None:
+def _roll_back(target: Target, flip: Flip, result: RunResult, mode: str, opts: RunOptions) -> None:
     """A flip that failed in its push: the hosts it changed get their old files back (serving
     was not touched), so that every host runs the recorded speed again; says which way it ended."""
     changed = sorted(h.host for h in result.hosts.values() if h.changed)
     if not changed:
-        _err.print(f"linkspeed {args.mode} changed nothing: every host is checked before any host changes")
+        _err.print(f"linkspeed {mode} changed nothing: every host is checked before any host changes")
         return
     was = flip.was
-    _err.print(f"linkspeed {args.mode} failed after it changed {', '.join(changed)}: rolling them back to {was}")
+    _err.print(f"linkspeed {mode} failed after it changed {', '.join(changed)}: rolling them back to {was}")
     undo = run_with_progress(
         "linkspeed.yml",
         target,
         target.render(flip.before),
-        args,
+        opts,
         {"sparkfab_serve_action": "none"},
         plan=flip.before,
         limit=",".join(changed),
@@ -154,12 +154,12 @@ def _roll_back(target: Target, flip: Flip, result: RunResult, args: argparse.Nam
     if undo.failures:
         left = sorted(h.host for h in undo.failures)
         _err.print(
-            f"linkspeed {args.mode} stopped part-way: the roll-back failed on {', '.join(left)}, which may run "
-            f"{args.mode} while the recorded speed is {was}. Run `sparkfab linkspeed` again once every host "
+            f"linkspeed {mode} stopped part-way: the roll-back failed on {', '.join(left)}, which may run "
+            f"{mode} while the recorded speed is {was}. Run `sparkfab linkspeed` again once every host "
             "answers: it converges."
         )
     else:
-        _err.print(f"linkspeed {args.mode} rolled back: {', '.join(changed)} run {was} again, as recorded")
+        _err.print(f"linkspeed {mode} rolled back: {', '.join(changed)} run {was} again, as recorded")
 
 
 def _reset_args(p: argparse.ArgumentParser) -> None:
@@ -175,12 +175,12 @@ def reset_cmd(args: argparse.Namespace) -> int:
 
 
 def _reset(target: Target, args: argparse.Namespace) -> int:
-    passthrough(args, WHOLE_RESET)
+    opts = run_options(args, WHOLE_RESET)
     plan = target.plan
     tree = target.render()  # the hosts' netdevs and instances, as the plays read them
     limit = files_here(args.limit)
     confirm(target, args, "reset", selected(target.plan, tree, limit))
-    result = run_with_progress("reset.yml", target, tree, args, limit=limit)
+    result = run_with_progress("reset.yml", target, tree, opts, limit=limit)
     if (args.diff or args.check) and result.diffs:
         sys.stdout.write("".join(result.diffs))
     fail_if(result, target)

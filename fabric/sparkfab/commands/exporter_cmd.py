@@ -16,7 +16,7 @@ from rich.text import Text
 
 from sparkfab import yamlload
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
-from sparkfab.commands.runs import confirm, fail_if, passthrough, run_with_progress
+from sparkfab.commands.runs import confirm, fail_if, run_options, run_with_progress
 from sparkfab.errors import Exit, UsageError
 from sparkfab.limits import files_here, selected
 from sparkfab.plan import Plan
@@ -59,10 +59,10 @@ def exporter_cmd(args: argparse.Namespace) -> int:
         _needs_exporter(target.plan)
         tree = target.render()
         limit = files_here(args.limit)
-        passthrough(args)
+        opts = run_options(args)
         confirm(target, args, f"exporter {args.action}", selected(target.plan, tree, limit))
         result = run_with_progress(
-            "exporter.yml", target, tree, args, {"sparkfab_exporter_action": args.action}, limit=limit
+            "exporter.yml", target, tree, opts, {"sparkfab_exporter_action": args.action}, limit=limit
         )
         fail_if(result, target)
         changed = sorted(h.host for h in result.hosts.values() if h.changed)

@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 
 from sparkfab.commands.common import Verb, add_changes, add_target
-from sparkfab.commands.runs import confirm, fail_if, passthrough, run_with_progress
+from sparkfab.commands.runs import confirm, fail_if, run_options, run_with_progress
 from sparkfab.errors import Exit
 from sparkfab.limits import files_here, selected
 from sparkfab.plan import Plan
@@ -38,10 +38,10 @@ def peer_ssh_cmd(args: argparse.Namespace) -> int:
             return Exit.OK
         tree = target.render()
         limit = files_here(args.limit)
-        passthrough(args)
+        opts = run_options(args)
         confirm(target, args, "peer-ssh", selected(plan, tree, limit))
         extra: dict[str, object] = {"sparkfab_peer_ssh": heads, "sparkfab_peer_addresses": addresses}
-        result = run_with_progress("peer_ssh.yml", target, tree, args, extra, limit=limit)
+        result = run_with_progress("peer_ssh.yml", target, tree, opts, extra, limit=limit)
         changed = sum(h.changed for h in result.hosts.values())
         _err.print(
             f"peer-ssh {'(check) ' if args.check else ''}{plan.cluster}: changed={changed} "

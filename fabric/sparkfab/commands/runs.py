@@ -9,6 +9,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -86,17 +87,37 @@ class StepLines:
             sys.stderr.flush()
 
 
-def passthrough(args: argparse.Namespace, whole: str | None = None) -> PassThrough:
-    """The verb's -e, --tags and --skip-tags (`passthrough.checked`; `whole`: why its play
-    runs whole)."""
-    return checked(args.extra_vars, args.tags, args.skip_tags, whole)
+@dataclass(frozen=True)
+class RunOptions:
+    """What a verb's flags ask of its Ansible runs, read from its arguments once, at the command
+    boundary (`run_options`), before any host is contacted."""
+
+    check: bool = False  # --check
+    diff: bool = False  # --diff
+    timeout: float | None = None  # --timeout; None: the plan's own bound (`run_bound`)
+    verbose: int = 0  # -v: Ansible's own output instead of the table
+    quiet: bool = False  # -q: no table at the end
+    passthrough: PassThrough = field(default_factory=PassThrough)  # -e, --tags, --skip-tags, checked
+
+
+def run_options(args: argparse.Namespace, whole: str | None = None) -> RunOptions:
+    """The verb's run options; its -e, --tags and --skip-tags checked (`passthrough.checked`;
+    `whole`: why the verb's play runs whole, which refuses tags)."""
+    return RunOptions(
+        check=getattr(args, "check", False),
+        diff=getattr(args, "diff", False),
+        timeout=getattr(args, "timeout", None),
+        verbose=getattr(args, "verbose", 0),
+        quiet=args.quiet,
+        passthrough=checked(args.extra_vars, args.tags, args.skip_tags, whole),
+    )
 
 
 def run_with_progress(
     playbook: str,
     target: Target,
     tree: Path,
-    args: argparse.Namespace,
+    opts: RunOptions,
     extravars: dict[str, object] | None = None,
     plan: Plan | None = None,
     secrets: list[str] | None = None,
@@ -104,18 +125,18 @@ def run_with_progress(
     limit: str | None,
 ) -> RunResult:
     """Run `playbook` on the hosts of `plan` (the target's by default) that `limit` (an Ansible
-    pattern, `@FILE`s resolved: `files_here`) selects, with the verb's --check, --diff,
-    --timeout and -v, showing the per-host table as it goes."""
+    pattern, `@FILE`s resolved: `files_here`) selects, as `opts` asks, showing the per-host
+    table as it goes."""
     plan = plan or target.plan
     names = [h.name for h in plan.hosts]
     title = f"{playbook} on {plan.cluster}"
-    verbose = getattr(args, "verbose", 0)
+    verbose = opts.verbose
     # with -v, Ansible's own output scrolls by instead of the live table; without a terminal,
     # a line per host and step
     live = None
     if _err.is_terminal and not verbose:
         live = Live(host_table({}, title), console=_err, refresh_per_second=4, transient=True)
-    lines = StepLines(title) if not _err.is_terminal and not verbose and not args.quiet else None
+    lines = StepLines(title) if not _err.is_terminal and not verbose and not opts.quiet else None
 
     def update(hosts: dict[str, HostResult]) -> None:
         if live is not None:
@@ -130,17 +151,17 @@ def run_with_progress(
             playbook,
             tree / "inventory.yml",
             plan.cluster,
-            check=getattr(args, "check", False),
-            diff=getattr(args, "diff", False),
+            check=opts.check,
+            diff=opts.diff,
             limit=limit,
             extravars=extravars,
-            timeout=run_bound(plan) if getattr(args, "timeout", None) is None else args.timeout,
+            timeout=run_bound(plan) if opts.timeout is None else opts.timeout,
             on_update=update,
             hosts=names,
             workdir=target.state,
             secrets=secrets,
             verbosity=verbose,
-            passthrough=passthrough(args),
+            passthrough=opts.passthrough,
         )
     except Interrupted as exc:  # the table so far, whatever -q says: the run ends part-way
         if live is not None:
@@ -151,7 +172,7 @@ def run_with_progress(
     finally:
         if live is not None:
             live.stop()
-    if not args.quiet:
+    if not opts.quiet:
         _err.print(host_table(result.hosts, title))
     return result
 

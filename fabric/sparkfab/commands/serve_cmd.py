@@ -13,7 +13,7 @@ from rich.text import Text
 
 from sparkfab import plays
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
-from sparkfab.commands.runs import confirm, fail_if, passed_over, passthrough, run_with_progress
+from sparkfab.commands.runs import confirm, fail_if, passed_over, run_options, run_with_progress
 from sparkfab.errors import Exit
 from sparkfab.limits import files_here, instance_limit, selected
 from sparkfab.target import Target
@@ -48,9 +48,9 @@ def serve_cmd(args: argparse.Namespace) -> int:
 def _serve(target: Target, args: argparse.Namespace) -> int:
     tree = target.render()  # what serving starts is what the inventory says now
     limit = files_here(instance_limit(target.plan, args.instance, args.limit))
-    passthrough(args)
+    opts = run_options(args)
     confirm(target, args, f"serve {args.action}", selected(target.plan, tree, limit))
-    result = run_with_progress("serve.yml", target, tree, args, {"sparkfab_serve_action": args.action}, limit=limit)
+    result = run_with_progress("serve.yml", target, tree, opts, {"sparkfab_serve_action": args.action}, limit=limit)
     fail_if(result, target)
     if args.check:
         stop, start = (

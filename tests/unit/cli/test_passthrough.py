@@ -9,10 +9,15 @@ import pytest
 
 from sparkfab.cli import parser
 from sparkfab.commands.deploy_cmds import WHOLE_FLIP
-from sparkfab.commands.runs import passthrough
+from sparkfab.commands.runs import run_options
 from sparkfab.errors import Unavailable, UsageError
 from sparkfab.passthrough import TAGS, PassThrough
 from sparkfab.userfile import BadFile
+
+
+def passthrough(args, whole=None):
+    """The -e, --tags and --skip-tags of a verb's run options, checked at the command boundary."""
+    return run_options(args, whole).passthrough
 
 
 def _args(*argv: str):
