@@ -10,7 +10,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ def up(
         raise
     t["total_s"] = time.perf_counter() - t0
     timing = {k: round(v, 3) for k, v in t.items()}
-    state = LabState(state.cluster, inventory, engine_name, spec, state.pids, timing, keep_ray)
+    state = replace(state, timing=timing, keep_ray=keep_ray)
     state.write()
     return state
 
@@ -84,8 +84,10 @@ def _build(
         t1 = time.perf_counter()
         engine.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine_name)
         t["image_import_s"] = time.perf_counter() - t1
+    # the state first: the cables' shaping is kept in it
+    LabState(spec.cluster, inventory, engine_name, spec, pids, t).write()
     wire.link_speed(spec, mode)
-    return LabState(spec.cluster, inventory, engine_name, spec, pids, t)
+    return LabState.read(spec.dir)
 
 
 def down(cluster: str) -> dict[str, int]:

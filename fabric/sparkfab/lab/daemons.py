@@ -20,7 +20,7 @@ from sparkfab.errors import LabError
 from sparkfab.lab import cgroups
 from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.spec import LabSpec
-from sparkfab.paths import lab_dir
+from sparkfab.paths import lab_dir, lab_state
 
 
 def start_switches(spec: LabSpec, conf: Path) -> dict[str, int]:
@@ -118,7 +118,7 @@ def lab_pids(cluster: str, namespaces: list[str]) -> set[int]:
     for ns in namespaces:
         res = proc.run(["ip", "netns", "pids", ns], check=False)
         pids |= {int(p) for p in res.stdout.split() if p.isdigit()}
-    state = lab_dir(cluster) / "state.json"
+    state = lab_state(cluster)
     if state.exists():
         try:
             pids |= {int(p) for p in json.loads(state.read_text()).get("pids", {}).values()}

@@ -1,8 +1,9 @@
-"""What a lab that is up is, written once by `lab up` into `state.json`: the one record `lab
-status`, the Target, the drills and a rebooting machine read (the rate its cables are shaped to
-now is the cluster's link-speed record, `speeds.current_link_speed`, as on Sparks). It holds the
-lab's plan (`LabSpec`) itself, so that nothing needs the user's inventory to find a lab's
-namespaces, veths and machines again.
+"""What a lab that is up is, written by `lab up` into `state.json`: the one record `lab
+status`, the Target, the drills and a rebooting machine read. It holds the lab's plan (`LabSpec`)
+itself, so that nothing needs the user's inventory to find a lab's namespaces, veths and machines
+again, and the cables as they are now (`wiring`: what the drills swapped or cut, every netdev's
+shaped rate), which the drills and the link-speed flips write back. (The link-speed mode the
+hosts run is the cluster's own record, `speeds.current_link_speed`, as on Sparks.)
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ class LabState:
     pids: dict[str, int] = field(default_factory=dict)  # <node>.<what> -> pid (supervisors, switch lldpd)
     timing: dict[str, float] = field(default_factory=dict)
     keep_ray: bool = False  # `lab up --keep-ray`: instances planned on Ray keep it in the lab
+    wiring: tuple[Veth, ...] | None = None  # the cables now (None: as the spec plans them)
+
+    def cables(self) -> list[Veth]:
+        """The lab's veths as they are wired and shaped now."""
+        return list(self.wiring if self.wiring is not None else self.spec.veths)
 
     def write(self) -> None:
         path = self.spec.dir / FILE
@@ -63,6 +69,7 @@ class LabState:
                 {k: int(v) for k, v in data.get("pids", {}).items()},
                 dict(data.get("timing", {})),
                 data.get("keep_ray") is True,
+                None if data.get("wiring") is None else tuple(Veth(**v) for v in data["wiring"]),
             )
         except FileNotFoundError:
             raise UsageError(f"no lab is up in {lab_dir} (no {FILE})") from None

@@ -5,17 +5,16 @@ A cable is named `cables[i]` (the whole wire) or `cables[i].r0` / `.r1` (the twi
 root on it). A swap plugs the far ends of two cables into each other's ports: their netdevs
 move to the other cable's bridge (`lab.spec`: a cable is one bridge), as a recabling moves the
 plug. The current wiring (what was swapped or cut, and every netdev's shaped rate) is kept in
-the lab directory so that several drills can be stacked and a rebooted Spark gets its cables
-back as they were.
+the lab's state (`LabState.wiring`) so that several drills can be stacked and a rebooted Spark
+gets its cables back as they were.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from sparkfab import proc
@@ -23,24 +22,18 @@ from sparkfab.errors import UsageError
 from sparkfab.lab.links import BOOT_MTU, make_veth, netns
 from sparkfab.lab.rates import RATE_MBIT, rate_text
 from sparkfab.lab.spec import LabSpec, Veth
+from sparkfab.lab.state import LabState
 from sparkfab.spark import LinkSpeed
 
 _REF = re.compile(r"^cables\[(\d+)\](?:\.r([01]))?\Z")
 
 
-def _wiring_file(spec: LabSpec) -> Path:
-    return spec.dir / "wiring.json"
-
-
 def current(spec: LabSpec) -> list[Veth]:
-    f = _wiring_file(spec)
-    if f.exists():
-        return [Veth(**v) for v in json.loads(f.read_text())]
-    return list(spec.veths)
+    return LabState.read(spec.dir).cables()
 
 
 def _save(spec: LabSpec, veths: list[Veth]) -> None:
-    _wiring_file(spec).write_text(json.dumps([asdict(v) for v in veths], indent=1))
+    replace(LabState.read(spec.dir), wiring=tuple(veths)).write()
 
 
 def _select(veths: list[Veth], ref: str) -> list[int]:
@@ -287,8 +280,6 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3 or argv[0] != "renew":
         sys.stderr.write("usage: python -m sparkfab.lab.wire renew LAB_DIR HOST\n")
         return 2
-    from sparkfab.lab.state import LabState
-
     renew(LabState.read(Path(argv[1])).spec, argv[2])
     return 0
 

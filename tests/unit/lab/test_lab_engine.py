@@ -280,3 +280,28 @@ def test_an_instance_planned_on_ray_is_served_with_the_lab_builds_own_backend(tm
     assert backend("vllm", True, planned) == "ray"
     assert backend("vllm", False, {"glm": "mp"}) == backend("vllm", True, {"glm": "mp"}) == "mp"
     assert backend("collective", False, planned) is None
+
+
+def test_the_labs_one_record_keeps_its_cables_as_the_drills_left_them(tmp_path, monkeypatch):
+    """state.json holds the wiring too: none written means the cables as planned; what a drill
+    saves (a cut, a rate) is read back by the next drill and by a rebooting Spark, and the rest
+    of the record stays as `lab up` wrote it."""
+    from dataclasses import replace as replaced
+
+    from sparkfab.lab import wire
+    from sparkfab.lab.spec import spec
+    from sparkfab.lab.state import LabState
+
+    monkeypatch.setenv("SPARKFAB_LAB_DIR", str(tmp_path))
+    inv = tmp_path / "inv.yml"
+    inv.write_text(Path("inventory/pair-1cable.yml").read_text().replace("cluster: pair1", "cluster: unit-wiring"))
+    sp = spec(load_plan(str(inv)))
+    sp.dir.mkdir()
+    LabState("unit-wiring", str(inv), "collective", sp, {"spark-a.machine": 7}).write()
+    assert wire.current(sp) == list(sp.veths)
+    changed = [replaced(v, rate_mbit=123) if i == 0 else v for i, v in enumerate(sp.veths)]
+    wire._save(sp, changed)
+    again = LabState.read(sp.dir)
+    assert wire.current(sp) == changed and again.cables() == changed
+    assert (again.pids, again.engine, again.spec) == ({"spark-a.machine": 7}, "collective", sp)
+    assert not (sp.dir / "wiring.json").exists()
