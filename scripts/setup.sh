@@ -33,6 +33,10 @@ SGLANG_VERSION=$(sed -n 's/^# sglang \([0-9.]*\).*/\1/p' launchers/sglang-serve-
 PY=${PYTHON:-python3}
 UV=.venv/bin/uv
 export UV_NO_PROGRESS=1
+# compiled as pip compiles them: uv leaves the .pyc files to the first import by default, which
+# then pays for them in every process that cannot write them (the lab Sparks see these
+# environments read-only: each engine start would compile vLLM and torch again)
+export UV_COMPILE_BYTECODE=1
 
 need_debs() {
   local p
