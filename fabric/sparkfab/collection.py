@@ -62,8 +62,8 @@ REQUIRES_ANSIBLE = ">=2.17.0"
 
 README = f"""# {FQCN}
 
-The Ansible content of [sparkfab](https://pypi.org/project/sparkfab/), which brings up clusters of
-NVIDIA DGX Spark systems that serve one model with tensor parallelism across them.
+The Ansible content of sparkfab, which brings up clusters of NVIDIA DGX Spark systems that serve
+one model with tensor parallelism across them (`sparkfab collection` builds this tarball).
 
 sparkfab renders every host's files on the controller (`sparkfab render INVENTORY -o TREE`);
 the roles here install them. The inventory they run against is the one `render` writes
@@ -72,7 +72,8 @@ the roles here install them. The inventory they run against is the one `render` 
 - Roles: `{FQCN}.sparkfab_netplan` (the fabric's netplan), `{FQCN}.sparkfab_files` (NCCL
   environment, control plane, launch files, LLDP settings, exporter), `{FQCN}.sparkfab_serve`
   (start, stop and health of the engine), `{FQCN}.sparkfab_exporter`, `{FQCN}.sparkfab_reset`.
-- Modules: `{FQCN}.sparkfab_install`, `{FQCN}.sparkfab_netplan`, `{FQCN}.sparkfab_reset`
+- Modules: `{FQCN}.sparkfab_install`, `{FQCN}.sparkfab_netplan`, `{FQCN}.sparkfab_reset`, and
+  the controller-side actions `{FQCN}.sparkfab_preflight` and `{FQCN}.sparkfab_fabric_check`
   (`ansible-doc {FQCN}.sparkfab_install`).
 - Playbooks: `{FQCN}.site` (what `sparkfab apply` runs), `{FQCN}.linkspeed`, `{FQCN}.serve`,
   `{FQCN}.reset`, `{FQCN}.exporter`, `{FQCN}.peer_ssh`.
