@@ -143,17 +143,18 @@ LINT = {
 }
 
 
-def _sanity_ignores(root: Path | None) -> str:
+def _sanity_ignores(files: dict[str, Path]) -> str:
     lines = []
     for test, pattern in SANITY_IGNORES.items():
-        for rel in sources(root):
+        for rel in files:
             if Path(rel).match(pattern):
                 lines.append(f"{rel} {test}\n")
     return "".join(lines)
 
 
-def _generated(root: Path | None = None) -> dict[str, str]:
-    ignores = _sanity_ignores(root)
+def _generated(files: dict[str, Path]) -> dict[str, str]:
+    """The collection's own files, made for the sources `files` (the sanity ignores name them)."""
+    ignores = _sanity_ignores(files)
     return {
         **{f"tests/sanity/ignore-{release}.txt": ignores for release in SANITY_RELEASES},
         "galaxy.yml": dump(galaxy()),
@@ -168,10 +169,11 @@ def assemble(dest: Path, root: Path | None = None) -> Path:
     """Write the collection under `dest` (a collections path: `dest/ansible_collections/sparkfab/
     fabric`) and return the collection's folder."""
     folder = home(dest)
-    for rel, src in sources(root).items():
+    files = sources(root)
+    for rel, src in files.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, folder / rel)
-    for rel, text in _generated(root).items():
+    for rel, text in _generated(files).items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text)
     return folder
@@ -184,9 +186,10 @@ def home(collections: Path) -> Path:
 
 def _digest(root: Path | None = None) -> str:
     h = hashlib.sha256(__version__.encode())
-    for rel, src in sources(root).items():
+    files = sources(root)
+    for rel, src in files.items():
         h.update(rel.encode() + b"\0" + src.read_bytes() + b"\0")
-    for rel, text in _generated(root).items():
+    for rel, text in _generated(files).items():
         h.update(rel.encode() + b"\0" + text.encode() + b"\0")
     return h.hexdigest()[:16]
 
