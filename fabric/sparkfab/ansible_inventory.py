@@ -237,20 +237,25 @@ def _child(*args: str, stdin: str = "") -> dict[str, Any]:
     import os
     import subprocess
     import sys
+    import tempfile
     from pathlib import Path
 
     from sparkfab.ansiblecfg import check_ansible_files
 
     check_ansible_files(dict(os.environ), Path.cwd())  # nothing the child opens may block it
     env = {**os.environ, "ANSIBLE_INVENTORY_ENABLED": PLUGINS}
-    res = subprocess.run(
-        [sys.executable, "-m", "sparkfab.ansible_child", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
+    # Ansible makes its local temporary directory under ~/.ansible/tmp unless told otherwise; a
+    # reader needs none of the user's home (which may be read-only), so it gets one of its own
+    with tempfile.TemporaryDirectory(prefix="sparkfab-ansible-") as scratch:
+        env.setdefault("ANSIBLE_LOCAL_TEMP", scratch)
+        res = subprocess.run(
+            [sys.executable, "-m", "sparkfab.ansible_child", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+        )
     lines = [x for x in res.stderr.splitlines() if x.strip()]
     if res.returncode != 0:
         last = lines[-1].strip()[:300] if lines else f"exit {res.returncode}"

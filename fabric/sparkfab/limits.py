@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from sparkfab.ansible_inventory import matching
-from sparkfab.errors import UsageError
+from sparkfab.errors import Unavailable, UsageError
 from sparkfab.plan import Plan
 
 
@@ -31,13 +31,45 @@ def files_here(limit: str | None) -> str | None:
     return "".join(f"@{Path(x[1:]).resolve()}" if x.startswith("@") else x for x in re.split(r"([,:])", limit))
 
 
+def checked(limit: str) -> str:
+    """`limit`, once what Ansible would misread in it is refused by the limit's own name: an
+    `@FILE` that is not a regular file (Ansible would block on a FIFO, or blame the inventory),
+    a `~` term that is no regular expression (Ansible selects every host for `~[`)."""
+    from sparkfab import userfile
+
+    for term in re.split(r"[,:]", limit) if "," in limit or ":" in limit else [limit]:
+        bare = term.lstrip("!&")
+        if bare.startswith("@"):
+            try:
+                userfile.regular(bare[1:], "limit file")
+            except (Unavailable, UsageError) as exc:
+                raise UsageError(f"--limit {limit}: {exc}") from None
+        elif bare.startswith("~"):
+            try:
+                re.compile(bare[1:])
+            except re.error as exc:
+                raise UsageError(f"--limit {limit}: {bare} is not a regular expression ({exc})") from None
+    return limit
+
+
+def _matching(tree: Path, limit: str) -> list[str]:
+    """The hosts `limit` selects in the rendered inventory; what Ansible refuses in it, said of the limit."""
+    try:
+        return matching(tree / "inventory.yml", checked(limit))
+    except UsageError as exc:
+        text = re.sub(r"^Ansible could not read the inventory: (ansible\.errors\.AnsibleError: )?", "", str(exc))
+        if not re.search(r"[Ll]imit|host list pattern", text):
+            raise
+        raise UsageError(f"--limit {limit}: Ansible refuses it: {text}") from None
+
+
 def selected(plan: Plan, tree: Path, limit: str | None) -> list[str]:
     """The hosts a run will touch: all, or what `limit` selects as ansible-playbook selects it
     (matched against the rendered inventory, before any host is contacted). A limit that
     selects none is refused."""
     if not limit:
         return [h.name for h in plan.hosts]
-    hosts = matching(tree / "inventory.yml", limit)
+    hosts = _matching(tree, limit)
     if not hosts:
         raise UsageError(f"--limit {limit} selects no host of {plan.cluster}")
     return hosts
@@ -50,7 +82,7 @@ def flipped_instances(plan: Plan, tree: Path | None, instance: str | None, limit
     if limit is None:
         return [instance] if instance else None
     assert tree is not None, "a --limit is matched against the rendered tree"
-    chosen = set(matching(tree / "inventory.yml", limit))
+    chosen = set(_matching(tree, limit))
     names = [instance] if instance else [i.name for i in plan.instances if chosen & set(i.hosts)]
     for name in names:
         missing = sorted(set(plan.instance(name).hosts) - chosen)

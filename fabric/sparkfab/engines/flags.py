@@ -9,6 +9,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from sparkfab.engines.base import Engine
 from sparkfab.paths import repo_dir
@@ -30,19 +31,29 @@ class Flag:
 def _text(name: str) -> str:
     """A flag table, read as every file a user can name is (`SPARKFAB_HOME` moves `launchers/`):
     a regular file of bounded size, UTF-8, refused by name otherwise (a FIFO would block)."""
-    from sparkfab import userfile
-
-    return userfile.read_text(repo_dir("launchers") / name, "flag table", 4 << 20)
+    return _read(str(repo_dir("launchers") / name))
 
 
 @cache
+def _read(path: str) -> str:
+    """One table file's text, read once per path (a `SPARKFAB_HOME` set later names another)."""
+    from sparkfab import userfile
+
+    return userfile.read_text(Path(path), "flag table", 4 << 20)
+
+
 def table(engine: Engine) -> dict[str, Flag]:
     """Every option string of the engine's server with what it takes, as the parser of the
     release in the file's header defines them; empty for an engine without a table."""
     if engine.flags_file is None:
         return {}
+    return _parse(_text(engine.flags_file))
+
+
+@cache
+def _parse(text: str) -> dict[str, Flag]:
     out = {}
-    for line in _text(engine.flags_file).splitlines():
+    for line in text.splitlines():
         if line.startswith("--"):
             name, takes, *rest = line.split("\t") + ["text"] * (line.count("\t") == 0)
             out[name] = Flag(name, takes, tuple(rest[0].split(",")) if rest else ())
@@ -53,7 +64,6 @@ def names(engine: Engine) -> frozenset[str]:
     return frozenset(table(engine))
 
 
-@cache
 def version(engine: Engine) -> str:
     """The release whose parser wrote the table (its header's `# <dist> <version>` line)."""
     if engine.flags_file is None or engine.oracle is None:

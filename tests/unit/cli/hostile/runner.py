@@ -45,7 +45,16 @@ def params(cases: list[Case]) -> list[Any]:
     return [pytest.param(k, marks=pytest.mark.slow) if k.slow else k for k in cases]
 
 
-def run(case: Case, tmp_path: Path, capsys: Any, monkeypatch: Any, server: Callable[[str], str]) -> None:
+def run(
+    case: Case,
+    tmp_path: Path,
+    capsys: Any,
+    monkeypatch: Any,
+    server: Callable[[str], str],
+    setup: Callable[[Path], None] | None = None,
+) -> tuple[Path, str]:
+    """Run one case and assert what every case shares; the case's directory and stderr, for a
+    check of the case's own. `setup` finishes the case's files (a vault encrypted in place)."""
     from sparkfab.cli import main
 
     d = tmp_path / "case"
@@ -60,12 +69,17 @@ def run(case: Case, tmp_path: Path, capsys: Any, monkeypatch: Any, server: Calla
             p.chmod(0o755)
         else:
             p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    if setup is not None:
+        setup(d)
     url = server(case.server) if case.server else ""
     argv = [a.replace("{d}", str(d)).replace("{url}", url) for a in case.argv]
     monkeypatch.chdir(d)
     monkeypatch.setenv("SPARKFAB_LAB_DIR", str(tmp_path / "labs"))
+    # the CLI hands --vault-password-file to Ansible in its environment: undone after the case
+    monkeypatch.setenv("ANSIBLE_VAULT_PASSWORD_FILE", "")  # recorded as absent, so removed again
+    monkeypatch.delenv("ANSIBLE_VAULT_PASSWORD_FILE")
     for name, value in case.env.items():
-        monkeypatch.setenv(name, value)
+        monkeypatch.setenv(name, value.replace("{d}", str(d)))
     before = _tree(tmp_path, case.outputs)
 
     def hang(*_: Any) -> None:
@@ -93,3 +107,4 @@ def run(case: Case, tmp_path: Path, capsys: Any, monkeypatch: Any, server: Calla
     assert elapsed < case.seconds, f"{case.id} took {elapsed:.1f} s"
     after = _tree(tmp_path, case.outputs)
     assert after == before, f"changed outside {case.outputs}: {set(after.items()) ^ set(before.items())}"
+    return d, err

@@ -159,9 +159,13 @@ def report(id: str, argv: str, code: int, culprit: str, files: dict[str, str | b
     return c(id, argv, code, culprit, files={**run_dir_files("a"), **run_dir_files("b"), **(files or {})}, **kw)
 
 
-def bench(id: str, argv: str, code: int, culprit: str, server: str | None = "good", **kw: Any) -> Case:
+def bench(
+    id: str, argv: str | tuple[str, ...], code: int, culprit: str, server: str | None = "good", **kw: Any
+) -> Case:
+    """A bench against a case's server; `argv` as one string, or as words (one holding a space)."""
     base = "bench --url {url} --model fake-model --rounds 1 --warmup 0 --idle-seconds 0 --output-tokens 4 -o {d}/run"
-    return c(id, f"{base} {argv}".strip(), code, culprit, server=server, **kw)
+    words = argv.split() if isinstance(argv, str) else list(argv)
+    return c(id, (*base.split(), *words), code, culprit, server=server, **kw)
 
 
 PLAN = "- {name: t, requests: 1, prompt_tokens: 20, output_tokens: 4}\n"

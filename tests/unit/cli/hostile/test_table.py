@@ -9,6 +9,7 @@ VERBS = (
     "battery",
     "bench",
     "estimate",
+    "harness",
     "init",
     "plan",
     "reaching_hosts",
