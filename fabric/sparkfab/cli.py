@@ -105,7 +105,7 @@ def version_text() -> str:
     from sparkfab import engines
     from sparkfab.engines import flags
     from sparkfab.paths import repo_dir
-    from sparkfab.runenv import strategy_env
+    from sparkfab.push.env import strategy_env
 
     def version(dist: str) -> str:
         try:

@@ -70,7 +70,7 @@ def for_plan(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Connecti
     addresses = [h.mgmt_address for h in plan.hosts]
     by_address = len(set(addresses)) == len(addresses)
     alias = {h.name: h.mgmt_address if by_address else h.name for h in plan.hosts}
-    from sparkfab.runenv import login_defaults
+    from sparkfab.push.env import login_defaults
 
     defaults = login_defaults(dict(os.environ), Path.cwd())  # read once for every host
     blocks = [
@@ -97,7 +97,7 @@ BECOME_PASSWORDS = ("ansible_become_password", "ansible_become_pass", "ansible_s
 
 def become_of(plan: Plan) -> dict[str, Become]:
     """Each host's become method and password as its variables say; a vaulted password is
-    opened by Ansible in a child process (`ansible_inventory.decrypt`) and kept in memory."""
+    opened by Ansible in a child process (`inventory.ansible.decrypt`) and kept in memory."""
     from sparkfab import yamlload
 
     def vaulted(value: Any) -> bool:
@@ -111,7 +111,7 @@ def become_of(plan: Plan) -> dict[str, Become]:
     ciphertexts = sorted({str(p) for _, p in found.values() if vaulted(p)})
     clear: dict[str, str] = {}
     if ciphertexts:
-        from sparkfab.ansible_inventory import decrypt
+        from sparkfab.inventory.ansible import decrypt
 
         clear = dict(zip(ciphertexts, decrypt(ciphertexts), strict=True))
     out = {}
@@ -126,7 +126,7 @@ _KEYS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
 
 def with_defaults(ansible: dict[str, Any], defaults: dict[str, str]) -> dict[str, Any]:
     """A host's variables with the login Ansible falls back to where they set none (`defaults`:
-    its environment, then the user's ansible.cfg, as `runenv.login_defaults` reads them)."""
+    its environment, then the user's ansible.cfg, as `push.env.login_defaults` reads them)."""
     out = dict(ansible)
     if not any(out.get(k) for k in _USERS) and "ansible_user" in defaults:
         out["ansible_user"] = defaults["ansible_user"]

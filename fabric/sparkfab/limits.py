@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sparkfab.ansible_inventory import matching
 from sparkfab.errors import Unavailable, UsageError
+from sparkfab.inventory.ansible import matching
 from sparkfab.plan import Plan
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkfab.deploy import run_playbook
+from sparkfab.push.run import run_playbook
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

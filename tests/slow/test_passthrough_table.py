@@ -15,8 +15,8 @@ import pytest
 
 from sparkfab.cli import parser
 from sparkfab.commands.runs import run_options
-from sparkfab.deploy import run_playbook
 from sparkfab.passthrough import TAGS
+from sparkfab.push.run import run_playbook
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -127,7 +127,7 @@ def test_every_verbs_limit_selects_in_the_site_what_ansible_selects(where, monke
 
 
 def test_a_run_reads_the_sites_ansible_cfg_merged_with_what_the_playbooks_need(where, collections):
-    from sparkfab.runenv import config_env
+    from sparkfab.push.env import config_env
 
     root, env = where
     merged = config_env(REPO / "ansible.cfg", collections, env, root)

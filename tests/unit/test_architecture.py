@@ -31,11 +31,9 @@ LAYERS = (
     (
         "drivers",
         (
-            "sparkfab.deploy",
+            "sparkfab.push",
             "sparkfab.collection",
             "sparkfab.passthrough",
-            "sparkfab.runenv",
-            "sparkfab.runtree",
             "sparkfab.connection",
             "sparkfab.oracle",
             "sparkfab.verify",
@@ -45,12 +43,11 @@ LAYERS = (
     ),
     ("generators", ("sparkfab.render", "sparkfab.writer", "sparkfab.outputs")),
     ("plan", ("sparkfab.resolve", "sparkfab.plan", "sparkfab.starter", "sparkfab.schema")),
-    ("input", ("sparkfab.inventory", "sparkfab.ansible_inventory", "sparkfab.ansible_child")),
+    ("input", ("sparkfab.inventory",)),
     (
         "facts",
         (
             "sparkfab.launchers",
-            "sparkfab.plays",
             "sparkfab.engines",
             "sparkfab.modelcheck",
             "sparkfab.catalog",

@@ -8,13 +8,14 @@ import sys
 
 from rich.console import Console
 
-from sparkfab import plays, spark
+from sparkfab import spark
 from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.commands.runs import RunOptions, confirm, fail_if, passed_over, run_options, run_with_progress
-from sparkfab.deploy import RunResult
 from sparkfab.errors import Exit
 from sparkfab.flip import Flip, plan_flip
 from sparkfab.limits import files_here, selected
+from sparkfab.push import tasks
+from sparkfab.push.run import RunResult
 from sparkfab.render.launch import secret_names
 from sparkfab.speeds import forget_speeds
 from sparkfab.target import Target
@@ -104,7 +105,7 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     for name, old, new in flip.hca_changes():
         sys.stdout.write(f"{name}: NCCL_IB_HCA ={old} -> ={new}\n")
     restarted = sorted(
-        h.host for h in result.hosts.values() if any(t.startswith(plays.SERVE_START) for t in h.changed_tasks)
+        h.host for h in result.hosts.values() if any(t.startswith(tasks.SERVE_START) for t in h.changed_tasks)
     )
     _err.print(f"link speed of {flip.scope}: {flip.was} -> {args.mode}; serving restarted on {len(restarted)} host(s)")
     return Exit.OK
@@ -112,7 +113,7 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
 
 def _serving(task: str) -> bool:
     """A task of the flip's last part, serving's restart (after the push went everywhere)."""
-    return task.startswith(plays.SERVE) and not task.startswith(plays.SERVE_PROBE)
+    return task.startswith(tasks.SERVE) and not task.startswith(tasks.SERVE_PROBE)
 
 
 def _say(line: str | None) -> None:
@@ -123,8 +124,8 @@ def _say(line: str | None) -> None:
 def _preview_flip(result: RunResult, mode: str, was: str) -> int:
     """linkspeed --check: which hosts' files the flip would replace and where it would restart
     serving (the engines that run there), with nothing changed or recorded."""
-    files = sorted(h.host for h in result.hosts.values() if any(t.startswith(plays.FILES) for t in h.changed_tasks))
-    serving = passed_over(result, *plays.SERVE_STOP)
+    files = sorted(h.host for h in result.hosts.values() if any(t.startswith(tasks.FILES) for t in h.changed_tasks))
+    serving = passed_over(result, *tasks.SERVE_STOP)
     _err.print(
         f"linkspeed {mode} --check ({was} now): would replace files on {len(files)} host(s)"
         + (f" ({', '.join(files)})" if files else "")

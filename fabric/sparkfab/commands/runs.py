@@ -18,10 +18,10 @@ from rich.table import Table
 from rich.text import Text
 
 from sparkfab.commands.common import run_bound
-from sparkfab.deploy import HostResult, Interrupted, RunResult, run_playbook
 from sparkfab.errors import DeployError, Terminated, UsageError
 from sparkfab.passthrough import PassThrough, checked
 from sparkfab.plan import Plan
+from sparkfab.push.run import HostResult, Interrupted, RunResult, run_playbook
 from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)

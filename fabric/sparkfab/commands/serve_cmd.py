@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sparkfab import plays
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.commands.runs import confirm, fail_if, passed_over, run_options, run_with_progress
 from sparkfab.errors import Exit
 from sparkfab.limits import files_here, instance_limit, selected
+from sparkfab.push import tasks
 from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
@@ -54,8 +54,8 @@ def _serve(target: Target, args: argparse.Namespace) -> int:
     fail_if(result, target)
     if args.check:
         stop, start = (
-            passed_over(result, *plays.SERVE_STOP),
-            passed_over(result, plays.SERVE_START),
+            passed_over(result, *tasks.SERVE_STOP),
+            passed_over(result, tasks.SERVE_START),
         )
         _err.print(
             f"serve {args.action} --check: would stop the engine on {len(stop)} host(s)"

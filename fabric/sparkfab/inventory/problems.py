@@ -13,9 +13,9 @@ from pydantic import (
 )
 
 from sparkfab import yamlload
-from sparkfab.ansible_child import sparkfab_key
-from sparkfab.ansible_inventory import LEFT_OUT
 from sparkfab.errors import InventoryError, Problem
+from sparkfab.inventory.ansible import LEFT_OUT
+from sparkfab.inventory.ansible_child import sparkfab_key
 from sparkfab.inventory.locate import line_of, path_text, present, walk
 from sparkfab.inventory.model import Inventory, model_at
 

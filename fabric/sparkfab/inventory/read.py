@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sparkfab import ansible_inventory, yamlload
+from sparkfab import yamlload
 from sparkfab.errors import InventoryError, Problem, Unavailable
+from sparkfab.inventory import ansible
 
 
 def read(path: str | Path) -> tuple[Any, str]:
@@ -16,7 +17,7 @@ def read(path: str | Path) -> tuple[Any, str]:
 
     The plain shape is read directly (it is what Ansible makes of it: a test holds the two
     readers equal); everything else (INI, groups, directories, group_vars/ and host_vars/)
-    goes through Ansible's own inventory machinery (`sparkfab.ansible_inventory`).
+    goes through Ansible's own inventory machinery (`sparkfab.inventory.ansible`).
     """
     p = Path(path)
     if p.suffix in (".yml", ".yaml") and not p.is_dir() and not _vars_dirs(p.parent):
@@ -48,7 +49,7 @@ def _vars_dirs(base: Path) -> bool:
 
 
 def _read_with_ansible(path: Path) -> tuple[Any, str]:
-    return ansible_inventory.read(path)
+    return ansible.read(path)
 
 
 def load_raw(path: str | Path) -> Any:

@@ -19,9 +19,10 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from sparkfab.ansible_inventory import LEFT_OUT
 from sparkfab.errors import InventoryError, UsageError
-from sparkfab.inventory import is_plain_file, load_roundtrip, plain, read
+from sparkfab.inventory import is_plain_file, load_roundtrip, plain
+from sparkfab.inventory.ansible import LEFT_OUT
+from sparkfab.inventory.read import read
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import login
 from sparkfab.lab.image import LOGIN, LOGIN_PASSWORD

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab import catalog
-from sparkfab.ansible_inventory import placed
 from sparkfab.errors import InventoryError, Problem
-from sparkfab.inventory import Inventory, parse_partial, read
+from sparkfab.inventory import Inventory, parse_partial
+from sparkfab.inventory.ansible import placed
+from sparkfab.inventory.read import read
 from sparkfab.launchers import search_path
 from sparkfab.plan import Exporter, Host, Instance, PerfTools, Plan, Rail, Switch
 from sparkfab.resolve.cables import (

@@ -28,7 +28,7 @@ def test_a_signal_while_the_parser_is_built(monkeypatch, capsys, raised, code, s
 def test_an_ansible_run_ended_by_a_signal_exits_as_that_signal(monkeypatch, capsys, cause, code, said):
     """A verb whose Ansible run a SIGTERM ended (`lab down`, systemd, `timeout`) exits 143, one
     that Ctrl-C ended 130: the run's Interrupted carries which as its cause."""
-    from sparkfab.deploy import Interrupted, RunResult
+    from sparkfab.push.run import Interrupted, RunResult
 
     def handler(args):
         raise Interrupted(RunResult(130, "canceled", {}, (), "")) from cause

@@ -62,7 +62,7 @@ def test_a_failure_in_the_flips_check_is_before_any_change_and_one_in_serving_af
     import yaml
 
     from sparkfab.commands.deploy_cmds import _serving
-    from sparkfab.plays import SERVE_PROBE
+    from sparkfab.push.tasks import SERVE_PROBE
     from tests.conftest import REPO
 
     tasks = yaml.safe_load((REPO / "roles/sparkfab_serve/tasks/state.yml").read_text())

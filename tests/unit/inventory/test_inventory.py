@@ -102,3 +102,22 @@ def test_twins_always_on_different_subnets():
             for i in h.ifaces:
                 by_port.setdefault(i.port, set()).add(i.subnet)
             assert all(len(s) == 2 for s in by_port.values()), (path.name, h.name)
+
+
+def test_the_package_gives_its_names_when_asked_and_the_ansible_child_imports_no_models():
+    """`sparkfab.inventory` imports its modules when a name is first asked for: every name it
+    gives resolves, and the child that reads with Ansible (started for every such read) never
+    loads the models or pydantic."""
+    import subprocess
+    import sys
+
+    import sparkfab.inventory as package
+
+    assert sorted(package.__all__) == sorted(package._FROM)
+    assert all(getattr(package, name) is not None for name in package.__all__)
+    probe = (
+        "import sys, sparkfab.inventory.ansible_child; "
+        "print(sorted(m for m in sys.modules if 'pydantic' in m or m.endswith('.model')))"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "[]", res.stdout

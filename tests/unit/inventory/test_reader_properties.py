@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkfab.ansible_child import fill_variables
 from sparkfab.ansiblecfg import check_ansible_files, read_users_config
 from sparkfab.errors import SparkfabError
+from sparkfab.inventory.ansible_child import fill_variables
 from sparkfab.measure.reporttext import MAX_CELL, _cell
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

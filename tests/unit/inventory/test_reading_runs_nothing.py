@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkfab.ansible_child import fill_variables
 from sparkfab.errors import InventoryError
+from sparkfab.inventory.ansible_child import fill_variables
 from sparkfab.resolve import load_plan
 from tests.conftest import REPO
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab import yamlload
-from sparkfab.ansible_child import parts, plain
 from sparkfab.errors import InventoryError, Problem, Unavailable, UsageError
+from sparkfab.inventory.ansible_child import parts, plain
 
 _ALL_HINT = (
     "write the sparkfab block once, in the vars of the cluster's group (all.vars, [sparks:vars], "
@@ -249,7 +249,7 @@ def _child(*args: str, stdin: str = "") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sparkfab-ansible-") as scratch:
         env.setdefault("ANSIBLE_LOCAL_TEMP", scratch)
         res = subprocess.run(
-            [sys.executable, "-m", "sparkfab.ansible_child", *args],
+            [sys.executable, "-m", "sparkfab.inventory.ansible_child", *args],
             input=stdin,
             capture_output=True,
             text=True,

@@ -1,4 +1,4 @@
-"""What runs in the child Python that reads an inventory with Ansible (`sparkfab.ansible_inventory`
+"""What runs in the child Python that reads an inventory with Ansible (`sparkfab.inventory.ansible`
 starts it): Ansible's own inventory and variable managers, its vault secrets and Templar.
 
 Importing Ansible patches the process that does it for good (`sys.intern`, which torch then

@@ -28,11 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab import collection, runtree
+from sparkfab import collection
 from sparkfab.errors import DeployError, Terminated, signals_held
 from sparkfab.passthrough import PassThrough
 from sparkfab.paths import repo_dir, state_dir
-from sparkfab.runenv import config_env, run_env, strategy_env, strategy_vars
+from sparkfab.push import processes
+from sparkfab.push.env import config_env, run_env, strategy_env, strategy_vars
 
 
 @contextlib.contextmanager
@@ -239,7 +240,7 @@ def _run(
     cmdline = shlex.join(flags)  # runner splits it as a shell would
     collector = Collector(hosts or [], on_update)
     in_main = threading.current_thread() is threading.main_thread()
-    tether = [str(runtree.tethered(pdd, Path(bindir) / "ansible-playbook"))] if in_main else []
+    tether = [str(processes.tethered(pdd, Path(bindir) / "ansible-playbook"))] if in_main else []
     # the content runs as the collection sparkfab.fabric, laid out in the cluster's state
     collections = collection.for_runs(work)
     envvars = {
@@ -259,10 +260,10 @@ def _run(
         **strategy_env(dict(os.environ)),
         # every process of this run carries it (its workers too): how the next run finds what a
         # controller crash left behind
-        runtree.RUN_MARK: str(pdd),
+        processes.RUN_MARK: str(pdd),
     }
-    runtree.end_leftovers(pdd)
-    tmp = runtree.scratch(work)
+    processes.end_leftovers(pdd)
+    tmp = processes.scratch(work)
     if tmp is not None:
         envvars["TMPDIR"] = str(tmp)
     # Ctrl-C and SIGTERM during the run: sparkfab's handlers (ansible-runner's own would stay
@@ -277,7 +278,7 @@ def _run(
             if deadline is not None and not late and time.monotonic() > deadline:
                 late.append(True)
             if stopped or late:
-                runtree.end_playbooks()
+                processes.end_playbooks()
             return bool(stopped or late)
 
         xv = {**extravars, **strategy_vars({**os.environ, **envvars})}

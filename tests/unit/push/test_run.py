@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkfab.deploy import Collector
+from sparkfab.push.env import KEEPALIVE, strategy_env, strategy_vars
+from sparkfab.push.run import Collector
 from sparkfab.render.sshconfig import multiplexed
-from sparkfab.runenv import KEEPALIVE, strategy_env, strategy_vars
 from tests.conftest import REPO
 
 
@@ -126,7 +126,7 @@ def test_without_a_terminal_each_host_and_step_is_a_line_as_it_ends(capsys):
     """A line per host when its task changes or it fails; a wait's tries at most one line per 30 s
     per host (a health wait of minutes is not a line every two seconds)."""
     from sparkfab.commands.runs import StepLines
-    from sparkfab.deploy import HostResult
+    from sparkfab.push.run import HostResult
 
     now = [0.0]
     lines = StepLines("serve.yml on ring4", clock=lambda: now[0])

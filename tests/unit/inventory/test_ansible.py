@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkfab import ansible_inventory, inventory
+from sparkfab import inventory
 from sparkfab.errors import InventoryError
+from sparkfab.inventory import ansible
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan, resolve
 from tests.conftest import EXAMPLES, REPO
@@ -27,7 +28,7 @@ def _plan_of(raw, source):
 def test_the_plain_reader_agrees_with_ansible(path):
     """The fast reader of the single-file shape gives what Ansible's own machinery gives."""
     fast = _plan_of(inventory.load_raw(path), str(path))
-    slow = _plan_of(*ansible_inventory.read(path))
+    slow = _plan_of(*ansible.read(path))
     assert fast.to_dict() == slow.to_dict()
     assert {h.name: h.ansible for h in fast.hosts} == {h.name: h.ansible for h in slow.hosts}
     assert [h.name for h in fast.hosts] == [h.name for h in slow.hosts]

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from sparkfab import proc
-from sparkfab.deploy import Interrupted, run_playbook
 from sparkfab.errors import Terminated
+from sparkfab.push.run import Interrupted, run_playbook
 from tests.conftest import REPO
 from tests.helpers.inventories import localhost
 
@@ -96,7 +96,7 @@ def _verb_in_a_process(tmp_path: Path, state: Path) -> tuple[subprocess.Popen[by
     pidfile = tmp_path / "task.pid"
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-        "from sparkfab.deploy import run_playbook; "
+        "from sparkfab.push.run import run_playbook; "
         "run_playbook(sys.argv[2], Path(sys.argv[3]), 'probe', extravars={'probe_pid': sys.argv[4]}, "
         "hosts=['local'], workdir=Path(sys.argv[5]))"
     )
@@ -196,8 +196,8 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path, state):
     """sparkfab, the tether and ansible-playbook killed at once (a controller crash): the task a
     worker started lives on, orphaned, where no tether can see it. The next run in the same
     state directory finds it by the mark every process of a run carries, and ends it first."""
-    from sparkfab.runenv import strategy_env
-    from sparkfab.runtree import end_leftovers, scratch
+    from sparkfab.push.env import strategy_env
+    from sparkfab.push.processes import end_leftovers, scratch
 
     verb, pidfile = _verb_in_a_process(tmp_path, state)
     tree: list[int] = []
@@ -231,7 +231,7 @@ def test_what_a_controller_crash_left_is_ended_by_the_next_run(tmp_path, state):
 def test_the_runs_own_tmpdir_is_emptied_and_never_too_long_for_a_socket(tmp_path):
     """A run's TMPDIR is its state's tmp/, emptied before the run; where a Mitogen socket in it
     would pass the 108 bytes of a unix socket's path, the run keeps the system's."""
-    from sparkfab.runtree import scratch
+    from sparkfab.push.processes import scratch
 
     (tmp_path / "tmp").mkdir()
     (tmp_path / "tmp" / "mitogen_unix_left.sock").write_text("")

@@ -4,8 +4,8 @@ secrets over in a memory-only file; a real run on localhost proves both."""
 
 from __future__ import annotations
 
-from sparkfab.deploy import run_playbook
-from sparkfab.runenv import run_env
+from sparkfab.push.env import run_env
+from sparkfab.push.run import run_playbook
 from tests.conftest import REPO
 from tests.helpers.inventories import localhost
 

@@ -1,6 +1,6 @@
 """The names of the plays' tasks that the verbs read a run's results by (which hosts restarted
 serving, where a flip's push changed files, what --check passed over), in one place. Each is the
-start of one or more task names in the roles and playbooks; tests/unit/deploy/test_plays.py holds
+start of one or more task names in the roles and playbooks; tests/unit/push/test_tasks.py holds
 every one of them to the tasks there, so renaming a task without its reader fails a test instead
 of turning a verb's report silently wrong."""
 
