@@ -42,6 +42,7 @@ FQCN = f"{NAMESPACE}.{NAME}"
 LAYOUT = (
     ("plugins/modules", "roles/*/library/*.py"),
     ("plugins/modules", "playbooks/library/*.py"),  # the actions' documentation
+    ("plugins/module_utils", "playbooks/module_utils/*.py"),  # what the modules share
     ("plugins/action", "playbooks/action_plugins/*.py"),
     ("plugins/filter", "playbooks/filter_plugins/*.py"),
     ("playbooks", "playbooks/*.yml"),

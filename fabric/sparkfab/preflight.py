@@ -30,9 +30,10 @@ NETPLAN_DIRS = ("/etc/netplan", "/run/netplan", "/lib/netplan")
 
 
 def _foreign_module() -> ModuleType:
-    """The netplan role's own reader of other netplan files (one definition of "touches")."""
-    path = repo_dir("roles") / "sparkfab_netplan" / "library" / "sparkfab_netplan.py"
-    spec = importlib.util.spec_from_file_location("sparkfab_netplan", path)
+    """The netplan module's own reader of other netplan files (one definition of "touches"), the
+    collection's `module_utils/sparkfab_netplan_files.py`, loaded by its path."""
+    path = repo_dir("playbooks") / "module_utils" / "sparkfab_netplan_files.py"
+    spec = importlib.util.spec_from_file_location("sparkfab_netplan_files", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

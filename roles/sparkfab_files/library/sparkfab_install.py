@@ -122,10 +122,9 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkfab.fabric.plugins.module_utils.sparkfab_host import run, write_atomically
 
 SYSCTL = "etc/sysctl.d/60-sparkfab.conf"
 FIREWALL = "etc/sparkfab/firewall.nft"
@@ -143,22 +142,6 @@ def current(path):
         return None, None
     with open(path, encoding="utf-8", errors="replace") as f:
         return f.read(), stat.S_IMODE(st.st_mode)
-
-
-def install(path, content, mode):
-    d = os.path.dirname(path)
-    os.makedirs(d, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".sparkfab-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
-        os.chmod(tmp, mode)
-        os.chown(tmp, 0, 0)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def changes(bundle, kinds, with_diff):
@@ -181,15 +164,6 @@ def changes(bundle, kinds, with_diff):
     return out
 
 
-def _run(args):
-    """(rc, stdout, stderr) of a command; rc 127 when it is not installed."""
-    try:
-        res = subprocess.run(args, capture_output=True, text=True, check=False)
-    except OSError as e:
-        return 127, "", str(e)
-    return res.returncode, res.stdout, res.stderr
-
-
 def _words(text):
     return " ".join(text.split())
 
@@ -203,7 +177,7 @@ def _sysctl(key):
                 return 0, f.read()
         except OSError:
             pass
-    rc, out, _err = _run(["sysctl", "-n", key])
+    rc, out, _err = run(["sysctl", "-n", key])
     return rc, out
 
 
@@ -223,7 +197,7 @@ def drift(root):
                 if rc != 0 or _words(live) != want:
                     out.append(f"sysctl {key} is not {want}")
     if os.path.exists(firewall):
-        rc, live, _err = _run(["nft", "-s", "list", "table", "inet", "sparkfab"])
+        rc, live, _err = run(["nft", "-s", "list", "table", "inet", "sparkfab"])
         loaded = current(listing)[0] or ""
         if rc != 0 or not live.strip() or live.rstrip("\n") != loaded.rstrip("\n"):
             out.append("table inet sparkfab is not the one last loaded")
@@ -238,7 +212,7 @@ PACKAGES = {"nft": "nftables", "sysctl": "procps", "systemctl": "systemd", "ufw"
 def _must(module, args):
     """stdout of a command that has to succeed; the run fails naming it otherwise (and the
     package that supplies it, where the program is not installed)."""
-    rc, out, err = _run(args)
+    rc, out, err = run(args)
     if rc == 127 and shutil.which(args[0]) is None:
         package = PACKAGES.get(args[0], args[0])
         module.fail_json(msg=f"{args[0]} is not installed on this host: `apt-get install {package}` ({' '.join(args)})")
@@ -254,7 +228,7 @@ def load(module, root):
         _must(module, ["sysctl", "-q", "-p", sysctl])
     if os.path.exists(firewall):
         _must(module, ["nft", "-f", firewall])
-        install(listing, _must(module, ["nft", "-s", "list", "table", "inet", "sparkfab"]), 0o644)
+        write_atomically(listing, _must(module, ["nft", "-s", "list", "table", "inet", "sparkfab"]), 0o644)
 
 
 def control_plane(module, root, dry, pending):
@@ -265,7 +239,7 @@ def control_plane(module, root, dry, pending):
     done = []
     if os.path.isdir(os.path.join(root, "run/systemd/system")):
         done += _units(module, root, module.params["control_plane"], dry, pending)
-    if shutil.which("ufw") and _run(["ufw", "status"])[1].startswith("Status: active"):
+    if shutil.which("ufw") and run(["ufw", "status"])[1].startswith("Status: active"):
         done += ["ufw: its rules are compared when they are added"] if dry else _ufw(module, root)
     if module.params["forwarding"]:
         # the script as installed; with `dry` it only counts (a script about to be replaced is
@@ -293,13 +267,13 @@ def _units(module, root, units, dry, pending):
             module.fail_json(msg=f"{src} is not there: the control files come with this run")
         if want != current(dst)[0]:
             if not dry:
-                install(dst, want, 0o644)
+                write_atomically(dst, want, 0o644)
             fresh = True
             done.append(f"installed {unit}")
     if fresh and not dry:
         _must(module, ["systemctl", "daemon-reload"])
     for unit in units:
-        if _run(["systemctl", "is-enabled", "--quiet", unit])[0] != 0:
+        if run(["systemctl", "is-enabled", "--quiet", unit])[0] != 0:
             if not dry:
                 _must(module, ["systemctl", "enable", "--quiet", unit])
             done.append(f"enabled {unit}")
@@ -343,7 +317,7 @@ def put_secrets(module, dry):
     if names or mode != 0o600 or owner != 0:
         if not dry:
             try:
-                install(path, text, 0o600)
+                write_atomically(path, text, 0o600)
             except OSError as e:
                 module.fail_json(msg=f"cannot write {path}: {e}")
         return names or ["(mode)"]
@@ -387,7 +361,7 @@ def main():
     for path, spec, _diff in todo:
         if not dry:
             try:
-                install(path, spec["content"], int(spec["mode"], 8))
+                write_atomically(path, spec["content"], int(spec["mode"], 8))
             except OSError as e:
                 module.fail_json(msg=f"cannot write {path}: {e}", files=written, kinds=kinds)
         written.append(path)
@@ -407,7 +381,7 @@ def main():
         result["changed"] = result["changed"] or result["loaded"]
     if "lldp" in kinds and not dry:
         # lldpd may not run (yet): it reads its settings when it starts
-        _run(["lldpcli", "-c", os.path.join(module.params["root"], LLDP)])
+        run(["lldpcli", "-c", os.path.join(module.params["root"], LLDP)])
     result["control_plane"] = []
     if module.params["control_plane"] is not None:
         pending = {path: spec["content"] for path, spec, _diff in todo} if dry else {}

@@ -173,7 +173,6 @@ apply:
   returned: stage converge
 """
 
-import fnmatch
 import ipaddress
 import json
 import os
@@ -181,99 +180,13 @@ import shutil
 import subprocess
 import tempfile
 
-DIRS = ("run/netplan", "etc/netplan", "lib/netplan")  # netplan's precedence for one file name
-SECTIONS = (
-    "ethernets",
-    "bonds",
-    "bridges",
-    "vlans",
-    "vrfs",
-    "wifis",
-    "tunnels",
-    "modems",
-    "dummy-devices",
-    "virtual-ethernets",
-    "nm-devices",
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkfab.fabric.plugins.module_utils.sparkfab_host import run, write_atomically
+from ansible_collections.sparkfab.fabric.plugins.module_utils.sparkfab_netplan_files import (
+    netplan_files,
+    sysfs_facts,
+    touched,
 )
-
-
-def netplan_files(root):
-    chosen = {}
-    for d in DIRS:
-        base = os.path.join(root, d)
-        try:
-            names = sorted(os.listdir(base))
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith(".yaml") and name not in chosen:
-                chosen[name] = os.path.join(base, name)
-    return [chosen[n] for n in sorted(chosen)]
-
-
-def _globs(value):
-    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
-
-
-def _matches(ident, conf, dev, facts):
-    """Whether the definition `ident: conf` configures netdev `dev` (facts: what sysfs says of
-    it, {"macaddress", "driver"}; a fact not known is taken to match). With `match:` every key
-    given must hold, as networkd requires; the id itself is then only a label."""
-    if not isinstance(conf, dict):
-        return fnmatch.fnmatchcase(dev, str(ident))
-    if conf.get("set-name") == dev:
-        return True
-    match = conf.get("match")
-    if not isinstance(match, dict):
-        return fnmatch.fnmatchcase(dev, str(ident))
-    for key, value in match.items():
-        if key == "name":
-            ok = any(fnmatch.fnmatchcase(dev, g) for g in _globs(value))
-        elif key == "macaddress" and facts.get("macaddress"):
-            ok = str(value).lower() == facts["macaddress"].lower()
-        elif key == "driver" and facts.get("driver"):
-            ok = any(fnmatch.fnmatchcase(facts["driver"], g) for g in _globs(value))
-        else:
-            ok = True  # not provable here: it may match
-        if not ok:
-            return False
-    return True
-
-
-def touched(doc, netdevs, facts=None):
-    """The fabric netdevs a parsed netplan document configures, sorted (`facts`: per netdev
-    what sysfs says of it; without them a match by driver or MAC address counts as a hit)."""
-    facts = facts or {}
-    hits = set()
-    network = doc.get("network") if isinstance(doc, dict) else None
-    if not isinstance(network, dict):
-        return []
-    for section in SECTIONS:
-        defs = network.get(section)
-        if not isinstance(defs, dict):
-            continue
-        for ident, conf in defs.items():
-            hits.update(dev for dev in netdevs if _matches(ident, conf, dev, facts.get(dev, {})))
-            if isinstance(conf, dict):
-                members = conf.get("interfaces") if isinstance(conf.get("interfaces"), list) else []
-                hits.update(dev for dev in netdevs if dev in members or conf.get("link") == dev)
-    return sorted(hits)
-
-
-def sysfs_facts(root, netdevs):
-    """What matches read of each netdev: its MAC address and its driver's name."""
-    out = {}
-    for dev in netdevs:
-        base = os.path.join(root, "sys/class/net", dev)
-        facts = {}
-        try:
-            with open(os.path.join(base, "address"), encoding="ascii") as f:
-                facts["macaddress"] = f.read().strip()
-            facts["driver"] = os.path.basename(os.readlink(os.path.join(base, "device/driver")))
-        except OSError:
-            pass
-        out[dev] = facts
-    return out
 
 
 def _free(path):
@@ -348,11 +261,7 @@ def _read(path, default="-"):
 
 def _cmd(args):
     """(rc, stdout) of a command; rc 127 when it is not installed."""
-    try:
-        res = subprocess.run(args, capture_output=True, text=True, check=False)
-    except OSError:
-        return 127, ""
-    return res.returncode, res.stdout
+    return run(args)[:2]
 
 
 def record_before(module):
@@ -369,7 +278,7 @@ def record_before(module):
         lines.append(f"mtu {dev} {_read(f'/sys/class/net/{dev}/mtu')}")
         for key in ("rp_filter", "arp_ignore", "arp_announce"):
             lines.append(f"sysctl net.ipv4.conf.{dev}.{key} {_read(f'/proc/sys/net/ipv4/conf/{dev}/{key}')}")
-    _write(path, "\n".join(lines) + "\n", 0o644)
+    write_atomically(path, "\n".join(lines) + "\n", 0o644)
     return True
 
 
@@ -418,30 +327,13 @@ def _differs(module):
     return out
 
 
-def _write(path, content, mode):
-    d = os.path.dirname(path)
-    os.makedirs(d, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".sparkfab-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
-        os.chmod(tmp, mode)
-        if os.geteuid() == 0:
-            os.chown(tmp, 0, 0)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def validate(module, dest, content):
     """netplan generate on the file alone, in a scratch root (as the copy module's validate did)."""
     if shutil.which("netplan") is None:
         module.fail_json(msg="netplan is not installed: it is what applies the fabric's configuration")
     with tempfile.TemporaryDirectory(prefix="sparkfab-netplan-") as d:
         os.makedirs(os.path.join(d, "etc/netplan"))
-        _write(os.path.join(d, "etc/netplan/60-sparkfab.yaml"), content, 0o600)
+        write_atomically(os.path.join(d, "etc/netplan/60-sparkfab.yaml"), content, 0o600)
         res = subprocess.run(["netplan", "generate", "--root-dir", d], capture_output=True, text=True, check=False)
     if res.returncode != 0:
         module.fail_json(msg=f"netplan generate refuses {dest}: {(res.stderr or res.stdout).strip()[-1500:]}")
@@ -523,7 +415,7 @@ def converge(module):
     for dest, content, mode, old, old_mode in _differs(module):
         if not module.check_mode:
             validate(module, dest, content)
-            _write(os.path.join(root, dest.lstrip("/")), content, mode)
+            write_atomically(os.path.join(root, dest.lstrip("/")), content, mode)
         installed.append(dest)
         if module._diff:
             before, after = old or "", content
@@ -546,10 +438,6 @@ def converge(module):
 
 
 def main():
-    # imported here: sparkfab's preflight loads this file for `touched` and must not import
-    # Ansible (it patches sys.intern for the whole process, which torch then refuses)
-    from ansible.module_utils.basic import AnsibleModule
-
     module = AnsibleModule(
         argument_spec={
             "netdevs": {"type": "list", "elements": "str", "required": True},

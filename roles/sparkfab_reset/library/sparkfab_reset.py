@@ -54,9 +54,9 @@ import json
 import os
 import re
 import shutil
-import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.sparkfab.fabric.plugins.module_utils.sparkfab_host import run
 
 NETPLAN = "/etc/netplan/60-sparkfab.yaml"
 ETC = "/etc/sparkfab"
@@ -68,13 +68,6 @@ UNITS = ("sparkfab-firewall.service", "sparkfab-docker-user.service", "sparkfab-
 RUNNING_UNITS = ("sparkfab-exporter.service",)
 NFT_INCLUDE = 'include "/etc/sparkfab/firewall.nft"'
 COMMENT = "sparkfab"
-
-
-def sh(args, check=False):
-    p = subprocess.run(args, capture_output=True, text=True, check=False)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {(p.stderr or p.stdout).strip()[:300]}")
-    return p
 
 
 def have(tool):
@@ -125,7 +118,7 @@ class Reset:
         not there before the first apply goes again once it holds no rule."""
         if before["table"].get("ip-filter") != "absent" or not have("nft"):
             return
-        listing = sh(["nft", "-j", "list", "table", "ip", "filter"])
+        listing = run(["nft", "-j", "list", "table", "ip", "filter"])
         if listing.returncode != 0:
             return
         items = json.loads(listing.stdout or "{}").get("nftables", [])
@@ -134,38 +127,38 @@ class Reset:
         if not rules and policies <= {"accept"}:
             self.do(
                 "delete the empty table ip filter (made for DOCKER-USER)",
-                sh,
+                run,
                 ["nft", "delete", "table", "ip", "filter"],
                 True,
             )
 
     def firewall(self):
-        if have("nft") and sh(["nft", "list", "table", "inet", "sparkfab"]).returncode == 0:
-            self.do("delete nftables table inet sparkfab", sh, ["nft", "delete", "table", "inet", "sparkfab"], True)
+        if have("nft") and run(["nft", "list", "table", "inet", "sparkfab"]).returncode == 0:
+            self.do("delete nftables table inet sparkfab", run, ["nft", "delete", "table", "inet", "sparkfab"], True)
         if not have("iptables"):
             return
-        rules = sh(["iptables", "-w", "-S", "DOCKER-USER"])
+        rules = run(["iptables", "-w", "-S", "DOCKER-USER"])
         if rules.returncode != 0:
             return
         ours = [r for r in rules.stdout.splitlines() if r.startswith("-A DOCKER-USER") and f"--comment {COMMENT}" in r]
         for rule in ours:
             args = rule.split()[2:]
             self.do(
-                f"delete DOCKER-USER rule {' '.join(args)}", sh, ["iptables", "-w", "-D", "DOCKER-USER", *args], True
+                f"delete DOCKER-USER rule {' '.join(args)}", run, ["iptables", "-w", "-D", "DOCKER-USER", *args], True
             )
         others = [r for r in rules.stdout.splitlines() if r.startswith("-A DOCKER-USER") and r not in ours]
-        jumped = "-j DOCKER-USER" in sh(["iptables", "-w", "-S", "FORWARD"]).stdout
+        jumped = "-j DOCKER-USER" in run(["iptables", "-w", "-S", "FORWARD"]).stdout
         if not others and not jumped:  # no Docker uses it: the chain is sparkfab's own
-            self.do("delete the empty chain DOCKER-USER", sh, ["iptables", "-w", "-X", "DOCKER-USER"], True)
+            self.do("delete the empty chain DOCKER-USER", run, ["iptables", "-w", "-X", "DOCKER-USER"], True)
 
     def ufw(self):
         rules = read(os.path.join(ETC, "ufw.rules"))
         if rules is None or not have("ufw"):
             return
-        if "Status: active" not in sh(["ufw", "status"]).stdout:
+        if "Status: active" not in run(["ufw", "status"]).stdout:
             return
         for rule in [r for r in rules.splitlines() if r.strip() and not r.startswith("#")]:
-            self.do(f"ufw delete {rule}", sh, ["ufw", "delete", *rule.split()])
+            self.do(f"ufw delete {rule}", run, ["ufw", "delete", *rule.split()])
 
     def units(self):
         """The units apply installed (only where systemd runs: /run/systemd/system)."""
@@ -174,10 +167,10 @@ class Reset:
         for unit in found:
             if systemd:
                 now = ["--now"] if unit in RUNNING_UNITS else []
-                self.do(f"disable {' '.join(now + [unit])}", sh, ["systemctl", "disable", *now, unit])
+                self.do(f"disable {' '.join(now + [unit])}", run, ["systemctl", "disable", *now, unit])
             self.remove_file(f"/etc/systemd/system/{unit}")
         if found and systemd:
-            self.do("systemctl daemon-reload", sh, ["systemctl", "daemon-reload"])
+            self.do("systemctl daemon-reload", run, ["systemctl", "daemon-reload"])
 
     def nftables_conf(self):
         text = read("/etc/nftables.conf")
@@ -194,10 +187,10 @@ class Reset:
 
     def sysctls(self, before):
         for key, value in sorted(before["sysctl"].items()):
-            now = sh(["sysctl", "-n", key])
+            now = run(["sysctl", "-n", key])
             if now.returncode == 0 and now.stdout.strip() != value:
                 self.do(
-                    f"sysctl {key} = {value} (was {now.stdout.strip()})", sh, ["sysctl", "-q", "-w", f"{key}={value}"]
+                    f"sysctl {key} = {value} (was {now.stdout.strip()})", run, ["sysctl", "-q", "-w", f"{key}={value}"]
                 )
 
     def links(self, before):
@@ -211,16 +204,18 @@ class Reset:
             now = (read(f"/sys/class/net/{dev}/mtu") or "").strip()
             if mtu and now and now != mtu:
                 self.do(
-                    f"MTU of {dev} back to {mtu} (was {now})", sh, ["ip", "link", "set", "dev", dev, "mtu", mtu], True
+                    f"MTU of {dev} back to {mtu} (was {now})", run, ["ip", "link", "set", "dev", dev, "mtu", mtu], True
                 )
 
     def flush(self, dev):
-        addrs = json.loads(sh(["ip", "-j", "-4", "addr", "show", "dev", dev]).stdout or "[]")
+        addrs = json.loads(run(["ip", "-j", "-4", "addr", "show", "dev", dev]).stdout or "[]")
         if any(a.get("addr_info") for a in addrs):
-            self.do(f"flush the IPv4 addresses of {dev}", sh, ["ip", "-4", "addr", "flush", "dev", dev], True)
-        routes = json.loads(sh(["ip", "-j", "-4", "route", "show", "table", "all", "dev", dev]).stdout or "[]")
+            self.do(f"flush the IPv4 addresses of {dev}", run, ["ip", "-4", "addr", "flush", "dev", dev], True)
+        routes = json.loads(run(["ip", "-j", "-4", "route", "show", "table", "all", "dev", dev]).stdout or "[]")
         if routes:
-            self.do(f"flush the IPv4 routes over {dev}", sh, ["ip", "-4", "route", "flush", "table", "all", "dev", dev])
+            self.do(
+                f"flush the IPv4 routes over {dev}", run, ["ip", "-4", "route", "flush", "table", "all", "dev", dev]
+            )
 
     # -------------------------------------------------------------- files
     def netplan(self):

@@ -5,9 +5,17 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 MODULE = REPO / "roles/sparkfab_files/library/sparkfab_install.py"
+
+
+@pytest.fixture(autouse=True)
+def _module_utils(collections, monkeypatch):
+    """The module imports the collection's module_utils, which Ansible ships beside it."""
+    monkeypatch.setenv("PYTHONPATH", str(collections))
 
 
 def _run(tmp_path, bundle, env=None, **args):

@@ -7,10 +7,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 from tests.helpers.inventories import CX7
 
 MODULE = REPO / "roles/sparkfab_netplan/library/sparkfab_netplan.py"
+
+
+@pytest.fixture(autouse=True)
+def _module_utils(collections, monkeypatch):
+    """The module imports the collection's module_utils, which Ansible ships beside it."""
+    monkeypatch.setenv("PYTHONPATH", str(collections))
+
+
 FABRIC = ["enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f1np1"]
 
 MGMT = "network:\n  version: 2\n  ethernets:\n    enP7s7:\n      dhcp4: true\n"
