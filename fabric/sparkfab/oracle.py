@@ -150,6 +150,17 @@ def _cached(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and {"ok", "error", "version"} <= set(data) else None
 
 
+def _keep(store: Path, answers: dict[str, dict[str, Any]], notes: list[str]) -> None:
+    """Keep each verdict for the next run; where the cache cannot be written (a read-only home)
+    the verdicts still count, and a note says they will be asked again."""
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        for k, answer in answers.items():
+            (store / f"{k}.json").write_text(json.dumps(answer))
+    except OSError as exc:
+        notes.append(f"the engine's verdicts were not kept ({store}: {exc.strerror or exc}): the next run asks again")
+
+
 def _ask(spec: Engine, py: Path, items: list[_Launch]) -> list[dict[str, Any]]:
     assert spec.oracle is not None
     request = {"launches": [{"argv": list(i.argv), "model_dir": i.model_dir} for i in items]}
@@ -220,10 +231,8 @@ def _judge(
             )
             return None
         for item, answer in zip(missing, answers, strict=True):
-            k = _key(ident, item)
-            found[k] = answer
-            store.mkdir(parents=True, exist_ok=True)
-            (store / f"{k}.json").write_text(json.dumps(answer))
+            found[_key(ident, item)] = answer
+        _keep(store, {_key(ident, i): a for i, a in zip(missing, answers, strict=True)}, notes)
     verdicts = []
     judge = spec.title
     for item, k in zip(items, keys, strict=True):

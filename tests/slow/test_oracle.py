@@ -98,3 +98,17 @@ def test_without_vllm_validate_says_it_used_the_flag_table(monkeypatch, cli, tmp
     assert res.code == 0, res.err
     text = res.out + res.err
     assert f"no vLLM at {tmp_path / 'no-such-python'}" in text and "vllm-serve-flags.txt" in text
+
+
+def test_a_cache_that_cannot_be_written_still_judges_and_says_so(on, cli):
+    """A read-only cache (a read-only home): vLLM's verdicts still decide validate, and a note
+    says they were not kept (the harness's EV_home_ro_ini ended here with exit 5)."""
+    import os
+
+    cache = on / "cache"
+    cache.mkdir()
+    (cache / "sparkfab").write_text("a file where the cache's folder would be\n")
+    res = cli("validate", str(_ring4(on, "ro")))
+    assert res.code == 0, res.err
+    assert "the engine's verdicts were not kept" in res.err and "every launch parsed by vLLM" in res.out + res.err
+    assert os.path.isfile(cache / "sparkfab")
