@@ -14,18 +14,22 @@ one of them when it announces its name (as verify names a far Spark).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sparkfab import switchos
 from sparkfab.connection import as_root
+from sparkfab.facts.gather import Reply
+from sparkfab.facts.neighbours import NEIGHBOURS, Neighbour
+from sparkfab.facts.netdevs import LINKS
+from sparkfab.facts.remote import Remote
 from sparkfab.spark import LinkSpeed, port_of
-from sparkfab.verify import facts, lldp
-from sparkfab.verify.remote import Remote
+from sparkfab.verify import lldp
 
-PROBE = "; echo @@; ".join((facts.LINKS, "hostname", "lldpcli -f json show chassis", "lldpcli -f json show neighbors"))
+#: what discover reads of a host in one command: its name, then what lldpd heard (with the
+#: netdevs and the host's own chassis); the command's exit status is lldpcli's
+PROBE = f"hostname; echo @@; {NEIGHBOURS.command()}"
 
 
 @dataclass
@@ -34,7 +38,7 @@ class HostView:
     address: str
     hostname: str = ""
     chassis: set[str] = field(default_factory=set)  # chassis ids (MACs) and its system name
-    ports: dict[str, list[lldp.Neighbour]] = field(default_factory=dict)  # netdev -> what it heard
+    ports: dict[str, list[Neighbour]] = field(default_factory=dict)  # netdev -> what it heard
     fabric: list[str] = field(default_factory=list)
     carrier: set[str] = field(default_factory=set)  # fabric netdevs with carrier when last read
     macs: dict[str, str] = field(default_factory=dict)  # fabric netdev's MAC -> netdev
@@ -71,7 +75,7 @@ def bring_up(th: Remote, view: HostView) -> None:
     """Root, and the fabric netdevs up (no addresses needed); a failure is kept on the view."""
     try:
         as_root(th)
-        view.fabric = sorted(name for name in facts.links(th.check_output(facts.LINKS)) if port_of(name))
+        view.fabric = sorted(name for name in LINKS.of(th) if port_of(name))
         for name in view.fabric:
             th.run(f"ip link set {name} up")
     except Exception as exc:
@@ -88,21 +92,17 @@ def probe(th: Remote, view: HostView, settle_s: float) -> None:
     try:
         th.run("lldpcli update")
         time.sleep(settle_s)
-        out = th.check_output(PROBE).split("@@")
+        hostname, _, rest = th.check_output(PROBE).partition("@@")
     except Exception as exc:
         view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         return
-    listing = facts.links(out[0])
+    heard = NEIGHBOURS.parse(Reply(0, rest.lstrip("\n"), ""))
+    listing = heard.links or {}
     view.carrier = {name for name, link in listing.items() if port_of(name) and link.carrier}
     view.macs = {link.address: name for name, link in listing.items() if port_of(name) and link.address}
-    view.hostname = out[1].strip()
-    chassis = (json.loads(out[2] or "{}").get("local-chassis") or {}).get("chassis") or {}
-    for name, info in chassis.items():
-        view.chassis.add(name)
-        cid = (info.get("id") or {}).get("value")
-        if cid:
-            view.chassis.add(str(cid))
-    view.ports = {k: v for k, v in lldp.neighbours(out[3]).items() if port_of(k)}
+    view.hostname = hostname.strip()
+    view.chassis |= heard.own
+    view.ports = {k: v for k, v in heard.ports.items() if port_of(k)}
 
 
 def own(view: HostView) -> set[str]:
@@ -110,7 +110,7 @@ def own(view: HostView) -> set[str]:
     return view.chassis | {view.hostname, view.label} - {""}
 
 
-def heard(view: HostView, netdev: str) -> list[lldp.Neighbour]:
+def heard(view: HostView, netdev: str) -> list[Neighbour]:
     """What a netdev heard from other hosts (its own twin left out)."""
     return lldp.foreign(view.ports.get(netdev, []), own(view))
 
@@ -135,7 +135,7 @@ class FarEnd:
 Ends = dict[tuple[str, str], dict[int, FarEnd]]  # (host, port) -> root -> far end
 
 
-def _far_end(by_name: dict[str, str], switches: dict[str, switchos.KnownSwitch | None], n: lldp.Neighbour) -> FarEnd:
+def _far_end(by_name: dict[str, str], switches: dict[str, switchos.KnownSwitch | None], n: Neighbour) -> FarEnd:
     """A Spark's port (also a Spark that did not answer: its port id names a netdev), else a
     switch's port placed through its profile, else a port id we cannot place."""
     peer, peer_port = by_name.get(n.system), port_of(n.port)
@@ -161,7 +161,7 @@ def _switches(
     return {s: known.get(s) or switchos.guessed_switch(s, p, mode) for s, p in ports.items()}
 
 
-def _by_mac(views: dict[str, HostView], n: lldp.Neighbour) -> lldp.Neighbour:
+def _by_mac(views: dict[str, HostView], n: Neighbour) -> Neighbour:
     """A Spark's neighbour as lldpd announces it as shipped (its port id the netdev's MAC, not its
     name: `portidsubtype ifname` is sparkfab's setting, made by apply), named by that netdev: the
     MAC as the far Spark lists its links, else the port description (lldpd's default is the
@@ -169,9 +169,9 @@ def _by_mac(views: dict[str, HostView], n: lldp.Neighbour) -> lldp.Neighbour:
     for v in views.values():
         netdev = v.macs.get(n.port.lower())
         if netdev:
-            return lldp.Neighbour(v.label, netdev, n.chassis, n.descr)
+            return Neighbour(v.label, netdev, n.chassis, n.descr)
     if port_of(n.port) is None and port_of(n.descr) is not None:  # a Spark that did not answer
-        return lldp.Neighbour(n.system, n.descr, n.chassis, n.descr)
+        return Neighbour(n.system, n.descr, n.chassis, n.descr)
     return n
 
 

@@ -19,11 +19,13 @@ from typing import Any
 
 from sparkfab import connection, modelcheck
 from sparkfab.connection import Connection
+from sparkfab.facts import rdma
+from sparkfab.facts.netdevs import DRIVERS, LINKS
+from sparkfab.facts.remote import Remote
 from sparkfab.paths import repo_dir
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.launch import HF_CACHE, PID_DIR, Launch, launch, volumes
-from sparkfab.verify import facts, images, perf
-from sparkfab.verify.remote import Remote
+from sparkfab.verify import images, perf
 from sparkfab.verify.result import FAIL, PASS, WARN, Report, Result, left_out
 
 NETPLAN_DIRS = ("/etc/netplan", "/run/netplan", "/lib/netplan")
@@ -134,7 +136,7 @@ def _sudo(host: Host, th: Remote) -> Result:
 
 
 def _netdevs(host: Host, th: Remote) -> list[Result]:
-    links = facts.links(th.check_output(facts.LINKS))
+    links = LINKS.of(th)
     out = []
     for name in host.fabric_ifs:
         link = links.get(name)
@@ -156,7 +158,7 @@ def _rdma(host: Host, th: Remote) -> list[Result]:
     devices = sorted(set(host.hca["200"]))
     out = []
     for dev in devices:
-        res = th.run(f"cat /sys/class/infiniband/{shlex.quote(dev)}/ports/1/state")
+        res = th.run(f"cat {shlex.quote(rdma.port_dir(dev) + '/state')}")
         if res.rc != 0:
             out.append(Result("rdma", host.name, dev, "present", "absent", FAIL, "no such RDMA device (ibdev2netdev)"))
             continue
@@ -176,7 +178,7 @@ def _netplan(host: Host, th: Remote) -> list[Result]:
         f"for f in $(ls {' '.join(d + '/*.yaml' for d in NETPLAN_DIRS)} 2>/dev/null); do "
         'printf "\\n@@sparkfab-file %s\\n" "$f"; cat "$f"; done'
     ).stdout
-    facts = _link_facts(host, th)
+    facts = DRIVERS.of(th, list(host.fabric_ifs))
     found = []
     for chunk in listing.split("\n@@sparkfab-file ")[1:]:
         path, _, text = chunk.partition("\n")
@@ -192,22 +194,6 @@ def _netplan(host: Host, th: Remote) -> list[Result]:
             hint = f"configures {', '.join(devs)}: apply refuses it; --take-over-netplan moves it aside"
             found.append(Result("netplan", host.name, path, "no other file", "configures fabric netdevs", FAIL, hint))
     return found or [Result("netplan", host.name, "other files", "none on the fabric", "none", PASS)]
-
-
-def _link_facts(host: Host, th: Remote) -> dict[str, dict[str, str]]:
-    """Each fabric netdev's MAC address and driver, what a netplan `match:` compares."""
-    names = " ".join(host.fabric_ifs)
-    raw = th.run(
-        f"for i in {names}; do d=/sys/class/net/$i; "
-        'drv=$(readlink "$d/device/driver" 2>/dev/null || echo -); '
-        'echo "$i $(cat "$d/address" 2>/dev/null || echo -) ${drv##*/}"; done'
-    ).stdout
-    out: dict[str, dict[str, str]] = {}
-    for line in raw.splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            out[parts[0]] = {k: v for k, v in (("macaddress", parts[1]), ("driver", parts[2])) if v not in ("-", "")}
-    return out
 
 
 def _clock(host: Host, th: Remote) -> Result:

@@ -1,4 +1,4 @@
-"""A host that answers the checks from tables (the `sparkfab.verify.remote.Remote` protocol):
+"""A host that answers the checks from tables (the `sparkfab.facts.remote.Remote` protocol):
 command prefixes to answers, files and sysctls; what the checks sent is recorded."""
 
 from __future__ import annotations

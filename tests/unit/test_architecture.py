@@ -54,6 +54,7 @@ LAYERS = (
             "sparkfab.switchos",
             "sparkfab.ansiblecfg",
             "sparkfab.spark",
+            "sparkfab.facts",
             "sparkfab.errors",
             "sparkfab.yamlload",
             "sparkfab.userfile",

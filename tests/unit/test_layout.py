@@ -54,7 +54,7 @@ COVERED = {
     "sparkfab.resolve.ranks": "tests/unit/resolve/test_topology.py",
     "sparkfab.spark": "tests/unit/verify/test_checks.py",  # the mode table, as the checks expect it
     "sparkfab.verify.mesh": "tests/lab/test_lab_control.py",
-    "sparkfab.verify.remote": "tests/unit/verify/test_host_checks.py",
+    "sparkfab.facts.remote": "tests/unit/verify/test_host_checks.py",
     "sparkfab.verify.run": "tests/lab/test_lab.py",
     "sparkfab.yamlload": "tests/unit/inventory/test_reader_properties.py",
 }

@@ -98,6 +98,7 @@ def heard(spec: LabSpec, veths: list[Veth], wires: set[str | None], timeout_s: f
     nodes on its wire and nothing else over LLDP, as a recabled port does once the new
     neighbour's announcement arrived and the old one's has aged out (lldpd keeps a neighbour for
     four announcement intervals). Returns the netdevs still wrong after `timeout_s`."""
+    from sparkfab.facts.neighbours import neighbours
     from sparkfab.lab import machine
     from sparkfab.verify import lldp
 
@@ -113,7 +114,7 @@ def heard(spec: LabSpec, veths: list[Veth], wires: set[str | None], timeout_s: f
     while want and time.monotonic() < deadline:
         for ns in sorted({ns for ns, _ in want}):
             res = machine.run(sparks[ns], "lldpcli", "-f", "json", "show", "neighbors")
-            seen = lldp.neighbours(res.stdout) if res.returncode == 0 else {}
+            seen = neighbours(res.stdout) if res.returncode == 0 else {}
             own = {sparks[ns].node.name}
             for key in [k for k in want if k[0] == ns]:
                 got = lldp.foreign(seen.get(key[1], []), own)

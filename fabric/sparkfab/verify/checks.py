@@ -12,25 +12,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sparkfab.facts import gather, nft
+from sparkfab.facts.neighbours import NEIGHBOURS
+from sparkfab.facts.netdevs import ADDRESSES, LINKS, SPEEDS
+from sparkfab.facts.rdma import port_files
+from sparkfab.facts.remote import Remote
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render import control
 from sparkfab.render.control import forward_pairs
 from sparkfab.render.launch import container_options, export_env
-from sparkfab.verify import facts, firewall, hardware, lldp
+from sparkfab.verify import firewall, hardware, lldp
 from sparkfab.verify.expect import Expect
-from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, CollectiveResult, Result
 
-LINKS, ADDRS = facts.LINKS, "ip -j -4 addr show"
-TABLE, RULESET = "nft list table inet sparkfab", "nft -j list ruleset"
-#: the netdevs' carrier, the host's own chassis (its twins hear it), then what lldpd heard (its
-#: exit status is the command's)
-NEIGHBOURS = f"{LINKS}; echo @@; lldpcli -f json show chassis; echo @@; lldpcli -f json show neighbors"
 
-
-def _speeds_command(host: Host) -> str:
-    names = " ".join(i.netdev for i in host.ifaces)
-    return f'for i in {names}; do echo "$i $(cat /sys/class/net/$i/speed 2>/dev/null || echo -)"; done'
+def _netdevs(host: Host) -> list[str]:
+    return [i.netdev for i in host.ifaces]
 
 
 def _ping_command(plan: Plan, netdev: str, peer: str) -> str:
@@ -46,23 +43,23 @@ def _config_paths(files: dict[str, str]) -> list[str]:
 
 
 def wanted(plan: Plan, host: Host, files: dict[str, str], exp: Expect) -> tuple[list[str], list[str]]:
-    """The commands and the files the checks of `host` will ask for (what `facts.prefetch`
-    gathers in one round trip): a name missing here only costs a round trip of its own."""
-    commands = [LINKS, ADDRS, _speeds_command(host), NEIGHBOURS]
-    commands += [facts.sysctl_command(name) for name in _sysctl_names(plan, host)]
+    """The commands and the files the checks of `host` will ask for (what `gather.prefetch`
+    gathers in one round trip), from the facts the checks ask: one missing here only costs a
+    round trip of its own."""
+    commands = [LINKS.command(), ADDRESSES.command(), SPEEDS.command(_netdevs(host)), NEIGHBOURS.command()]
+    commands += [gather.sysctl_command(name) for name in _sysctl_names(plan, host)]
     if plan.control_plane == "fabric" and host.ifaces:
-        commands += [TABLE] + ([RULESET] if host.forwarding else [])
+        commands += [nft.TABLE.command()] + ([nft.RULESET.command()] if host.forwarding else [])
     commands += [_ping_command(plan, iface.netdev, peer) for iface, peer in _rail_peers(plan, host)]
     paths = _config_paths(files)
-    paths += [p for iface in host.ifaces if iface.rdma in host.hca[exp.mode] for p in hardware.rdma_paths(iface.rdma)]
+    paths += [p for iface in host.ifaces if iface.rdma in host.hca[exp.mode] for p in port_files(iface.rdma)]
     return commands, paths
 
 
 def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:
-    links = facts.links(th.check_output(LINKS))
-    addrs = {x["ifname"]: x for x in json.loads(th.check_output(ADDRS))}
-    raw = th.run(_speeds_command(host)).stdout
-    speeds = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (x.split() for x in raw.splitlines() if x)}
+    links = LINKS.of(th)
+    addrs = ADDRESSES.of(th)
+    speeds = SPEEDS.of(th, _netdevs(host))
     out = []
     for iface in host.ifaces:
         name = iface.netdev
@@ -82,8 +79,7 @@ def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]
             )
         )
         out.append(Result.compare("mtu", host.name, name, plan.mtu, link.mtu))
-        have = sorted(f"{a['local']}/{a['prefixlen']}" for a in addrs.get(name, {}).get("addr_info", []))
-        out.append(Result.compare("ipv4", host.name, name, [iface.address], have))
+        out.append(Result.compare("ipv4", host.name, name, [iface.address], addrs.get(name, [])))
         speed = speeds.get(name)
         why = "" if speed == exp.netdev_mbps else f"link speed {exp.mode} expects {exp.netdev_mbps}"
         out.append(Result.compare("speed", host.name, name, exp.netdev_mbps, speed, why))
@@ -99,9 +95,9 @@ def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> 
             got = "absent"
         out.append(Result.compare("sysctl", host.name, key, want, got))
     if plan.control_plane == "fabric" and host.ifaces:
-        fw = th.run(TABLE)
+        loaded = nft.TABLE.of(th)
         out.append(
-            Result.compare("firewall", host.name, "table inet sparkfab", "loaded", "loaded" if fw.rc == 0 else "absent")
+            Result.compare("firewall", host.name, "table inet sparkfab", "loaded", "loaded" if loaded else "absent")
         )
         if host.forwarding:
             out.append(forward_policy(host, th))
@@ -128,14 +124,10 @@ def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> 
 
 def forward_policy(host: Host, th: Remote) -> Result:
     """A relay's forward hook: a drop in any other base chain (Docker's) kills relayed control traffic."""
-    res = th.run(RULESET)
-    try:
-        ruleset = json.loads(res.stdout) if res.rc == 0 else {}
-    except ValueError:
-        ruleset = {}
-    if not ruleset:
-        return Result("forward-policy", host.name, "forward hook", "readable", "nft failed", FAIL, res.stderr[-200:])
-    bad, bypassed = firewall.blockers(ruleset, forward_pairs(host))
+    ruleset = nft.RULESET.of(th)
+    if not ruleset.document:
+        return Result("forward-policy", host.name, "forward hook", "readable", "nft failed", FAIL, ruleset.error)
+    bad, bypassed = firewall.blockers(ruleset.document, forward_pairs(host))
     if bad:
         return Result(
             "forward-policy",
@@ -187,8 +179,8 @@ def _rail_peers(plan: Plan, host: Host) -> list[tuple[Any, str]]:
 
 
 def cabling(plan: Plan, host: Host, th: Remote) -> list[Result]:
-    res = th.run(NEIGHBOURS)
-    if res.rc != 0:
+    heard = NEIGHBOURS.of(th)
+    if not heard.answered:
         return [
             Result(
                 "cabling",
@@ -200,15 +192,10 @@ def cabling(plan: Plan, host: Host, th: Remote) -> list[Result]:
                 "lldpd must run on the Spark: `apt-get install lldpd` (preflight names it; apply sets its port ids)",
             )
         ]
-    listing, _, rest = res.stdout.partition("@@")
-    chassis, _, heard = rest.partition("@@")
-    try:
-        carrier = {name for name, link in facts.links(listing).items() if link.carrier}
-    except ValueError:
-        carrier = {i.netdev for i in host.ifaces}
+    carrier = heard.carrier if heard.carrier is not None else set(_netdevs(host))
     # a neighbour lldpd still lists on a port without carrier is what it heard before the cable went
-    seen = {k: v for k, v in lldp.neighbours(heard).items() if k in carrier}
-    return lldp.check_host(plan, host, seen, lldp.local_chassis(chassis))
+    seen = {k: v for k, v in heard.ports.items() if k in carrier}
+    return lldp.check_host(plan, host, seen, set(heard.own))
 
 
 def rdma(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:

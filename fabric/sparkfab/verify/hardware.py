@@ -8,26 +8,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sparkfab.facts import rdma
 from sparkfab.plan import Host
 from sparkfab.spark import SPEEDS, LinkSpeed
 from sparkfab.verify.result import FAIL, PASS, Result
 
 Reader = Callable[[str], str | None]  # path under /sys -> content, None when absent
-GID_SLOTS = 16  # the GID table entries looked at for a netdev's RoCE v2 GID
 
 
-def rdma_paths(device: str) -> list[str]:
-    """Every file the RDMA checks read of `device`."""
-    base = f"/sys/class/infiniband/{device}/ports/1"
-    slots = [f"{base}/{kind}/{i}" for i in range(GID_SLOTS) for kind in ("gid_attrs/types", "gids")]
-    return [f"{base}/state", f"{base}/rate", f"{base}/counters/port_xmit_data", *slots]
-
-
-def roce_v2_gid_index(read: Reader, device: str, address: str, limit: int = GID_SLOTS) -> int | None:
+def roce_v2_gid_index(read: Reader, device: str, address: str, limit: int = rdma.GID_SLOTS) -> int | None:
     """The index of the IPv4-mapped RoCE v2 GID of `address` (derived, never assumed)."""
     want = ipaddress.IPv4Address(address).packed.hex()
     tail = f"ffff:{want[:4]}:{want[4:]}"
-    base = f"/sys/class/infiniband/{device}/ports/1"
+    base = rdma.port_dir(device)
     for i in range(limit):
         kind = (read(f"{base}/gid_attrs/types/{i}") or "").strip()
         gid = (read(f"{base}/gids/{i}") or "").strip().lower()
@@ -44,7 +37,7 @@ def rdma_checks(host: Host, read: Reader, mode: LinkSpeed, graph: bool = False) 
     for iface in host.ifaces:
         if iface.rdma not in host.hca[mode]:
             continue
-        base = f"/sys/class/infiniband/{iface.rdma}/ports/1"
+        base = rdma.port_dir(iface.rdma)
         state = (read(f"{base}/state") or "absent").strip()
         out.append(Result.compare("rdma-state", host.name, iface.rdma, "4: ACTIVE", state, why_active))
         rate = (read(f"{base}/rate") or "absent").strip()

@@ -13,10 +13,10 @@ import re
 import shlex
 from typing import Any
 
+from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import launch
 from sparkfab.render.nccl import SUBNET_AWARE_SINCE
-from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: prints the NCCL version torch loads, e.g. "(2, 30, 7)"

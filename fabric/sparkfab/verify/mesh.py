@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import shlex
 
+from sparkfab.facts.netdevs import ROUTE
+from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
-from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: Run on each source rank: for every destination a ping and TCP connects the way applications
@@ -120,11 +121,7 @@ def _return_route(plan: Plan, hosts: dict[str, Remote], far: str, source: str, n
     """Why the answer from `far` to `source` may not come back: its own route lookup."""
     if source in ("?", "0.0.0.0"):
         return f"{near} has no route to {far}"
-    res = hosts[far].run(f"ip -j route get {shlex.quote(source)}")
-    try:
-        info = json.loads(res.stdout)[0] if res.rc == 0 else {}
-    except (ValueError, IndexError):
-        info = {}
+    info = ROUTE.of(hosts[far], source)
     if not info:
         return f"missing return route: {far} has no route to {source}"
     dev, gw = info.get("dev", "?"), info.get("gateway")
@@ -142,9 +139,7 @@ def _follow(hosts: dict[str, Remote], owner: dict[str, str], here: str, target: 
     for _ in range(limit):
         if here not in hosts or owner.get(target) == here:
             return path
-        res = hosts[here].run(f"ip -j route get {shlex.quote(target)}")
-        info = json.loads(res.stdout or "[]") if res.rc == 0 else []
-        via = info[0].get("gateway") if info else None
+        via = ROUTE.of(hosts[here], target).get("gateway")
         here = owner.get(via, via) if via else owner.get(target, target)
         path.append(here)
     return path

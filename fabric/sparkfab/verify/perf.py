@@ -8,11 +8,11 @@ import concurrent.futures as cf
 import shlex
 import time
 
+from sparkfab.facts.remote import Remote
 from sparkfab.plan import Host, Iface, Instance, Plan
 from sparkfab.render.launch import export_env
 from sparkfab.spark import SPEEDS
 from sparkfab.verify import hardware
-from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 BW_SECONDS = 5

@@ -8,19 +8,20 @@ from collections.abc import Callable
 
 from sparkfab import connection
 from sparkfab.connection import Connection
+from sparkfab.facts import gather
+from sparkfab.facts.remote import Remote
 from sparkfab.plan import Host, Plan
 from sparkfab.render.tree import render
-from sparkfab.verify import checks, facts, images, mesh, serving, transport
+from sparkfab.verify import checks, images, mesh, serving, transport
 from sparkfab.verify.expect import expect
 from sparkfab.verify.perf import perf as run_perf
-from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Report, Result, left_out
 
 LLDP_WAIT_S = 8.0
 
 
 def _per_host(plan: Plan, host: Host, hosts: dict[str, Remote], files: dict[str, str]) -> list[Result]:
-    """The checks of one host, answered from one gathering of its facts (`facts.prefetch`);
+    """The checks of one host, answered from one gathering of its facts (`gather.prefetch`);
     `hosts[host.name]` becomes that gathering, for the cabling's first look and the rest."""
     if not host.ifaces:
         return []
@@ -31,7 +32,7 @@ def _per_host(plan: Plan, host: Host, hosts: dict[str, Remote], files: dict[str,
     except Exception as exc:
         return [Result("ssh", host.name, "connection", "reachable", "unreachable", FAIL, str(exc)[:200])]
     exp = expect(plan.mode_of(host.name))
-    th = hosts[host.name] = facts.prefetch(hosts[host.name], *checks.wanted(plan, host, files, exp))
+    th = hosts[host.name] = gather.prefetch(hosts[host.name], *checks.wanted(plan, host, files, exp))
     out = checks.link_checks(plan, host, th, exp)
     out += checks.config_checks(plan, host, th, files)
     out += checks.jumbo_pings(plan, host, th)

@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from sparkfab import connection
+from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import PID_DIR
-from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 RUNNING, DEAD, STOPPED, UNKNOWN = "running", "dead", "stopped", "unknown"

@@ -25,9 +25,9 @@ import shlex
 from dataclasses import dataclass, field
 
 from sparkfab import connection
+from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import LAUNCH_DIR
-from sparkfab.verify.remote import Remote
 from sparkfab.verify.result import FAIL, PASS, Result
 
 _NETWORK = re.compile(r"NCCL INFO Using network (\S+)")

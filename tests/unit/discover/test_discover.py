@@ -9,8 +9,9 @@ import pytest
 from sparkfab import catalog
 from sparkfab.discover import HostView, derive
 from sparkfab.discover_inventory import merge, problems
+from sparkfab.facts.neighbours import Neighbour, local_chassis, neighbours
+from sparkfab.facts.netdevs import links as link_listing
 from sparkfab.switchos import known_switch
-from sparkfab.verify.lldp import Neighbour
 
 
 def view(label: str, ports: dict[str, tuple[str, str]], fabric: list[str] | None = None) -> HostView:
@@ -99,21 +100,25 @@ class _Spark:
 
         if cmd == "lldpcli update":
             self.updates += 1
-        return SimpleNamespace(rc=0, stdout="root\n0\n" if cmd.startswith("id ") else "", stderr="")
+        out = "root\n0\n" if cmd.startswith("id ") else self._answer(cmd)
+        return SimpleNamespace(rc=0, stdout=out, stderr="")
 
     def check_output(self, cmd: str) -> str:
+        return self.run(cmd).stdout
+
+    def _answer(self, cmd: str) -> str:
         import json
 
-        links = [{"ifname": n, "flags": ["BROADCAST", "UP", "LOWER_UP"]} for n in self.NETDEVS]
-        if cmd.startswith("ip -j link show;"):
+        links = json.dumps([{"ifname": n, "flags": ["BROADCAST", "UP", "LOWER_UP"]} for n in self.NETDEVS])
+        if cmd.startswith("hostname;"):  # discover's probe: the name, then what lldpd heard
             heard = self.peer.updates >= self.peer.late
             ifaces = [
                 {n: {"chassis": {self.peer.name: {}}, "port": {"id": {"value": n}}}} for n in self.NETDEVS if heard
             ]
             neigh = {"lldp": {"interface": ifaces}}
             chassis = {"local-chassis": {"chassis": {self.name: {"id": {"value": "00:11"}}}}}
-            return f"{json.dumps(links)}@@{self.name}@@{json.dumps(chassis)}@@{json.dumps(neigh)}"
-        return json.dumps(links)
+            return f"{self.name}\n@@\n{links}\n@@\n{json.dumps(chassis)}\n@@\n{json.dumps(neigh)}"
+        return links if cmd == "ip -j link show" else ""
 
 
 def _pair(late_b: int) -> list:
@@ -213,14 +218,13 @@ def test_sparks_as_shipped_announce_macs_and_are_still_cabled():
 def test_real_lldpd_output_of_sparks_as_shipped_is_cabled():
     """lldpd as its package configures it (port ids are MACs, captured on a lab pair): the far
     Spark's own link listing names them, and the cable is found."""
-    from sparkfab.verify import facts, lldp
     from tests.conftest import REPO
 
     captured = REPO / "tests/data/captured"
     a = HostView("spark-a", "addr-a", hostname="spark-a", fabric=list(TWINS))
-    a.chassis = lldp.local_chassis((captured / "lldpcli-chassis-spark-a.json").read_text())
-    a.ports = lldp.neighbours((captured / "lldpcli-shipped-pair-spark-a.json").read_text())
-    links = facts.links((captured / "ip-link-shipped-pair-spark-b.json").read_text())
+    a.chassis = local_chassis((captured / "lldpcli-chassis-spark-a.json").read_text())
+    a.ports = neighbours((captured / "lldpcli-shipped-pair-spark-a.json").read_text())
+    links = link_listing((captured / "ip-link-shipped-pair-spark-b.json").read_text())
     b = HostView("spark-b", "addr-b", hostname="spark-b", chassis={"spark-b"}, fabric=list(TWINS))
     b.macs = {link.address: name for name, link in links.items() if name in TWINS}
     r = derive({"spark-a": a, "spark-b": b}, ["spark-a", "spark-b"])

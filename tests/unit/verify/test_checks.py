@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkfab.facts.neighbours import Neighbour, local_chassis, neighbours
 from sparkfab.resolve import load_plan
 from sparkfab.verify import hardware, lldp
 from sparkfab.verify.result import FAIL, PASS
@@ -19,30 +20,14 @@ def _pairs(seen):
     return {k: [(n.system, n.port) for n in v] for k, v in seen.items()}
 
 
-def test_lldp_neighbours_list_form():
-    seen = lldp.neighbours((CAPTURED / "lldpcli-ring-spark329f.json").read_text())
-    assert _pairs(seen) == {
-        "enp1s0f0np0": [("spark-3d38", "enp1s0f1np1")],
-        "enp1s0f1np1": [("spark-355d", "enp1s0f1np1")],
-        "enP2p1s0f0np0": [("spark-3d38", "enP2p1s0f1np1")],
-        "enP2p1s0f1np1": [("spark-355d", "enP2p1s0f1np1")],
-    }
-    assert seen["enp1s0f0np0"][0].chassis == "4a:a3:fb:04:94:d4"
-
-
-def test_lldp_neighbours_single_interface_is_a_dict():
-    seen = lldp.neighbours((CAPTURED / "lldpcli-one-neighbour.json").read_text())
-    assert _pairs(seen) == {"enp1s0f1np1": [("sw1", "p4s1r0")]}
-
-
 def _n(system, port, chassis=""):
-    return lldp.Neighbour(system, port, chassis)
+    return Neighbour(system, port, chassis)
 
 
 def test_lldp_check_against_plan_names_swaps_and_dead_ports():
     plan = load_plan(str(REPO / "inventory/ring4.yml"))
     host = plan.host("spark-329f")
-    seen = lldp.neighbours((CAPTURED / "lldpcli-ring-spark329f.json").read_text())
+    seen = neighbours((CAPTURED / "lldpcli-ring-spark329f.json").read_text())
     assert all(r.status == PASS for r in lldp.check_host(plan, host, seen))
     swapped = dict(seen)
     swapped["enp1s0f1np1"] = [_n("spark-c049", "enp1s0f0np0")]
@@ -109,11 +94,6 @@ def test_a_switch_whose_identity_is_not_its_key_is_named_with_the_fix():
         "announces itself as 'MikroTik' (MikroTik's name as shipped), not 'sw1': set `lldp_name: MikroTik` on switch sw1"
         in rows[0].detail
     )
-
-
-def test_the_local_chassis_is_what_the_twins_hear_from_each_other():
-    text = '{"local-chassis": {"chassis": {"spark-a": {"id": {"type": "mac", "value": "aa:bb"}}}}}'
-    assert lldp.local_chassis(text) == {"spark-a", "aa:bb"}
 
 
 @pytest.mark.parametrize(
@@ -412,8 +392,8 @@ def test_a_twin_on_one_wire_as_lldpd_lists_it():
     """Real lldpd output of a lab pair whose twins share a wire: three neighbours per twin, the
     host's own chassis among them; every port passes, whichever lldpd listed last."""
     plan = load_plan(str(REPO / "inventory/pair-1cable.yml"))
-    seen = lldp.neighbours((CAPTURED / "lldpcli-one-wire-pair-spark-a.json").read_text())
-    own = lldp.local_chassis((CAPTURED / "lldpcli-chassis-spark-a.json").read_text())
+    seen = neighbours((CAPTURED / "lldpcli-one-wire-pair-spark-a.json").read_text())
+    own = local_chassis((CAPTURED / "lldpcli-chassis-spark-a.json").read_text())
     assert {k: len(v) for k, v in seen.items()} == {"enp1s0f1np1": 3, "enP2p1s0f1np1": 3}
     assert {n.system for v in seen.values() for n in v} == {"spark-a", "spark-b"} and "spark-a" in own
     rows = lldp.check_host(plan, plan.host("spark-a"), seen, own)

@@ -1,12 +1,15 @@
 """One gathering of a host's facts answers the checks (verify's round trips), with the real
-gathering program run on this machine through testinfra's local backend."""
+gathering program run on this machine through testinfra's local backend; the gathering is made
+of the very facts the checks ask, so nothing they ask goes to the host on its own."""
 
 from __future__ import annotations
 
 import testinfra
 
+from sparkfab.facts import gather
+from sparkfab.facts.neighbours import NEIGHBOURS
 from sparkfab.resolve import load_plan
-from sparkfab.verify import checks, facts
+from sparkfab.verify import checks
 from sparkfab.verify.expect import expect
 from tests.conftest import REPO
 from tests.doubles.host import Answer, FakeHost
@@ -16,13 +19,13 @@ def test_commands_files_and_sysctls_come_from_one_gathering(tmp_path):
     local = testinfra.get_host("local://")
     present = tmp_path / "nccl.env"
     present.write_text("NCCL_IB_HCA=x\n")
-    th = facts.prefetch(
+    th = gather.prefetch(
         local,
         [
             "echo one",
             "echo oops >&2; exit 3",
-            facts.sysctl_command("kernel.pid_max"),
-            facts.sysctl_command("kernel.ostype"),
+            gather.sysctl_command("kernel.pid_max"),
+            gather.sysctl_command("kernel.ostype"),
         ],
         [str(present), str(tmp_path / "absent"), str(tmp_path)],  # a directory reads as absent, as EINVAL does
     )
@@ -40,7 +43,7 @@ def test_commands_files_and_sysctls_come_from_one_gathering(tmp_path):
 
 def test_a_host_that_cannot_run_the_gathering_is_asked_one_by_one():
     host = FakeHost(answers={"ip -j link show": Answer(0, "[]")})
-    th = facts.prefetch(host, ["ip -j link show"], [])
+    th = gather.prefetch(host, ["ip -j link show"], [])
     assert th.check_output("ip -j link show") == "[]" and th.live == ["ip -j link show"]
     assert host.sent[0].startswith("python3 -c ")
 
@@ -53,8 +56,8 @@ def test_the_gathering_names_everything_the_per_host_checks_ask(tmp_path):
     exp = expect(plan.mode_of(host.name))
     rendered = {f"/etc/sparkfab/{name}": "x\n" for name in ("nccl.env", "launch/glm.json")}
     commands, paths = checks.wanted(plan, host, rendered, exp)
-    answers = {c: facts.Answer(0, "[]" if c.startswith(("ip -j", "nft -j")) else "", "") for c in commands}
-    th = facts.Prefetched(FakeHost(), answers, dict.fromkeys(paths, "1\n"))
+    answers = {c: gather.Reply(0, "[]" if c.startswith(("ip -j", "nft -j")) else "", "") for c in commands}
+    th = gather.Prefetched(FakeHost(), answers, dict.fromkeys(paths, "1\n"))
     checks.link_checks(plan, host, th, exp)
     checks.config_checks(plan, host, th, rendered)
     checks.jumbo_pings(plan, host, th)
@@ -73,24 +76,6 @@ def test_a_neighbour_heard_before_the_carrier_went_is_missing():
     heard = (REPO / "tests/data/captured/lldpcli-ring-spark329f.json").read_text()
     links = {i.netdev: {"carrier": i.netdev != "enP2p1s0f1np1"} for i in host.ifaces}
     chassis = '{"local-chassis": {"chassis": {"spark-329f": {"id": {"type": "mac", "value": "aa:bb"}}}}}'
-    fake = FakeHost(answers={checks.NEIGHBOURS: Answer(0, f"{ip_link(**links)}\n@@\n{chassis}\n@@\n{heard}")})
+    fake = FakeHost(answers={NEIGHBOURS.command(): Answer(0, f"{ip_link(**links)}\n@@\n{chassis}\n@@\n{heard}")})
     failed = [(r.subject, r.actual) for r in checks.cabling(plan, host, fake) if r.status == "fail"]
     assert failed == [("enP2p1s0f1np1 (p1)", "-")]
-
-
-def test_links_are_read_from_what_ip_prints():
-    """The netdev fact from this machine's own `ip -j link show` and from a table of cases."""
-    import subprocess
-
-    mine = facts.links(subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout)
-    assert mine["lo"].up and mine["lo"].mtu == 65536
-    cases = '[{"ifname": "p0", "flags": ["BROADCAST", "NO-CARRIER", "UP"], "mtu": 9000, "operstate": "DOWN"},'
-    cases += ' {"ifname": "p1", "flags": ["UP", "LOWER_UP"], "operstate": "UP"}, {"no": "name"}]'
-    got = facts.links(cases)
-    assert (got["p0"].up, got["p0"].carrier, got["p0"].mtu) == (True, False, 9000)
-    assert (got["p1"].carrier, got["p1"].mtu) == (True, None) and set(got) == {"p0", "p1"}
-    assert facts.links("") == {}
-    import pytest
-
-    with pytest.raises(ValueError):
-        facts.links('{"not": "a list"}')

@@ -1,6 +1,4 @@
-"""A host's facts: what a command says of the host, parsed in one place (the netdevs of
-`ip -j link show`, for verify, preflight and discover alike), and the checks' facts gathered in
-one round trip (pyinfra's facts are the model).
+"""A host's facts gathered in one round trip.
 
 The checks ask a `Remote` for command outputs, sysctls and files one at a time; over SSH each
 ask is a round trip (an RDMA device alone is some seventy reads: state, rate, counters and the
@@ -20,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from sparkfab.verify.remote import Remote
+from sparkfab.facts.remote import Remote
 
 _PROGRAM = r"""
 import json, subprocess, sys
@@ -42,56 +40,15 @@ sys.stdout.write(json.dumps({"commands": done, "files": files}))
 """
 
 
-LINKS = "ip -j link show"
-
-
 @dataclass(frozen=True)
-class Link:
-    """A netdev as `ip -j link show` describes it."""
-
-    name: str
-    flags: tuple[str, ...]
-    mtu: int | None
-    operstate: str
-    address: str = ""  # its MAC (lldpd's port id as shipped)
-
-    @property
-    def up(self) -> bool:
-        return "UP" in self.flags
-
-    @property
-    def carrier(self) -> bool:
-        """The far end is there: the link is up at both ends (a pulled cable clears it)."""
-        return "LOWER_UP" in self.flags
-
-
-def links(text: str) -> dict[str, Link]:
-    """`ip -j link show` -> {netdev: Link}; raises ValueError on anything else."""
-    rows = json.loads(text or "[]")
-    if not isinstance(rows, list):
-        raise ValueError("ip -j link show did not print a list")
-    return {
-        str(x["ifname"]): Link(
-            str(x["ifname"]),
-            tuple(str(f) for f in x.get("flags", [])),
-            x.get("mtu") if isinstance(x.get("mtu"), int) else None,
-            str(x.get("operstate", "?")),
-            str(x.get("address", "")).lower(),
-        )
-        for x in rows
-        if isinstance(x, dict) and "ifname" in x
-    }
-
-
-@dataclass(frozen=True)
-class Answer:
+class Reply:
     rc: int
     stdout: str
     stderr: str
 
 
 @dataclass(frozen=True)
-class File:
+class FileReply:
     exists: bool
     content_string: str
 
@@ -99,14 +56,14 @@ class File:
 class Prefetched:
     """A `Remote` that answers from one gathering, and asks `th` for anything else."""
 
-    def __init__(self, th: Remote, answers: dict[str, Answer], files: dict[str, str | None]) -> None:
+    def __init__(self, th: Remote, answers: dict[str, Reply], files: dict[str, str | None]) -> None:
         self.th, self._answers, self._files = th, answers, files
         self.live: list[str] = []  # what was not in the gathering and went to the host
 
     def __getattr__(self, name: str) -> Any:  # the rest of the host (backend, modules) as it is
         return getattr(self.th, name)
 
-    def run(self, command: str, *args: Any) -> Answer | Any:
+    def run(self, command: str, *args: Any) -> Reply | Any:
         if not args and command in self._answers:
             return self._answers.pop(command)
         self.live.append(command)
@@ -128,12 +85,12 @@ class Prefetched:
         except ValueError:
             return value
 
-    def file(self, path: str) -> File | Any:
+    def file(self, path: str) -> FileReply | Any:
         if path not in self._files:
             self.live.append(path)
             return self.th.file(path)
         content = self._files[path]
-        return File(content is not None, content or "")
+        return FileReply(content is not None, content or "")
 
 
 def sysctl_command(name: str) -> str:
@@ -148,5 +105,5 @@ def prefetch(th: Remote, commands: list[str], files: list[str]) -> Prefetched:
         got = json.loads(res.stdout) if res.rc == 0 else {}
     except (ValueError, RuntimeError, AssertionError):
         got = {}
-    answers = {c: Answer(int(a[0]), str(a[1]), str(a[2])) for c, a in (got.get("commands") or {}).items()}
+    answers = {c: Reply(int(a[0]), str(a[1]), str(a[2])) for c, a in (got.get("commands") or {}).items()}
     return Prefetched(th, answers, dict(got.get("files") or {}))
