@@ -23,7 +23,7 @@ from sparkfab.connection import Connection
 from sparkfab.errors import UsageError
 from sparkfab.lab import inventory as lab_inv
 from sparkfab.lab.spec import spec
-from sparkfab.lab.state import LabState
+from sparkfab.lab.state import LabState, is_up
 from sparkfab.limits import files_here, selected
 from sparkfab.plan import Plan
 from sparkfab.render.tree import inventory as rendered_inventory
@@ -66,7 +66,7 @@ class Target:
         else:
             d = lab_of(Path(inventory), cluster)
             state = d / "state" if d else paths.state_dir(cluster)
-        if lab and not paths.lab_state(cluster).exists():
+        if lab and not is_up(cluster):
             raise UsageError(f"lab {cluster} is not up: run `sparkfab lab up {inventory}`")
         with lock.held(state, f"cluster {cluster}", verb):
             mends = verb if verb in ("linkspeed", "reset") else None
@@ -114,7 +114,9 @@ class Target:
 
 
 def lab_of(path: Path, cluster: str) -> Path | None:
-    """The lab directory when `path` is the inventory of a lab that is up, else None."""
+    """The lab directory when `path` is the inventory of a lab, else None: a lab's own copy, while
+    its state says `lab up` made it (not `is_up`: the inventory of a lab whose namespaces are gone
+    stays a lab's, refused as not up, and is never taken for real hosts)."""
     try:
         same = path.resolve() == paths.lab_inventory(cluster).resolve()
     except OSError:
@@ -126,7 +128,7 @@ def lab_inventory(inventory: str, plan: Plan) -> Path:
     """Write the lab's copy of a user's inventory (`plan`: it resolved; always from the inventory
     as it is now, so edits since `lab up` take effect; the file is rewritten only when it
     changes) and return its path."""
-    if not paths.lab_state(plan.cluster).exists():
+    if not is_up(plan.cluster):
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {inventory}`")
     state = LabState.read(paths.lab_dir(plan.cluster))
     return lab_inv.write(inventory, spec(plan), state.engine, plan=plan, keep_ray=state.keep_ray)

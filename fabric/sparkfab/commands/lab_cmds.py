@@ -12,11 +12,11 @@ from dataclasses import replace
 from sparkfab import lock, paths
 from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
 from sparkfab.errors import Exit, LabError, Unavailable, UsageError
-from sparkfab.lab import build, links, wire
+from sparkfab.lab import build, wire
 from sparkfab.lab import engine as lab_engine
 from sparkfab.lab import inventory as lab_inventory
 from sparkfab.lab.spec import LabSpec, spec
-from sparkfab.lab.state import FILE as STATE
+from sparkfab.lab.state import is_up
 from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
 
@@ -186,7 +186,7 @@ def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
 def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
     """Reboot one lab Spark: its init goes down and up again, its network namespace is made anew;
     it returns when the Spark is ready: booted, and its fabric's addresses and routes back."""
-    from sparkfab.lab import machine, ready
+    from sparkfab.lab import boot, machine, ready
 
     _up_here(args, sp)
     ms = {m.node.name: m for m in machine.machines(sp)}
@@ -199,10 +199,10 @@ def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
     machine.reboot(m)
     if args.no_wait:
         return Exit.OK
-    deadline = time.monotonic() + machine.boot_s()
+    deadline = time.monotonic() + boot.boot_s()
     while machine.init_pid(m) in (None, before) and time.monotonic() < deadline:
         time.sleep(0.2)
-    machine.wait_booted(m, timeout=max(1.0, deadline - time.monotonic()))
+    boot.wait_booted(m, timeout=max(1.0, deadline - time.monotonic()))
     booted = time.perf_counter() - t0
     waited, missing = ready.wait_fabric(lambda *argv: machine.run(m, *argv), fabric)
     if missing:
@@ -248,9 +248,9 @@ def _exec(args: argparse.Namespace, sp: LabSpec) -> int:
 
 
 def _up_here(args: argparse.Namespace, sp: LabSpec) -> None:
-    """The lab is up, and it is the one this lab directory describes (namespaces of the same name
-    that another lab directory made are not ours to rewire)."""
-    if not links.existing_namespaces(sp.cluster) or not (sp.dir / STATE).is_file():
+    """The lab is up (`is_up`: namespaces of the same name that no lab up of this lab directory
+    finished are not ours to rewire)."""
+    if not is_up(sp.cluster):
         raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
 
 

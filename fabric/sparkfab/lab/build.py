@@ -16,10 +16,10 @@ from typing import Any
 
 from sparkfab import spark
 from sparkfab.errors import LabError
-from sparkfab.lab import cgroups, daemons, engine, image, keys, links, machine, wire
+from sparkfab.lab import boot, cgroups, daemons, engine, image, keys, links, machine, wire
 from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.spec import LabSpec, lab_id, ns_prefix
-from sparkfab.lab.state import LabState
+from sparkfab.lab.state import LabState, is_up
 from sparkfab.paths import lab_dir, lab_inventory
 from sparkfab.spark import LinkSpeed
 
@@ -74,7 +74,7 @@ def _build(
     (spec.dir / "switch-lldpd.conf").write_text(SWITCH_LLDP)
     pids |= daemons.start_switches(spec, spec.dir / "switch-lldpd.conf")
     with cf.ThreadPoolExecutor(max_workers=len(ms) or 1) as pool:
-        again = pool.map(lambda m: machine.boot(m, lambda: machine.start(spec, m, root, extra)), ms)
+        again = pool.map(lambda m: boot.boot(m, lambda: machine.start(spec, m, root, extra)), ms)
         for m, pid in zip(ms, list(again), strict=True):
             if pid is not None:
                 pids[f"{m.node.name}.machine"] = pid
@@ -182,7 +182,7 @@ def status(cluster: str) -> LabStatus:
     return LabStatus(
         cluster=cluster,
         id=lab_id(cluster),
-        up=bool(namespaces),
+        up=is_up(cluster),
         namespaces=tuple(namespaces),
         processes={name: daemons.ours(pid, cluster) for name, pid in (state.pids if state else {}).items()},
         hosts={n.name: LabHost(n.ns, n.mgmt_ip) for n in (state.spec.sparks if state else ())},

@@ -14,7 +14,7 @@ import subprocess
 from typing import Any
 
 from sparkfab import proc
-from sparkfab.lab import machine
+from sparkfab.lab import boot, machine
 from sparkfab.lab.spec import LabSpec
 
 
@@ -31,7 +31,7 @@ def _machine(m: machine.Machine) -> str:
     pid = machine.init_pid(m)
     if pid is not None:
         return f"its machine runs (init {pid})"
-    last = machine.console_tail(m, lines=1).strip()
+    last = boot.console_tail(m, lines=1).strip()
     return f"its machine does not run (console: {m.log}; it ends: {last or 'nothing'})"
 
 

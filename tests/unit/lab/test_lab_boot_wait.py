@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparkfab.errors import LabError
-from sparkfab.lab import machine
+from sparkfab.lab import boot, machine
 from sparkfab.lab.spec import Node
 
 
@@ -42,7 +42,7 @@ def test_a_machine_that_stopped_is_reported_at_once_with_its_console(tmp_path):
     )
     t0 = time.monotonic()
     with pytest.raises(LabError, match=r"s1 stopped while it booted.*\n  FAILED Failed to mount overlay\n  sh: mount"):
-        machine.wait_booted(m, timeout=60)
+        boot.wait_booted(m, timeout=60)
     assert time.monotonic() - t0 < 5
 
 
@@ -75,7 +75,7 @@ def test_a_machine_that_never_boots_times_out_with_what_it_shows(tmp_path):
         m.pidfile.write_text(f"{alive.pid}\n")
         m.log.write_text("Spawning container sf-x-s2\n")
         with pytest.raises(LabError, match=r"did not finish booting within 1 s .*its jobs could not be read"):
-            machine.wait_booted(m, timeout=1)
+            boot.wait_booted(m, timeout=1)
     finally:
         alive.kill()
         alive.wait()
@@ -105,7 +105,7 @@ def test_a_boot_that_ended_degraded_without_logins_is_reported_at_once(tmp_path,
     monkeypatch.setattr(machine, "run", run)
     t0 = time.monotonic()
     with pytest.raises(LabError, match=r"(?s)does not let users log in.*systemd-user-sessions.*status=219/CGROUP"):
-        machine.wait_booted(m, timeout=60)
+        boot.wait_booted(m, timeout=60)
     assert time.monotonic() - t0 < 5
 
 
@@ -125,20 +125,20 @@ def test_a_machine_that_stopped_before_printing_anything_is_started_again(tmp_pa
         return p.pid
 
     with pytest.raises(
-        machine.StoppedSilently,
+        boot.StoppedSilently,
         match=r"(?s)s4 stopped while it booted \(its supervisor was killed by signal 9\).*nothing",
     ):
-        machine.boot(m, again)
-    assert len(started) == machine.STARTS - 1
+        boot.boot(m, again)
+    assert len(started) == boot.STARTS - 1
     # its systemd had begun when nspawn ended: started again too
     m.log.write_text(
         "systemd 252.39-1~deb12u2 running in system mode (+PAM)\nDetected virtualization systemd-nspawn.\n"
     )
-    with pytest.raises(machine.StoppedSilently, match=r"(?s)stopped while it booted.*Detected virtualization"):
-        machine.boot(m, again)
-    assert len(started) == 2 * (machine.STARTS - 1)
+    with pytest.raises(boot.StoppedSilently, match=r"(?s)stopped while it booted.*Detected virtualization"):
+        boot.boot(m, again)
+    assert len(started) == 2 * (boot.STARTS - 1)
     m.log.write_text("sh: mount: Device or resource busy\n")
     with pytest.raises(LabError, match="stopped while it booted") as caught:
-        machine.boot(m, again)
-    assert not isinstance(caught.value, machine.StoppedSilently)
-    assert len(started) == 2 * (machine.STARTS - 1)
+        boot.boot(m, again)
+    assert not isinstance(caught.value, boot.StoppedSilently)
+    assert len(started) == 2 * (boot.STARTS - 1)

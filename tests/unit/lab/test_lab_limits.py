@@ -27,17 +27,17 @@ def test_an_unreadable_limit_is_not_a_reason_to_refuse(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("text", ["abc", "0", "-5", "1e9", "nan"])
 def test_a_boot_bound_that_is_not_seconds_is_named(monkeypatch, text):
-    from sparkfab.lab import machine
+    from sparkfab.lab import boot
 
     monkeypatch.setenv("SPARKFAB_LAB_BOOT_S", text)
     with pytest.raises(LabError, match="SPARKFAB_LAB_BOOT_S"):
-        machine.boot_s()
+        boot.boot_s()
 
 
 def test_the_boot_bound_is_the_environments_or_three_minutes(monkeypatch):
-    from sparkfab.lab import machine
+    from sparkfab.lab import boot
 
     monkeypatch.delenv("SPARKFAB_LAB_BOOT_S", raising=False)
-    assert machine.boot_s() == 180.0
+    assert boot.boot_s() == 180.0
     monkeypatch.setenv("SPARKFAB_LAB_BOOT_S", "900")
-    assert machine.boot_s() == 900.0
+    assert boot.boot_s() == 900.0
