@@ -28,6 +28,7 @@ def inventory_schema() -> dict[str, Any]:
     props["link_speed"] = {"enum": [200, "200", "100e", 100, "100"], "default": "200", "title": "Link Speed"}
     host["patternProperties"] = {"^ansible_": {}}
     defs = {**sf.pop("$defs", {}), **host.pop("$defs", {}), "Sparkfab": sf, "HostVars": host}
+    defs = _unblocked({k.removesuffix("Block"): v for k, v in defs.items()})
     host["additionalProperties"] = False
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -54,6 +55,18 @@ def inventory_schema() -> dict[str, Any]:
         "additionalProperties": False,
         "$defs": dict(sorted(defs.items())),
     }
+
+
+def _unblocked(node: Any) -> Any:
+    """The schema with the model's `...Block` classes named as users know them (Switch, Cable,
+    Instance, Exporter, PerfTools): what the inventory's blocks are called, whatever the class."""
+    if isinstance(node, dict):
+        return {k: _unblocked(v) for k, v in node.items()} | (
+            {"$ref": node["$ref"].removesuffix("Block")} if isinstance(node.get("$ref"), str) else {}
+        )
+    if isinstance(node, list):
+        return [_unblocked(v) for v in node]
+    return node
 
 
 def schema_text() -> str:

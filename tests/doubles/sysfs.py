@@ -7,8 +7,8 @@ from pathlib import Path
 from sparkfab.measure import sampler
 
 
-def fake_tree(root: Path, devs: list[str], kind: str = "rdma") -> list[sampler.Counter]:
-    counters = (sampler.rdma_counters if kind == "rdma" else sampler.netdev_counters)(devs, str(root))
+def fake_tree(root: Path, devs: list[str], kind: str = "rdma") -> list[sampler.CounterFile]:
+    counters = sampler.counter_files(devs, kind, str(root))
     for c in counters:
         Path(c.path).parent.mkdir(parents=True, exist_ok=True)
         Path(c.path).write_text("0\n")

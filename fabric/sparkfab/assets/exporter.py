@@ -122,7 +122,7 @@ class Counter:
         return int(os.pread(self.fd, 32, 0)) * self.unit
 
 
-class Exporter:
+class FabricExporter:
     def __init__(self, config: dict[str, Any], root: str = "/") -> None:
         self.host = str(config["host"])
         self.interval_ns = max(int(float(config.get("interval_s", 0.001)) * 1e9), 100_000)
@@ -332,7 +332,7 @@ def wants_openmetrics(accept: str) -> bool:
     return "application/openmetrics-text" in (accept or "")
 
 
-def handler_for(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
+def handler_for(exporter: FabricExporter) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "sparkfab-exporter"
 
@@ -367,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     with open(args.config, encoding="utf-8") as f:
         config = json.load(f)
-    exporter = Exporter(config, args.root)
+    exporter = FabricExporter(config, args.root)
     addr, _, port = (args.listen or f"{config.get('listen', '0.0.0.0')}:{config.get('port', 9465)}").rpartition(":")
     server = ThreadingHTTPServer((addr or "0.0.0.0", int(port)), handler_for(exporter))
     server.daemon_threads = True

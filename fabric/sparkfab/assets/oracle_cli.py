@@ -6,6 +6,8 @@ which has no sparkfab installed (the oracles find it beside themselves)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import sys
 from collections.abc import Callable
@@ -45,6 +47,17 @@ def write_or_check(out: Path, new: str, header: str, check: bool) -> int:
     out.write_text(new)
     sys.stderr.write(f"wrote {out} ({new.count(chr(10)) - header.count(chr(10)) - 1} option strings)\n")
     return 0
+
+
+def parse_quietly(parser: argparse.ArgumentParser, args: list[str]) -> tuple[argparse.Namespace | None, str]:
+    """`args` as the engine's parser reads them: (namespace, "") or, where it refuses them (an
+    argparse exit), (None, the last line it wrote to stderr: its reason)."""
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return parser.parse_args(args), ""
+    except SystemExit:
+        return None, last_line(err.getvalue()) or "exit"
 
 
 def last_line(text: str) -> str:

@@ -71,12 +71,9 @@ def check_one(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any
     """The argv as `python -m sglang.launch_server` reads it, then the server arguments it makes."""
     if len(argv) < 3 or argv[1:3] != ["-m", MODULE]:
         return {"ok": False, "error": f"not a `python -m {MODULE}` command: {argv[:3]}"}
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            ns = parser.parse_args(argv[3:])
-    except SystemExit:
-        return {"ok": False, "error": oracle_cli.last_line(err.getvalue()) or "exit"}
+    ns, refused = oracle_cli.parse_quietly(parser, argv[3:])
+    if ns is None:
+        return {"ok": False, "error": refused}
     from sglang.srt.server_args import ServerArgs
 
     try:

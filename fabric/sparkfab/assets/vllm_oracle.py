@@ -17,10 +17,8 @@ Set VLLM_TARGET_DEVICE=cpu where no GPU is present.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.metadata as md
-import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -120,12 +118,9 @@ def check_one(parser: Any, argv: list[str], model_dir: str | None) -> dict[str, 
     """The argv as `vllm serve` reads it; then, with the checkpoint at hand, its model config."""
     if argv[:2] != ["vllm", "serve"]:
         return {"ok": False, "error": f"not a `vllm serve` command: {argv[:3]}"}
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            ns = parser.parse_args(argv[2:])
-    except SystemExit:
-        return {"ok": False, "error": oracle_cli.last_line(err.getvalue()) or "exit"}
+    ns, refused = oracle_cli.parse_quietly(parser, argv[2:])
+    if ns is None:
+        return {"ok": False, "error": refused}
     from vllm.config import ParallelConfig
     from vllm.engine.arg_utils import AsyncEngineArgs
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 #: the GID table entries looked at for a netdev's RoCE v2 GID
 GID_SLOTS = 16
+#: where the RDMA devices are; a device's only port is its `PORT` folder
+DEVICES = "/sys/class/infiniband"
+PORT = "ports/1"
 
 
 def port_dir(device: str) -> str:
     """The sysfs folder of the RDMA device's only port."""
-    return f"/sys/class/infiniband/{device}/ports/1"
+    return f"{DEVICES}/{device}/{PORT}"
 
 
 def port_files(device: str) -> list[str]:

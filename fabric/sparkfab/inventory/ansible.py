@@ -45,7 +45,7 @@ LEFT_OUT = "(left out)"
 _IMPLICIT = frozenset({"all", "ungrouped"})
 
 
-class Tree(dict[str, Any]):
+class PlainTree(dict[str, Any]):
     """The reader's tree in the plain shape, with `origins` beside it: {host: {key: (file,
     line)}}, where each host variable sparkfab reads was written. An attribute, not a key: every
     reader of the tree (the lab's copy of the inventory, the parser) sees the plain shape only."""
@@ -104,7 +104,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
         if problem["host"] in members:
             found = Problem(f"all.hosts.{problem['host']}.{problem['key']}", problem["message"])
             raise InventoryError(placed([found], origins), source)
-    out = Tree({"all": tree})
+    out = PlainTree({"all": tree})
     out.origins = origins
     return out, source
 

@@ -117,7 +117,8 @@ class HostVars(Strict):
     ansible: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
 
-class Switch(Strict):
+class SwitchBlock(Strict):
+    model_config = ConfigDict(title="Switch")  # the schema's name for it
     model: Literal["CRS804", "CRS812", "generic"]
     ports: Annotated[int, Field(ge=1, le=512), _NO_BOOL] | None = None
     speed: Literal[100, 200, 400, 800] | None = None
@@ -128,7 +129,8 @@ class Switch(Strict):
     lldp_name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)] | None = None
 
 
-class Cable(Strict):
+class CableBlock(Strict):
+    model_config = ConfigDict(title="Cable")  # the schema's name for it
     ends: list[EndRef]
     subnets: list[Subnet] | None = None
 
@@ -144,7 +146,8 @@ def _cable_form(v: Any) -> Any:
     return {"ends": v} if isinstance(v, list) else v
 
 
-class Instance(Strict):
+class InstanceBlock(Strict):
+    model_config = ConfigDict(title="Instance")  # the schema's name for it
     hosts: Annotated[list[Name], Field(min_length=1)]
     tp: Annotated[int, Field(ge=1), _NO_BOOL]
     launcher: str | None = None
@@ -172,8 +175,10 @@ class Instance(Strict):
         return v
 
 
-class Exporter(Strict):
+class ExporterBlock(Strict):
     """The fabric exporter on every Spark (`sparkfab exporter start|stop`)."""
+
+    model_config = ConfigDict(title="Exporter")  # the schema's name for it
 
     port: Port = 9465
     #: how often its loop reads every byte counter (the peaks are rates over one interval)
@@ -184,7 +189,7 @@ class Exporter(Strict):
 
 def _exporter_form(v: Any) -> Any:
     """`exporter: true` asks for the defaults, `exporter: false` (or none) for no exporter: only an
-    Exporter or None is ever kept (the schema says that booleans are written)."""
+    ExporterBlock or None is ever kept (the schema says that booleans are written)."""
     if v is True:
         return {}
     if v is False:
@@ -202,9 +207,11 @@ def _booleans_too(schema: dict[str, Any]) -> None:
 ToolDir = Annotated[str, StringConstraints(pattern=r"^(~/|/)[A-Za-z0-9_./+-]*$", max_length=255)]
 
 
-class PerfTools(Strict):
+class PerfToolsBlock(Strict):
     """Where NCCL and nccl-tests live on every Spark (`verify --perf`): NVIDIA's DGX Spark playbook
     builds them under the login's home, and runs the binary by its path with NCCL's library path."""
+
+    model_config = ConfigDict(title="PerfTools")  # the schema's name for it
 
     nccl_tests: ToolDir = "~/nccl-tests/build"
     nccl: ToolDir = "~/nccl/build"
@@ -224,13 +231,13 @@ class Sparkfab(Strict):
     nccl_channels: Annotated[int, Field(ge=1, le=64), _NO_BOOL] = 8
     master_port: Annotated[int, Field(ge=1024, le=65534), _NO_BOOL] = 29501  # + 1: verify --collective
     netplan_renderer: Literal["networkd", "NetworkManager"] = "networkd"
-    switches: dict[Name, Switch] = Field(default_factory=dict)
-    cables: list[Annotated[Cable, BeforeValidator(_cable_form)]] = Field(default_factory=list)
-    instances: dict[Name, Instance] = Field(default_factory=dict)
+    switches: dict[Name, SwitchBlock] = Field(default_factory=dict)
+    cables: list[Annotated[CableBlock, BeforeValidator(_cable_form)]] = Field(default_factory=list)
+    instances: dict[Name, InstanceBlock] = Field(default_factory=dict)
     #: where `verify --perf` finds nccl-tests and the NCCL it was built against, on every Spark
-    perf_tools: PerfTools = Field(default_factory=PerfTools)
+    perf_tools: PerfToolsBlock = Field(default_factory=PerfToolsBlock)
     #: a fabric exporter for Prometheus on every Spark (true: its defaults)
-    exporter: Annotated[Exporter | None, BeforeValidator(_exporter_form)] = Field(
+    exporter: Annotated[ExporterBlock | None, BeforeValidator(_exporter_form)] = Field(
         default=None, json_schema_extra=_booleans_too
     )
 

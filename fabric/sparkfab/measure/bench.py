@@ -52,7 +52,7 @@ class Options:
     rounds: int = 3
     warmup: int = 1
     seed: int = 0
-    counters: list[sampler.Counter] | None = None
+    counters: list[sampler.CounterFile] | None = None
     idle_s: float = 10.0
     idle_bps: float = 1e6
     timeout_s: float = 3600.0

@@ -35,6 +35,7 @@ from typing import Any
 
 from sparkfab import userfile
 from sparkfab.errors import UsageError
+from sparkfab.facts import rdma
 
 MAGIC = b"SPARKFAB-SAMPLES v1\n"
 SLICE_NS = 20_000_000  # how long the loop runs between looks at stop() and signals
@@ -48,38 +49,52 @@ except ImportError:  # no compiler at install time
 
 
 @dataclass(frozen=True)
-class Counter:
+class CounterFile:
     path: str  # absolute path of the counter file
     device: str
     direction: str  # tx | rx
     unit: int  # bytes per count
 
 
-def rdma_counters(devices: list[str], root: str = "/") -> list[Counter]:
-    base = Path(root) / "sys/class/infiniband"
+@dataclass(frozen=True)
+class Source:
+    """Where a source's counters are: each device's counter folder (under sysfs), the transmit
+    and receive files in it, and the bytes one count stands for."""
+
+    devices: str  # the sysfs folder of its devices
+    folder: str  # a device's counters, inside its own folder
+    tx: str
+    rx: str
+    unit: int
+
+
+#: the counters sparkfab samples, by source: the RDMA port's (what RoCE moves: NCCL's data, in
+#: 4-byte words; the port's folder as `facts.rdma` names it) and the netdev's (TCP and the lab)
+SOURCES = {
+    "rdma": Source(rdma.DEVICES, f"{rdma.PORT}/counters", "port_xmit_data", "port_rcv_data", 4),
+    "netdev": Source("/sys/class/net", "statistics", "tx_bytes", "rx_bytes", 1),
+}
+
+
+def counter_files(devices: list[str], source: str, root: str = "/") -> list[CounterFile]:
+    """Each device's transmit and receive counters of `source` (under `root`: a test's tree)."""
+    src = SOURCES[source]
     out = []
     for d in devices:
-        c = base / d / "ports/1/counters"
-        out += [Counter(str(c / "port_xmit_data"), d, "tx", 4), Counter(str(c / "port_rcv_data"), d, "rx", 4)]
+        folder = Path(root) / src.devices.lstrip("/") / d / src.folder
+        out += [
+            CounterFile(str(folder / src.tx), d, "tx", src.unit),
+            CounterFile(str(folder / src.rx), d, "rx", src.unit),
+        ]
     return out
 
 
-def netdev_counters(devices: list[str], root: str = "/") -> list[Counter]:
-    base = Path(root) / "sys/class/net"
-    out = []
-    for d in devices:
-        s = base / d / "statistics"
-        out += [Counter(str(s / "tx_bytes"), d, "tx", 1), Counter(str(s / "rx_bytes"), d, "rx", 1)]
-    return out
-
-
-def counters_of(devices: list[str], source: str, root: str = "/") -> list[Counter]:
+def counters_of(devices: list[str], source: str, root: str = "/") -> list[CounterFile]:
     """The counters of these devices; a device without them is a usage error that names it."""
-    make = rdma_counters if source == "rdma" else netdev_counters
-    counters = make(devices, root)
+    counters = counter_files(devices, source, root)
     missing = sorted({c.device for c in counters if not Path(c.path).is_file()})
     if missing:
-        where = "/sys/class/infiniband" if source == "rdma" else "/sys/class/net"
+        where = SOURCES[source].devices
         raise UsageError(f"no {source} counters for {', '.join(missing)} under {Path(root) / where.lstrip('/')}")
     bad = [f"{c.path} holds {text[:20]!r}" for c in counters if not (text := _peek(c.path)).isdigit()]
     if bad:
@@ -167,7 +182,7 @@ def _py_run(
 
 
 def sample(
-    counters: list[Counter],
+    counters: list[CounterFile],
     out: Path,
     interval_s: float = 0.001,
     duration_s: float | None = None,
@@ -335,7 +350,7 @@ def _check_counters(path: str | Path, counters: Any) -> None:
         )
 
 
-def rate_since(counters: list[Counter], window_s: float) -> float:
+def rate_since(counters: list[CounterFile], window_s: float) -> float:
     """Bytes per second over a short window (both directions), for idle detection."""
 
     def total() -> int:
@@ -347,7 +362,7 @@ def rate_since(counters: list[Counter], window_s: float) -> float:
 
 
 def wait_idle(
-    counters: list[Counter],
+    counters: list[CounterFile],
     below_bps: float,
     for_s: float,
     timeout_s: float = 600.0,

@@ -13,31 +13,22 @@ import jinja2
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def _environment(html: bool = False) -> jinja2.Environment:
+    """The templates' environment: strict slots, blocks trimmed; HTML escapes every slot (and a
+    page needs no trailing newline kept), every other text is filled as it is."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("sparkfab", "templates"),
         undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
+        keep_trailing_newline=not html,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,
-    )
-
-
-@cache
-def _html_environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("sparkfab", "templates"),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=True,
+        autoescape=html,
     )
 
 
 def fill_html(template: str, **slots: Any) -> str:
     """An HTML page from `templates/<template>`: every slot is escaped as HTML text."""
-    return _html_environment().get_template(template).render(**slots)
+    return _environment(html=True).get_template(template).render(**slots)
 
 
 def fill(template: str, **slots: Any) -> str:

@@ -10,7 +10,7 @@ from sparkfab import connection
 from sparkfab.connection import Connection
 from sparkfab.facts import gather
 from sparkfab.facts.remote import Remote
-from sparkfab.plan import Host, Plan
+from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.tree import render
 from sparkfab.verify import checks, images, mesh, serving, transport
 from sparkfab.verify.expect import expect
@@ -113,32 +113,13 @@ def verify(
             if broken:
                 # it would only wait for its timeout: name the pair that cannot connect instead
                 first = broken[0]
-                report.results.append(
-                    Result(
-                        "collective",
-                        inst.hosts[0],
-                        inst.name,
-                        "correct sums on every rank",
-                        "not run",
-                        FAIL,
-                        f"the control plane does not connect: {first.host} {first.subject} {first.actual}",
-                    )
-                )
+                why = f"the control plane does not connect: {first.host} {first.subject} {first.actual}"
+                report.results.append(_collective_row(inst, "not run", False, why))
                 continue
             backend = checks.collective_backend(inst, hosts[inst.hosts[0]])
             res = checks.collective(plan, inst, hosts, backend, sizes, log)
             report.collective[inst.name] = res
-            report.results.append(
-                Result(
-                    "collective",
-                    inst.hosts[0],
-                    inst.name,
-                    "correct sums on every rank",
-                    "correct" if res.ok else str(res.ranks),
-                    PASS if res.ok else FAIL,
-                    res.backend,
-                )
-            )
+            report.results.append(_collective_row(inst, "correct" if res.ok else str(res.ranks), res.ok, res.backend))
     report.timing["total_s"] = round(time.perf_counter() - t0, 2)
     return report
 
@@ -165,3 +146,10 @@ def _consistency(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> l
         for h, got in seen.items():
             out.append(Result.compare("engine-flags", h, inst.name, want, got, "hash of the engine-shaping flags"))
     return out
+
+
+def _collective_row(inst: Instance, actual: str, ok: bool, detail: str) -> Result:
+    """The all-reduce's row of an instance: correct sums on every rank, or why not."""
+    return Result(
+        "collective", inst.hosts[0], inst.name, "correct sums on every rank", actual, PASS if ok else FAIL, detail
+    )

@@ -76,7 +76,7 @@ def _one(samples: dict, name: str, **labels: str) -> float:
 
 
 def test_a_scrape_in_both_formats_is_what_prometheus_parsers_read(tmp_path):
-    e = exporter.Exporter(_sysfs(tmp_path), str(tmp_path))
+    e = exporter.FabricExporter(_sysfs(tmp_path), str(tmp_path))
     om = e.exposition(True)
     assert om.endswith("# EOF\n")
     for text, parse in ((om, openmetrics), (e.exposition(False), text_format)):
@@ -104,14 +104,14 @@ def test_a_scrape_in_both_formats_is_what_prometheus_parsers_read(tmp_path):
 
 def test_a_scrape_reads_the_counters_as_they_are_now(tmp_path):
     """No sample of the loop stands between a scrape and the kernel: Prometheus's rate() is exact."""
-    e = exporter.Exporter(_sysfs(tmp_path, rdma=False), str(tmp_path))
+    e = exporter.FabricExporter(_sysfs(tmp_path, rdma=False), str(tmp_path))
     (tmp_path / "sys/class/net/enp1s0f0np0/statistics/tx_bytes").write_text("123456789\n")
     s = _samples(e.exposition(True), openmetrics)
     assert _one(s, "sparkfab_fabric_transmit_bytes_total", device="enp1s0f0np0") == 123456789
 
 
 def test_the_peak_is_the_highest_one_interval_rate_within_the_window(tmp_path):
-    e = exporter.Exporter(_sysfs(tmp_path, rdma=False), str(tmp_path))
+    e = exporter.FabricExporter(_sysfs(tmp_path, rdma=False), str(tmp_path))
     tx = tmp_path / "sys/class/net/enp1s0f0np0/statistics/tx_bytes"
     t = 100 * 10**9
     e.tick(t, 1_000_000)  # nothing moved

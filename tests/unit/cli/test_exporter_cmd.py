@@ -106,7 +106,7 @@ def _served(root: Path) -> str:
     for name in ("tx_bytes", "rx_bytes"):
         (net / "statistics" / name).write_text("0\n")
     cfg = {"host": "h", "devices": [{"netdev": "eth0", "rdma": "", "rail": "r", "peer": ""}]}
-    return str(mod.Exporter(cfg, str(root)).exposition(True))
+    return str(mod.FabricExporter(cfg, str(root)).exposition(True))
 
 
 def test_status_rows_from_a_live_exporter_and_from_a_host_that_does_not_answer(tmp_path):

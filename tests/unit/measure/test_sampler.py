@@ -32,7 +32,7 @@ def impl(request):
 class Writer:
     """Known traffic: before each sample, add `per_step` counts to every tx counter."""
 
-    def __init__(self, counters: list[sampler.Counter], per_step: int, steps: int, start: int = 0) -> None:
+    def __init__(self, counters: list[sampler.CounterFile], per_step: int, steps: int, start: int = 0) -> None:
         self.counters, self.per_step, self.steps, self.n = counters, per_step, steps, 0
         self.value = start
         self.fds = [os.open(c.path, os.O_WRONLY) for c in counters]
@@ -129,7 +129,7 @@ def _sampler_process(tmp_path: Path, out: Path, impl: str) -> subprocess.Popen[s
     src = str(Path(sampler.__file__).parents[2])
     code = (
         f"import sys; sys.path.insert(0, {src!r}); from sparkfab.measure import sampler; "
-        f"st = sampler.sample(sampler.netdev_counters(['lo'], {str(tmp_path)!r}), "
+        f"st = sampler.sample(sampler.counter_files(['lo'], 'netdev', {str(tmp_path)!r}), "
         f"__import__('pathlib').Path({str(out)!r}), 0.001, impl={impl!r}); print(st.samples)"
     )
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
