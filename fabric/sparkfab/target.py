@@ -22,6 +22,7 @@ from sparkfab import connection, lock, paths
 from sparkfab.connection import Connection
 from sparkfab.errors import UsageError
 from sparkfab.lab import inventory as lab_inv
+from sparkfab.lab import serving
 from sparkfab.lab.spec import spec
 from sparkfab.lab.state import LabState, is_up
 from sparkfab.limits import files_here, selected
@@ -131,4 +132,4 @@ def lab_inventory(inventory: str, plan: Plan) -> Path:
     if not is_up(plan.cluster):
         raise UsageError(f"lab {plan.cluster} is not up: run `sparkfab lab up {inventory}`")
     state = LabState.read(paths.lab_dir(plan.cluster))
-    return lab_inv.write(inventory, spec(plan), state.engine, plan=plan, keep_ray=state.keep_ray)
+    return lab_inv.write(inventory, spec(plan), serving.of(state.engine), plan=plan, keep_ray=state.keep_ray)

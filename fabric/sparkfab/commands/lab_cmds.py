@@ -12,8 +12,7 @@ from dataclasses import replace
 from sparkfab import lock, paths
 from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
 from sparkfab.errors import Exit, LabError, Unavailable, UsageError
-from sparkfab.lab import build, wire
-from sparkfab.lab import engine as lab_engine
+from sparkfab.lab import build, serving, wire
 from sparkfab.lab import inventory as lab_inventory
 from sparkfab.lab.spec import LabSpec, spec
 from sparkfab.lab.state import is_up
@@ -27,8 +26,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     add_inventory(up)
     up.add_argument(
         "--engine",
-        choices=lab_engine.ENGINES,
-        default=lab_engine.ENGINES[0],
+        choices=serving.ENGINES,
+        default=serving.ENGINES[0],
         help="what `serve` runs: vLLM's CPU build with the lab's model (default), or the collective workload",
     )
     up.add_argument(
@@ -134,13 +133,14 @@ def _status(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
 def _serving(plan: Plan, sp: LabSpec, st: build.LabStatus) -> dict[str, build.Serving]:
     """Where each instance answers in the lab (rank 0's management address) and under what model name."""
     out = {}
+    served = serving.of(st.engine).served_name(sp) if st.engine in serving.ENGINES else None
     for inst in plan.instances:
         head = st.hosts.get(inst.ranks[0].host)
         if head is None:
             continue
         out[inst.name] = build.Serving(
             url=f"http://{head.mgmt_ip}:{inst.port}",
-            model=lab_engine.served_name(sp, st.engine),
+            model=served,
             engine=st.engine,
             tp=inst.tp,
             head=inst.ranks[0].host,
@@ -152,11 +152,12 @@ def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
     if args.dry_run:
         sys.stdout.write("\n".join(sp.describe()) + "\n")
         return Exit.OK
-    lab_engine.check(args.engine)
-    lab_inventory.check(args.inventory, sp, args.engine)
+    engine = serving.of(args.engine)  # resolved once, carried as the object from here on
+    engine.check_installed()
+    lab_inventory.check(args.inventory, sp, engine, plan)
     tps = {i.tp for i in plan.instances}
-    state = build.up(sp, args.inventory, args.engine, plan.link_speed, tps, args.keep_ray)
-    inv = lab_inventory.write(args.inventory, sp, args.engine, plan=plan, keep_ray=args.keep_ray)
+    state = build.up(sp, args.inventory, engine, plan.link_speed, tps, args.keep_ray)
+    inv = lab_inventory.write(args.inventory, sp, engine, plan=plan, keep_ray=args.keep_ray)
     t = state.timing
     parts = [f"links {t.get('links_s', 0):.1f} s", f"boot {t.get('boot_s', 0):.1f} s"]
     if t.get("image_s", 0) > 1:
@@ -165,18 +166,14 @@ def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
         parts.append(f"container image into every Docker {t['image_import_s']:.1f} s")
     sys.stderr.write(
         f"lab {sp.cluster} up in {t['total_s']:.1f} s ({len(sp.sparks)} booted Sparks, {len(sp.veths)} "
-        f"fabric veths; {', '.join(parts)}); serving engine: {args.engine}\n"
+        f"fabric veths; {', '.join(parts)}); serving engine: {engine.name}\n"
         f"{wire.link_speed_text(sp, plan.link_speed)}\n"
     )
     for inst in plan.instances:
-        served = (
-            lab_engine.backend(args.engine, inst.backend, args.keep_ray)
-            if lab_engine.serves_model(args.engine)
-            else None
-        )
+        served = engine.backend(inst.backend, args.keep_ray) if engine.serves_model else None
         if served != inst.backend and inst.backend:
             sys.stderr.write(
-                f"instance {inst.name}: planned on {inst.backend}; the lab's {args.engine} build refuses it and "
+                f"instance {inst.name}: planned on {inst.backend}; the lab's {engine.name} build refuses it and "
                 f"serves with {served} (`lab up --keep-ray` keeps Ray, to rehearse its start order)\n"
             )
     sys.stdout.write(f"{inv}\n")

@@ -1,5 +1,5 @@
 """Bring a lab up, take it down, say what it is: the whole lifecycle over `links`, `keys`,
-`machine`, `daemons` and `engine` (one module per concern). `down` works from names and pids
+`machine`, `daemons` and `serving` (one module per concern). `down` works from names and pids
 alone, so it also cleans up after a crash half-way through `up`.
 """
 
@@ -16,8 +16,9 @@ from typing import Any
 
 from sparkfab import spark
 from sparkfab.errors import LabError
-from sparkfab.lab import boot, cgroups, daemons, engine, image, keys, links, machine, wire
+from sparkfab.lab import boot, cgroups, daemons, image, keys, links, machine, serving, wire
 from sparkfab.lab.links import existing_namespaces
+from sparkfab.lab.serving import LabEngine
 from sparkfab.lab.spec import LabSpec, lab_id, ns_prefix
 from sparkfab.lab.state import LabState, is_up
 from sparkfab.paths import lab_dir, lab_inventory
@@ -27,7 +28,7 @@ SWITCH_LLDP = "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1
 
 
 def up(
-    spec: LabSpec, inventory: str, engine_name: str, mode: LinkSpeed, tps: set[int], keep_ray: bool = False
+    spec: LabSpec, inventory: str, engine: LabEngine, mode: LinkSpeed, tps: set[int], keep_ray: bool = False
 ) -> LabState:
     """Everything a lab is, in order: the image (built once), namespaces and cables, keys, the
     engine's files, the machines booted, the switches' lldpd, the container image in every
@@ -44,7 +45,7 @@ def up(
     t["image_s"] = time.perf_counter() - t0
     spec.dir.mkdir(parents=True, exist_ok=True)
     try:
-        state = _build(spec, inventory, engine_name, mode, tps, root, t)
+        state = _build(spec, inventory, engine, mode, tps, root, t)
     except BaseException:
         down(spec.cluster)
         raise
@@ -56,7 +57,7 @@ def up(
 
 
 def _build(
-    spec: LabSpec, inventory: str, engine_name: str, mode: LinkSpeed, tps: set[int], root: Path, t: dict[str, float]
+    spec: LabSpec, inventory: str, engine: LabEngine, mode: LinkSpeed, tps: set[int], root: Path, t: dict[str, float]
 ) -> LabState:
     t0 = time.perf_counter()
     links.namespaces(spec)
@@ -64,7 +65,7 @@ def _build(
     links.fabric(spec)
     t["links_s"] = time.perf_counter() - t0
     keys.make(spec)
-    extra = engine.install(spec, engine_name, tps)
+    extra = serving.install(spec, engine, tps)
     line = spark.SPEEDS[mode].line_gbps
     ms = machine.machines(spec)
     pids: dict[str, int] = {}
@@ -80,12 +81,12 @@ def _build(
                 pids[f"{m.node.name}.machine"] = pid
     t["boot_s"] = time.perf_counter() - t0 - t["links_s"]
     daemons.wait_sshd(spec)
-    if engine.runtime(engine_name) == "docker":  # the lab image into every Spark's Docker
+    if engine.lab.runtime == "docker":  # the lab image into every Spark's Docker
         t1 = time.perf_counter()
-        engine.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine_name)
+        serving.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine)
         t["image_import_s"] = time.perf_counter() - t1
     # the state first: the cables' shaping is kept in it
-    LabState(spec.cluster, inventory, engine_name, spec, pids, t).write()
+    LabState(spec.cluster, inventory, engine.name, spec, pids, t).write()
     wire.link_speed(spec, mode)
     return LabState.read(spec.dir)
 

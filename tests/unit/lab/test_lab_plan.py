@@ -52,6 +52,7 @@ def test_the_lab_inventory_and_its_recipes_are_written_only_when_they_change(tmp
     import os
 
     from sparkfab.lab import inventory as lab_inv
+    from sparkfab.lab import serving
 
     user = tmp_path / "site"
     (user / "launchers").mkdir(parents=True)
@@ -60,15 +61,15 @@ def test_the_lab_inventory_and_its_recipes_are_written_only_when_they_change(tmp
     into = tmp_path / "lab"
     into.mkdir()
     sp = spec(load_plan(str(user / "pair.yml")))
-    out = lab_inv.write(str(user / "pair.yml"), sp, "collective", into)
+    out = lab_inv.write(str(user / "pair.yml"), sp, serving.of("collective"), into)
     copy = into / "launchers/README.txt"
     before = (out.stat().st_mtime_ns, copy.stat().st_mtime_ns)
     os.utime(out, ns=(1, 1))
     os.utime(copy, ns=(1, 1))
-    lab_inv.write(str(user / "pair.yml"), sp, "collective", into)
+    lab_inv.write(str(user / "pair.yml"), sp, serving.of("collective"), into)
     assert (out.stat().st_mtime_ns, copy.stat().st_mtime_ns) == (1, 1) and before != (1, 1)
     (user / "launchers/README.txt").write_text("# changed\n")
-    lab_inv.write(str(user / "pair.yml"), sp, "collective", into)
+    lab_inv.write(str(user / "pair.yml"), sp, serving.of("collective"), into)
     assert copy.read_text() == "# changed\n" and out.stat().st_mtime_ns == 1
 
 

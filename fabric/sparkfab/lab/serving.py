@@ -21,6 +21,7 @@ import math
 import os
 import shlex
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,67 +61,76 @@ def model_shape(tps: set[int]) -> dict[str, int]:
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def serving(engine: str) -> LabServing:
-    """How the lab serves `engine` (one of `ENGINES`)."""
-    lab = engines.engine(engine).lab
-    if lab is None:
-        raise LabError(f"the lab cannot serve {engine}: it serves {' or '.join(ENGINES)}")
-    return lab
+@dataclass(frozen=True)
+class LabEngine:
+    """An engine as the lab serves it, resolved once from its name (`lab up --engine`, or the
+    name a lab's state keeps) and carried as this object: its description (`engine`) and how the
+    lab serves it (`lab`)."""
+
+    engine: Engine
+    lab: LabServing
+
+    @property
+    def name(self) -> str:
+        return self.engine.name
+
+    @property
+    def serves_model(self) -> bool:
+        """An engine of its own, with a model (else the collective, from the host's Python)."""
+        return self.lab.module is not None
+
+    @property
+    def python(self) -> Path:
+        """The Python of the environment the lab serves it from (its oracle's)."""
+        py = engine_python(self.engine)
+        assert py is not None, f"{self.name}: an engine the lab serves from an environment names it (its oracle)"
+        return py
+
+    def backend(self, planned: str | None, keep: bool = False) -> str | None:
+        """The backend the lab serves an instance planned on `planned` with: the planned one where
+        the lab's build serves with it (or `keep`: `lab up --keep-ray`, to rehearse Ray's start
+        order up to the engine's own refusal), else the build's own."""
+        own = self.lab.backends
+        if keep or not planned or not own or planned in own:
+            return planned
+        return own[0]
+
+    def served_name(self, spec: LabSpec) -> str | None:
+        """The model name the lab's engine answers to (its lab recipe's served-model flag, else
+        the model's path); None for an engine that serves no model."""
+        if not self.serves_model:
+            return None
+        name = recipe(self.lab.recipe).flags.get(self.lab.served_name_flag)
+        return str(name) if name else str(model_dir(spec))
+
+    def check_installed(self) -> None:
+        """Refuse, with the way out, an engine whose environment is not on this machine."""
+        if self.serves_model and not self.python.exists():
+            other = next(x for x in ENGINES if not of(x).serves_model)
+            assert self.engine.oracle is not None
+            raise LabError(
+                f"the lab serves {self.engine.title}'s CPU build from {self.python}, which does not exist: run "
+                f"scripts/setup.sh (or name another Python with {self.engine.oracle.python_env}), "
+                f"or use `lab up --engine {other}`"
+            )
+
+    def instance_env(self, spec: LabSpec, python: str) -> dict[str, str]:
+        """Env every lab instance gets: the Python of the collective workload (verify
+        --collective runs it with either engine) and, for an engine that serves a model, the lab
+        image's commands on PATH."""
+        env = {"SPARKFAB_PYTHON": python}
+        if self.serves_model:
+            env["PATH"] = f"{bin_dir(spec)}:{_PATH}"
+        return env
 
 
-def recipe_name(engine: str) -> str:
-    """The lab's recipe for `engine` (in `launchers/`)."""
-    return serving(engine).recipe
-
-
-def runtime(engine: str) -> str:
-    """How a lab instance of `engine` runs: in Docker, as on a Spark, or as a process."""
-    return serving(engine).runtime
-
-
-def backend(engine: str, planned: str | None, keep: bool = False) -> str | None:
-    """The backend the lab serves an instance planned on `planned` with: the planned one where
-    the lab's build serves with it (or `keep`: `lab up --keep-ray`, to rehearse Ray's start
-    order up to the engine's own refusal), else the build's own."""
-    own = serving(engine).backends
-    if keep or not planned or not own or planned in own:
-        return planned
-    return own[0]
-
-
-def serves_model(engine: str | None) -> bool:
-    """Whether the lab's `engine` is an engine of its own, with a model (else the collective)."""
-    return engine in ENGINES and serving(engine).module is not None
-
-
-def engine_python_of(engine: str) -> Path:
-    """The Python of the environment the lab serves `engine` from (its oracle's)."""
-    py = engine_python(engines.engine(engine))
-    assert py is not None, f"{engine}: an engine the lab serves from an environment names it (its oracle)"
-    return py
-
-
-def served_name(spec: LabSpec, engine: str | None) -> str | None:
-    """The model name the lab's engine answers to (its lab recipe's served-model flag, else the
-    model's path); None for an engine that serves no model."""
-    if engine is None or not serves_model(engine):
-        return None
-    lab = serving(engine)
-    name = recipe(lab.recipe).flags.get(lab.served_name_flag)
-    return str(name) if name else str(model_dir(spec))
-
-
-def check(engine: str) -> None:
-    if engine not in ENGINES:
-        raise LabError(f"unknown lab engine {engine!r}: {' or '.join(ENGINES)}")
-    if serves_model(engine) and not engine_python_of(engine).exists():
-        e: Engine = engines.engine(engine)
-        other = next(x for x in ENGINES if not serves_model(x))
-        assert e.oracle is not None
-        raise LabError(
-            f"the lab serves {e.title}'s CPU build from {engine_python_of(engine)}, which does not exist: run "
-            f"scripts/setup.sh (or name another Python with {e.oracle.python_env}), or use `lab up --engine {other}`"
-        )
+def of(name: str) -> LabEngine:
+    """The lab engine of this name (one of `ENGINES`), refused by name otherwise."""
+    if name not in ENGINES:
+        raise LabError(f"unknown lab engine {name!r}: {' or '.join(ENGINES)}")
+    engine = engines.engine(name)
+    assert engine.lab is not None  # ENGINES are the engines with a `lab`
+    return LabEngine(engine, engine.lab)
 
 
 def bin_dir(spec: LabSpec) -> Path:
@@ -135,14 +145,14 @@ def model_dir(spec: LabSpec) -> Path:
 LAB_MODEL = "/var/lib/sparkfab/lab-model"
 
 
-def install(spec: LabSpec, engine: str, tps: set[int]) -> list[tuple[Path, str]]:
+def install(spec: LabSpec, engine: LabEngine, tps: set[int]) -> list[tuple[Path, str]]:
     """Write the engine's command and the model (shaped for the instances' TP sizes) into the
     lab directory (an engine that serves a model only); return what every lab Spark binds
     read-only for it, besides the host's Python environments (`lab.machine.host_paths`)."""
-    if not serves_model(engine):
+    if not engine.serves_model:
         return []
-    lab, e = serving(engine), engines.engine(engine)
-    py = engine_python_of(engine)
+    lab, e = engine.lab, engine.engine
+    py = engine.python
     bd = bin_dir(spec)
     bd.mkdir(parents=True, exist_ok=True)
     command = bd / e.command[0]
@@ -170,29 +180,29 @@ def install(spec: LabSpec, engine: str, tps: set[int]) -> list[tuple[Path, str]]
     return [(bd, str(bd)), (model_dir(spec), LAB_MODEL)]
 
 
-def recipe_text(spec: LabSpec, engine: str) -> str:
+def recipe_text(spec: LabSpec, engine: LabEngine) -> str:
     """The lab's copy of the engine's lab recipe: sparkfab's, with the volumes that bring the
     engine's environment, its Python, its command and the model into the container (their paths
     are this machine's), and the lab's compile cache, writable."""
     from sparkfab.lab import image
     from sparkfab.lab.machine import host_paths
 
-    name = recipe_name(engine)
+    name = engine.lab.recipe
     data = yaml.safe_load((repo_dir("launchers") / f"{name}.yml").read_text())
     binds = ("/usr", *host_paths(), bin_dir(spec), LAB_MODEL)  # the machine's userland, then the engine's
     data["volumes"] = [f"{p}:{p}:ro" for p in binds] + [f"{image.COMPILE_CACHE}:{image.COMPILE_CACHE}"]
-    head = f"# sparkfab lab {spec.cluster}: {name} with the volumes of this machine's {engine} (generated)\n"
+    head = f"# sparkfab lab {spec.cluster}: {name} with the volumes of this machine's {engine.name} (generated)\n"
     return head + yaml.safe_dump(data, sort_keys=False, width=200)
 
 
-def load_image(spec: LabSpec, machines: list[Any], engine: str) -> None:
+def load_image(spec: LabSpec, machines: list[Any], engine: LabEngine) -> None:
     """The lab's container image into every Spark's Docker under the recipe's image name (loaded
     from one archive: the same image ID on every rank, which verify and preflight compare)."""
     import concurrent.futures as cf
 
     from sparkfab.lab import image, machine
 
-    tar = image.container_tar(recipe(recipe_name(engine)).image)
+    tar = image.container_tar(recipe(engine.lab.recipe).image)
 
     def one(m: Any) -> None:
         enter = ["nsenter", "-t", str(machine.init_pid(m)), "-a"]
@@ -224,13 +234,3 @@ def _until_docker(name: str, enter: list[str], seconds: float = 120) -> None:
             raise LabError(f"{name}: its Docker did not answer within {seconds:.0f} s: {res.stderr.decode()[-300:]}")
         if answered < 2:
             time.sleep(0.5)
-
-
-def instance_env(spec: LabSpec, engine: str, python: str) -> dict[str, str]:
-    """Env every lab instance gets: the Python of the collective workload (verify --collective
-    runs it with either engine) and, for an engine that serves a model, the lab image's
-    commands on PATH."""
-    env = {"SPARKFAB_PYTHON": python}
-    if serves_model(engine):
-        env["PATH"] = f"{bin_dir(spec)}:{_PATH}"
-    return env
