@@ -7,6 +7,7 @@ import importlib.util
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from sparkfab import lock, paths
@@ -37,11 +38,14 @@ def _args(p: argparse.ArgumentParser) -> None:
         "rehearses Ray's start order); by default the lab serves it with vLLM's own backend",
     )
     up.add_argument("--dry-run", action="store_true", help="print what `up` would create")
+    up.set_defaults(lab_action=_up)
     down = sub.add_parser("down", help="remove everything the lab made, by its prefix")
     add_inventory(down)
+    down.set_defaults(lab_action=_down)
     status = sub.add_parser("status", help="up or down, its processes, where each instance answers")
     add_inventory(status)
     add_format(status)
+    status.set_defaults(lab_action=_status)
     wire_p = sub.add_parser("wire", help="rewire or shape a lab that is up (faults on purpose)")
     add_inventory(wire_p)
     what = wire_p.add_mutually_exclusive_group(required=True)
@@ -49,6 +53,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     what.add_argument("--cut", metavar="CABLE", help="cut a cable or one rail (cables[N] or cables[N].r1)")
     what.add_argument("--rate", nargs=2, metavar=("CABLE", "RATE"), help="shape a cable, e.g. cables[0] 1gbit")
     what.add_argument("--docker", metavar="HOST", help="restart a Spark's Docker (its FORWARD policy and chains anew)")
+    wire_p.set_defaults(lab_action=_wire)
     run = sub.add_parser("exec", help="run COMMAND on a lab Spark (inside it: its processes, files and network)")
     add_inventory(run)
     run.add_argument(
@@ -63,10 +68,12 @@ def _args(p: argparse.ArgumentParser) -> None:
         metavar="HOST [--] COMMAND",
         help="the Spark, then the command (put -- before a command with options)",
     )
+    run.set_defaults(lab_action=_exec)
     boot = sub.add_parser("reboot", help="reboot a lab Spark (what is not persisted on its disk is gone)")
     add_inventory(boot)
     boot.add_argument("host", metavar="HOST", help="the Spark")
     boot.add_argument("--no-wait", action="store_true", help="return once the reboot has begun")
+    boot.set_defaults(lab_action=_reboot)
     for sp in (up, down, status, wire_p, run, boot):
         # the verb's own -v/-q, given after the action too (SUPPRESS: the verb's value stands)
         sp.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more logging on stderr")
@@ -77,25 +84,16 @@ def lab_cmd(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("pyroute2") is None:
         raise Unavailable("the lab needs pyroute2, which is not installed: pip install 'sparkfab[lab]'")
     plan = load_plan(args.inventory)
-    sp = spec(plan)
-    if args.action == "exec":
-        return _exec(args, sp)
-    if args.action == "up":
-        return _up(args, sp, plan)
-    if args.action == "down":
-        return _down(plan.cluster)
-    if args.action == "status":
-        return _status(args, plan, sp)
-    if args.action == "reboot":
-        return _reboot(args, sp)
-    return _wire(args, sp)
+    handler: Callable[[argparse.Namespace, Plan, LabSpec], int] = args.lab_action  # each action's own
+    return handler(args, plan, spec(plan))
 
 
 def _say(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def _down(cluster: str) -> int:
+def _down(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
+    cluster = plan.cluster
     t0 = time.perf_counter()
     state = paths.lab_dir(cluster) / "state"
     if state.is_dir():  # a verb running against the lab ends before the lab goes
@@ -148,7 +146,7 @@ def _serving(plan: Plan, sp: LabSpec, st: build.LabStatus) -> dict[str, build.Se
     return out
 
 
-def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
+def _up(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
     if args.dry_run:
         sys.stdout.write("\n".join(sp.describe()) + "\n")
         return Exit.OK
@@ -180,7 +178,7 @@ def _up(args: argparse.Namespace, sp: LabSpec, plan: Plan) -> int:
     return Exit.OK
 
 
-def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
+def _reboot(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
     """Reboot one lab Spark: its init goes down and up again, its network namespace is made anew;
     it returns when the Spark is ready: booted, and its fabric's addresses and routes back."""
     from sparkfab.lab import boot, machine, ready
@@ -212,7 +210,7 @@ def _reboot(args: argparse.Namespace, sp: LabSpec) -> int:
     return Exit.OK
 
 
-def _exec(args: argparse.Namespace, sp: LabSpec) -> int:
+def _exec(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
     """Replace this process with COMMAND inside a lab Spark: every namespace of its init (its
     processes, files, systemd, Docker, lldpd, network), as `ssh` to it would give; with
     --net-only inside its network namespace alone (this machine's programs, the Spark's own
@@ -251,7 +249,7 @@ def _up_here(args: argparse.Namespace, sp: LabSpec) -> None:
         raise UsageError(f"lab {sp.cluster} is not up: run `sparkfab lab up {args.inventory}` first")
 
 
-def _wire(args: argparse.Namespace, sp: LabSpec) -> int:
+def _wire(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
     _up_here(args, sp)
     if args.swap:
         lines = wire.swap(sp, *args.swap)
