@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import UsageError
+from sparkfab.paths import LabPaths
 from sparkfab.plan import Plan
 from sparkfab.render import sshconfig
 from sparkfab.render.sshconfig import Block, multiplexed
@@ -64,7 +65,7 @@ def for_plan(plan: Plan, workdir: Path, lab_dir: Path | None = None) -> Connecti
     share an address (a jump host's ports) keep their inventory names.
     """
     if lab_dir is not None:
-        return Connection(str(lab_dir / "ssh_config"), {h.name: h.name for h in plan.hosts}, become_of(plan))
+        return Connection(str(LabPaths(lab_dir).ssh_config), {h.name: h.name for h in plan.hosts}, become_of(plan))
     workdir.mkdir(parents=True, exist_ok=True)
     mux = multiplexed(control_dir(workdir))
     addresses = [h.mgmt_address for h in plan.hosts]

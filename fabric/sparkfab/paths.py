@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -46,10 +47,76 @@ def lab_dir(cluster: str) -> Path:
     return Path(os.environ.get(LAB_ENV, "/var/lib/sparkfab/lab")) / cluster
 
 
+@dataclass(frozen=True)
+class LabPaths:
+    """What a lab's directory holds, each in one place: `lab up` writes them, the verbs and `lab
+    down` read them."""
+
+    dir: Path
+
+    @property
+    def state_file(self) -> Path:
+        """The lab's record (`lab.state.LabState`), written last by `lab up`."""
+        return self.dir / "state.json"
+
+    @property
+    def inventory(self) -> Path:
+        """The lab's copy of the user's inventory, with its recipes beside it in `launchers/`."""
+        return self.dir / "inventory.yml"
+
+    @property
+    def cluster_state(self) -> Path:
+        """The cluster's state (rendered tree, Ansible's artifacts, link speeds), as a real
+        cluster keeps it in `state_dir`."""
+        return self.dir / "state"
+
+    @property
+    def machines(self) -> Path:
+        """One folder per booted machine: its disk's overlay, supervisor pid, console."""
+        return self.dir / "machines"
+
+    @property
+    def keys(self) -> Path:
+        return self.dir / "keys"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.dir / "known_hosts"
+
+    @property
+    def ssh_config(self) -> Path:
+        """How sparkfab and Ansible reach the lab's Sparks."""
+        return self.dir / "ssh_config"
+
+    @property
+    def logs(self) -> Path:
+        """The switches' lldpd and other daemons' logs."""
+        return self.dir / "logs"
+
+    @property
+    def switch_lldpd(self) -> Path:
+        """The switches' lldpd configuration."""
+        return self.dir / "switch-lldpd.conf"
+
+    @property
+    def bin(self) -> Path:
+        """The engine's command and Python, bound into every Spark (the lab image's `bin`)."""
+        return self.dir / "image" / "bin"
+
+    @property
+    def model(self) -> Path:
+        """The lab's model, made at `lab up`."""
+        return self.dir / "model"
+
+
+def lab_paths(cluster: str) -> LabPaths:
+    return LabPaths(lab_dir(cluster))
+
+
 def lab_inventory(cluster: str) -> Path:
-    return lab_dir(cluster) / "inventory.yml"
+    return lab_paths(cluster).inventory
 
 
 def lab_state(cluster: str) -> Path:
     """The lab's `state.json`: present while the lab is up."""
-    return lab_dir(cluster) / "state.json"
+    return lab_paths(cluster).state_file

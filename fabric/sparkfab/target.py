@@ -51,7 +51,7 @@ class Target:
         path = lab_inventory(inventory, user) if lab else Path(inventory)
         hosts = load_plan(str(path)) if lab else user  # with `lab`, the lab's copy is what the plays read
         d = lab_of(path, hosts.cluster)
-        state = d / "state" if d else paths.state_dir(hosts.cluster)
+        state = paths.LabPaths(d).cluster_state if d else paths.state_dir(hosts.cluster)
         return cls(at_current_speed(hosts, state, mends), path, state, d)
 
     @classmethod
@@ -63,10 +63,10 @@ class Target:
         plan = load_plan(inventory)
         cluster = plan.cluster
         if lab:
-            state = paths.lab_dir(cluster) / "state"
+            state = paths.lab_paths(cluster).cluster_state
         else:
             d = lab_of(Path(inventory), cluster)
-            state = d / "state" if d else paths.state_dir(cluster)
+            state = paths.LabPaths(d).cluster_state if d else paths.state_dir(cluster)
         if lab and not is_up(cluster):
             raise UsageError(f"lab {cluster} is not up: run `sparkfab lab up {inventory}`")
         with lock.held(state, f"cluster {cluster}", verb):

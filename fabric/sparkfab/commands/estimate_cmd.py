@@ -78,13 +78,13 @@ def _lab(
 ) -> tuple[float, float, str | None]:
     """The lab's shaped rates for 200 and 100e, and its model's config unless another is named."""
     from sparkfab.lab import rates
-    from sparkfab.paths import lab_dir
+    from sparkfab.paths import lab_paths
     from sparkfab.resolve import load_plan
 
     if not args.inventory:
         raise UsageError("--lab needs --inventory (the cluster whose lab is estimated)")
     if not (config or args.model):
-        path = lab_dir(load_plan(args.inventory).cluster) / "model" / "config.json"
+        path = lab_paths(load_plan(args.inventory).cluster).model / "config.json"
         if not path.is_file():
             raise UsageError(f"--lab: no lab model at {path}: run `sparkfab lab up {args.inventory}` first")
         config = str(path)

@@ -95,7 +95,7 @@ def _say(line: str) -> None:
 def _down(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
     cluster = plan.cluster
     t0 = time.perf_counter()
-    state = paths.lab_dir(cluster) / "state"
+    state = paths.lab_paths(cluster).cluster_state
     if state.is_dir():  # a verb running against the lab ends before the lab goes
         with lock.taken_over(state, f"lab {cluster}", "lab down", _say):
             removed = build.down(cluster)

@@ -21,7 +21,7 @@ from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.serving import LabEngine
 from sparkfab.lab.spec import LabSpec, lab_id, ns_prefix
 from sparkfab.lab.state import LabState, is_up
-from sparkfab.paths import lab_dir, lab_inventory
+from sparkfab.paths import LabPaths, lab_dir, lab_inventory
 from sparkfab.spark import LinkSpeed
 
 SWITCH_LLDP = "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n"
@@ -72,8 +72,8 @@ def _build(
     for m in ms:
         machine.prepare(spec, m, root, keys.directory(spec), line)
         pids[f"{m.node.name}.machine"] = machine.start(spec, m, root, extra)
-    (spec.dir / "switch-lldpd.conf").write_text(SWITCH_LLDP)
-    pids |= daemons.start_switches(spec, spec.dir / "switch-lldpd.conf")
+    spec.paths.switch_lldpd.write_text(SWITCH_LLDP)
+    pids |= daemons.start_switches(spec, spec.paths.switch_lldpd)
     with cf.ThreadPoolExecutor(max_workers=len(ms) or 1) as pool:
         again = pool.map(lambda m: boot.boot(m, lambda: machine.start(spec, m, root, extra)), ms)
         for m, pid in zip(ms, list(again), strict=True):
@@ -96,7 +96,7 @@ def down(cluster: str) -> dict[str, int]:
     from pyroute2 import netns
 
     d = lab_dir(cluster)
-    ms = [machine.Machine(_node_of(p), p) for p in sorted((d / "machines").glob("*")) if p.is_dir()]
+    ms = [machine.Machine(_node_of(p), p) for p in sorted(LabPaths(d).machines.glob("*")) if p.is_dir()]
     machine.stop(ms)
     namespaces = existing_namespaces(cluster)
     pids = daemons.lab_pids(cluster, namespaces)

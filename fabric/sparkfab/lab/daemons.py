@@ -27,7 +27,7 @@ def start_switches(spec: LabSpec, conf: Path) -> dict[str, int]:
     """lldpd on every switch's ports, with `conf`: a switch announces its system name (its OS's
     identity, `lldp_name`) and its ports' names as its OS names them (`sparkfab.switchos`)."""
     pids: dict[str, int] = {}
-    logs = spec.dir / "logs"
+    logs = spec.paths.logs
     logs.mkdir(exist_ok=True)
     for n in spec.nodes:
         if n.kind != "switch":

@@ -15,7 +15,7 @@ from sparkfab.render.sshconfig import Block, multiplexed
 
 
 def directory(spec: LabSpec) -> Path:
-    return spec.dir / "keys"
+    return spec.paths.keys
 
 
 def make(spec: LabSpec) -> str:
@@ -33,8 +33,8 @@ def make(spec: LabSpec) -> str:
         public = " ".join(hk.with_suffix(".host.pub").read_text().split()[:2])
         known.append(f"{n.mgmt_ip},{n.name} {public}")
     text = "\n".join(known) + "\n"
-    (spec.dir / "known_hosts").write_text(text)
-    (spec.dir / "ssh_config").write_text(ssh_config(spec))
+    spec.paths.known_hosts.write_text(text)
+    spec.paths.ssh_config.write_text(ssh_config(spec))
     return text
 
 

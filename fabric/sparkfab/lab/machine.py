@@ -56,7 +56,7 @@ class Machine:
 
 
 def machines(spec: LabSpec) -> list[Machine]:
-    return [Machine(n, spec.dir / "machines" / n.name) for n in spec.machines]
+    return [Machine(n, spec.paths.machines / n.name) for n in spec.machines]
 
 
 # ------------------------------------------------------------------------------ its disk

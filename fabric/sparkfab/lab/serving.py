@@ -134,11 +134,11 @@ def of(name: str) -> LabEngine:
 
 
 def bin_dir(spec: LabSpec) -> Path:
-    return spec.dir / "image" / "bin"
+    return spec.paths.bin
 
 
 def model_dir(spec: LabSpec) -> Path:
-    return spec.dir / "model"
+    return spec.paths.model
 
 
 #: where the lab's model is inside a lab Spark and its containers (the lab-vllm recipe's `model`)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkfab import spark
-from sparkfab.paths import lab_dir
+from sparkfab.paths import LabPaths, lab_dir
 from sparkfab.plan import Host, Iface, Plan
 
 #: the management interface of a lab host that is not a Spark
@@ -94,6 +94,11 @@ class LabSpec:
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
+
+    @property
+    def paths(self) -> LabPaths:
+        """What the lab's directory holds, each in one place."""
+        return LabPaths(self.dir)
 
     @property
     def sparks(self) -> tuple[Node, ...]:

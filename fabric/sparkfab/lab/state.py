@@ -18,8 +18,6 @@ from sparkfab import paths
 from sparkfab.errors import UsageError
 from sparkfab.lab.spec import LabSpec, Node, Veth, ns_prefix
 
-FILE = "state.json"
-
 
 @dataclass(frozen=True)
 class LabState:
@@ -37,7 +35,7 @@ class LabState:
         return list(self.wiring if self.wiring is not None else self.spec.veths)
 
     def write(self) -> None:
-        path = self.spec.dir / FILE
+        path = self.spec.paths.state_file
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
         os.replace(tmp, path)
@@ -49,7 +47,7 @@ class LabState:
 
     @classmethod
     def read(cls, lab_dir: Path) -> LabState:
-        path = lab_dir / FILE
+        path = paths.LabPaths(lab_dir).state_file
         try:
             data = json.loads(path.read_text())
             spec = data["spec"]
@@ -73,7 +71,7 @@ class LabState:
                 None if data.get("wiring") is None else tuple(Veth(**v) for v in data["wiring"]),
             )
         except FileNotFoundError:
-            raise UsageError(f"no lab is up in {lab_dir} (no {FILE})") from None
+            raise UsageError(f"no lab is up in {lab_dir} (no {path.name})") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"{path}: not a lab's state ({exc}); `sparkfab lab down` removes what is left") from None
 

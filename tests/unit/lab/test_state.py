@@ -3,6 +3,7 @@ namespaces a reboot of this machine would take away."""
 
 from __future__ import annotations
 
+from sparkfab import paths
 from sparkfab.lab import state
 from sparkfab.lab.spec import ns_prefix
 
@@ -16,7 +17,7 @@ def test_a_lab_is_up_with_its_state_and_its_namespaces(tmp_path, monkeypatch):
     (netns / f"{ns_prefix('pair1')}s0").touch()
     assert not state.is_up("pair1")  # what a failed `lab up` left: namespaces, no state
     (tmp_path / "labs/pair1").mkdir(parents=True)
-    (tmp_path / "labs/pair1" / state.FILE).write_text("{}")
+    paths.lab_state("pair1").write_text("{}")
     assert state.is_up("pair1")
     assert not state.is_up("pair")  # another cluster's prefix is not this one's
     (netns / f"{ns_prefix('pair1')}s0").unlink()
