@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import signal
 import socket
@@ -168,3 +169,18 @@ def test_it_serves_openmetrics_to_prometheus_and_ends_on_sigterm(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_its_copy_of_the_counter_files_is_the_samplers(tmp_path):
+    """The exporter ships as one file, so it spells the counter files itself: it reads exactly the
+    files bench's sampler reads (measure.sampler.SOURCES, whose RDMA folder is facts.rdma's)."""
+    from sparkfab.measure.sampler import counter_files
+
+    root = tmp_path / "root"
+    want = {(c.path, c.unit) for src in ("rdma", "netdev") for c in counter_files(["x"], src, str(root))}
+    for p, _unit in want:
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+        Path(p).write_text("0\n")
+    config = {"host": "h", "devices": [{"netdev": "x", "rdma": "x", "rail": "r0", "peer": ""}]}
+    opened = exporter.FabricExporter(config, str(root)).counters
+    assert {(os.readlink(f"/proc/self/fd/{c.fd}"), c.unit) for c in opened} == want
