@@ -118,31 +118,31 @@ async def needle(c: httpx.AsyncClient, model: str, chars: int = 60_000) -> Check
     return Check("needle", NEEDLE in text, f"answer {text[:80]!r} ({chars:,} characters of context)")
 
 
+async def _turn(
+    c: httpx.AsyncClient,
+    model: str,
+    history: list[dict[str, str]],
+    n: int,
+    max_tokens: int,
+    timeout_s: float,
+    access: Access | None,
+) -> RequestResult:
+    """One turn of a conversation, streamed as a client would: its first token's time, its text."""
+    out = RequestResult("prefix", n, 0, 0, 0)
+    body = {"model": model, "messages": history, "max_tokens": max_tokens, "temperature": 0.0}
+    await stream_completion(
+        str(c.base_url), "/v1/chat/completions", body, out, timeout_s=timeout_s, idle_s=timeout_s, access=access
+    )
+    return out
+
+
 async def prefix(
     c: httpx.AsyncClient, model: str, chars: int = 40_000, access: Access | None = None, timeout_s: float = 600.0
 ) -> Check:
     history = [{"role": "user", "content": _filler(chars) + "\n\nSummarise this in one line."}]
-    first = RequestResult("prefix", 1, 0, 0, 0)
-    await stream_completion(
-        str(c.base_url),
-        "/v1/chat/completions",
-        {"model": model, "messages": history, "max_tokens": 32, "temperature": 0.0},
-        first,
-        timeout_s=timeout_s,
-        idle_s=timeout_s,
-        access=access,
-    )
+    first = await _turn(c, model, history, 1, 32, timeout_s, access)
     history += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "And in one word?"}]
-    second = RequestResult("prefix", 2, 0, 0, 0)
-    await stream_completion(
-        str(c.base_url),
-        "/v1/chat/completions",
-        {"model": model, "messages": history, "max_tokens": 8, "temperature": 0.0},
-        second,
-        timeout_s=timeout_s,
-        idle_s=timeout_s,
-        access=access,
-    )
+    second = await _turn(c, model, history, 2, 8, timeout_s, access)
     t1, t2 = first.ttft_s, second.ttft_s
     if t1 is None or t2 is None:
         return Check("prefix", False, f"no first token (turn 1: {first.error}, turn 2: {second.error})")
