@@ -71,7 +71,8 @@ class FakeServer:
         self.httpd.daemon_threads = True
         if tls is not None:
             self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        # a short poll: shutdown() waits for the loop's next look (0.5 s by default, per server)
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return f"{'https' if tls else 'http'}://{host}:{self.httpd.server_address[1]}"
 
     def observe(self, name: str, seconds: float) -> None:

@@ -154,7 +154,7 @@ def _raw_socket(mode: str) -> tuple[str, Callable[[], None]]:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(16)
-    s.settimeout(0.2)
+    s.settimeout(0.02)  # how soon stop() is seen
     done = threading.Event()
     conns: list[socket.socket] = []
 
@@ -186,7 +186,8 @@ def _http(mode: str) -> tuple[str, Callable[[], None]]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     httpd.handle_error = lambda *_: None  # type: ignore[method-assign]  # a client that gave up is the point
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # a short poll: shutdown() waits for the loop's next look (0.5 s by default, once per case)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def stop() -> None:
         httpd.shutdown()

@@ -122,7 +122,7 @@ CASES = [
     ),
     bench(
         "bench-silent-server",
-        "--plan {d}/p.yml --timeout 2",
+        "--plan {d}/p.yml --timeout 1",
         5,
         r"(no answer|timed out|Timeout)",
         server="silent",
