@@ -70,7 +70,7 @@ def _build(
     ms = machine.machines(spec)
     pids: dict[str, int] = {}
     for m in ms:
-        machine.prepare(spec, m, root, keys.directory(spec), line)
+        machine.prepare(spec, m, root, spec.paths.keys, line)
         pids[f"{m.node.name}.machine"] = machine.start(spec, m, root, extra)
     spec.paths.switch_lldpd.write_text(SWITCH_LLDP)
     pids |= daemons.start_switches(spec, spec.paths.switch_lldpd)

@@ -5,8 +5,6 @@ they have none (`sparkfab peer-ssh` gives mpirun one)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sparkfab import proc
 from sparkfab.lab import login
 from sparkfab.lab.spec import LabSpec
@@ -14,13 +12,9 @@ from sparkfab.render import sshconfig
 from sparkfab.render.sshconfig import Block, multiplexed
 
 
-def directory(spec: LabSpec) -> Path:
-    return spec.paths.keys
-
-
 def make(spec: LabSpec) -> str:
     """Generate the keys; return the known_hosts lines the lab's verbs trust."""
-    d = directory(spec)
+    d = spec.paths.keys
     d.mkdir(parents=True, exist_ok=True)
     key = d / "id_ed25519"
     if not key.exists():
@@ -45,7 +39,7 @@ def ssh_config(spec: LabSpec) -> str:
     ]
     every = (*(n.mgmt_ip for n in spec.machines), *(n.name for n in spec.machines))
     common = (
-        f"IdentityFile {directory(spec)}/id_ed25519",
+        f"IdentityFile {spec.paths.keys}/id_ed25519",
         "IdentitiesOnly yes",
         f"UserKnownHostsFile {d}/known_hosts",
         "StrictHostKeyChecking yes",

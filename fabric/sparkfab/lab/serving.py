@@ -101,7 +101,7 @@ class LabEngine:
         if not self.serves_model:
             return None
         name = recipe(self.lab.recipe).flags.get(self.lab.served_name_flag)
-        return str(name) if name else str(model_dir(spec))
+        return str(name) if name else str(spec.paths.model)
 
     def check_installed(self) -> None:
         """Refuse, with the way out, an engine whose environment is not on this machine."""
@@ -120,7 +120,7 @@ class LabEngine:
         image's commands on PATH."""
         env = {"SPARKFAB_PYTHON": python}
         if self.serves_model:
-            env["PATH"] = f"{bin_dir(spec)}:{_PATH}"
+            env["PATH"] = f"{spec.paths.bin}:{_PATH}"
         return env
 
 
@@ -131,14 +131,6 @@ def of(name: str) -> LabEngine:
     engine = engines.engine(name)
     assert engine.lab is not None  # ENGINES are the engines with a `lab`
     return LabEngine(engine, engine.lab)
-
-
-def bin_dir(spec: LabSpec) -> Path:
-    return spec.paths.bin
-
-
-def model_dir(spec: LabSpec) -> Path:
-    return spec.paths.model
 
 
 #: where the lab's model is inside a lab Spark and its containers (the lab-vllm recipe's `model`)
@@ -153,7 +145,7 @@ def install(spec: LabSpec, engine: LabEngine, tps: set[int]) -> list[tuple[Path,
         return []
     lab, e = engine.lab, engine.engine
     py = engine.python
-    bd = bin_dir(spec)
+    bd = spec.paths.bin
     bd.mkdir(parents=True, exist_ok=True)
     command = bd / e.command[0]
     env = "".join(f"{k}={shlex.quote(v)} " for k, v in lab.env.items())
@@ -169,7 +161,7 @@ def install(spec: LabSpec, engine: LabEngine, tps: set[int]) -> list[tuple[Path,
         )
         os.chmod(bd / "ray", 0o755)
     script = Path(__file__).with_name("model.py")
-    args = [str(py), str(script), str(model_dir(spec))]
+    args = [str(py), str(script), str(spec.paths.model)]
     for key, value in model_shape(tps).items():
         args += [f"--{key.replace('_', '-')}", str(value)]
     res = proc.run(args, check=False, timeout=600)
@@ -177,7 +169,7 @@ def install(spec: LabSpec, engine: LabEngine, tps: set[int]) -> list[tuple[Path,
         raise LabError(f"making the lab's model failed: {(res.stderr or res.stdout).strip()[-800:]}")
     (bd / "python3").unlink(missing_ok=True)
     (bd / "python3").symlink_to(py)  # the image's python3: torch for `verify --collective` in a container
-    return [(bd, str(bd)), (model_dir(spec), LAB_MODEL)]
+    return [(bd, str(bd)), (spec.paths.model, LAB_MODEL)]
 
 
 def recipe_text(spec: LabSpec, engine: LabEngine) -> str:
@@ -189,7 +181,7 @@ def recipe_text(spec: LabSpec, engine: LabEngine) -> str:
 
     name = engine.lab.recipe
     data = yaml.safe_load((repo_dir("launchers") / f"{name}.yml").read_text())
-    binds = ("/usr", *host_paths(), bin_dir(spec), LAB_MODEL)  # the machine's userland, then the engine's
+    binds = ("/usr", *host_paths(), spec.paths.bin, LAB_MODEL)  # the machine's userland, then the engine's
     data["volumes"] = [f"{p}:{p}:ro" for p in binds] + [f"{image.COMPILE_CACHE}:{image.COMPILE_CACHE}"]
     head = f"# sparkfab lab {spec.cluster}: {name} with the volumes of this machine's {engine.name} (generated)\n"
     return head + yaml.safe_dump(data, sort_keys=False, width=200)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sparkfab import paths
 from sparkfab.errors import UsageError
-from sparkfab.lab.spec import LabSpec, Node, Veth, ns_prefix
+from sparkfab.lab.spec import LabSpec, Node, Veth
 
 
 @dataclass(frozen=True)
@@ -76,18 +76,11 @@ class LabState:
             raise UsageError(f"{path}: not a lab's state ({exc}); `sparkfab lab down` removes what is left") from None
 
 
-#: where this machine keeps its named network namespaces (`ip netns`)
-NETNS_DIR = Path("/run/netns")
-
-
 def is_up(cluster: str) -> bool:
     """The one answer to "is the lab of `cluster` up": `lab up` wrote its state (the last thing it
     does; `lab down` removes it first) and its namespaces are there (a reboot of this machine
     takes them and leaves the state). Namespaces without a state are what a failed `lab up` left:
     not a lab, and `lab down` removes them."""
-    if not paths.lab_state(cluster).is_file():
-        return False
-    try:
-        return any(name.startswith(ns_prefix(cluster)) for name in os.listdir(NETNS_DIR))
-    except OSError:
-        return False
+    from sparkfab.lab.links import existing_namespaces
+
+    return paths.lab_state(cluster).is_file() and bool(existing_namespaces(cluster))

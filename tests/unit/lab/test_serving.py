@@ -93,7 +93,7 @@ def test_endpoints_refuse_a_plan_without_a_shared_rail(tmp_path):
 def test_lab_inventory_swaps_in_the_lab_engine(tmp_path):
     from sparkfab.inventory import load_roundtrip
     from sparkfab.lab.inventory import lab_inventory
-    from sparkfab.lab.serving import bin_dir, of
+    from sparkfab.lab.serving import of
     from sparkfab.lab.spec import spec
 
     raw = load_roundtrip("inventory/ring4.yml")
@@ -103,7 +103,7 @@ def test_lab_inventory_swaps_in_the_lab_engine(tmp_path):
     ]
     assert vllm["launcher"] == "lab-vllm" and vllm["runtime"] == "docker"  # as on a Spark
     assert "model" not in vllm and "flags" not in vllm  # the lab recipe's model, bound into every Spark
-    assert vllm["env"]["PATH"].startswith(f"{bin_dir(sp)}:") and vllm["env"]["SPARKFAB_PYTHON"] == "/py"
+    assert vllm["env"]["PATH"].startswith(f"{sp.paths.bin}:") and vllm["env"]["SPARKFAB_PYTHON"] == "/py"
     coll = yaml.safe_load(lab_inventory(raw, sp, of("collective"), python="/py"))["all"]["vars"]["sparkfab"]
     assert coll["instances"]["glm"]["launcher"] == "lab-collective" and "PATH" not in coll["instances"]["glm"]["env"]
     assert coll["instances"]["glm"]["runtime"] == "process"

@@ -4,7 +4,7 @@ namespaces a reboot of this machine would take away."""
 from __future__ import annotations
 
 from sparkfab import paths
-from sparkfab.lab import state
+from sparkfab.lab import links, state
 from sparkfab.lab.spec import ns_prefix
 
 
@@ -12,7 +12,7 @@ def test_a_lab_is_up_with_its_state_and_its_namespaces(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARKFAB_LAB_DIR", str(tmp_path / "labs"))
     netns = tmp_path / "netns"
     netns.mkdir()
-    monkeypatch.setattr(state, "NETNS_DIR", netns)
+    monkeypatch.setattr(links, "NETNS_DIR", netns)
     assert not state.is_up("pair1")  # nothing at all
     (netns / f"{ns_prefix('pair1')}s0").touch()
     assert not state.is_up("pair1")  # what a failed `lab up` left: namespaces, no state
