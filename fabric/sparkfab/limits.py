@@ -37,7 +37,7 @@ def checked(limit: str) -> str:
     a `~` term that is no regular expression (Ansible selects every host for `~[`)."""
     from sparkfab import userfile
 
-    for term in re.split(r"[,:]", limit) if "," in limit or ":" in limit else [limit]:
+    for term in re.split(r"[,:]", limit):
         bare = term.lstrip("!&")
         if bare.startswith("@"):
             try:
