@@ -59,7 +59,8 @@ def run(
 
     d = tmp_path / "case"
     d.mkdir()
-    for rel, content in case.files.items():
+    for rel, given in case.files.items():
+        content = given() if callable(given) else given  # a large input is made when its case runs
         p = d / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         if content == FIFO:

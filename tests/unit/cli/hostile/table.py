@@ -111,7 +111,7 @@ class Case:
     argv: tuple[str, ...]  # {d}: the case directory, {url}: the case's server
     code: int
     culprit: str  # a regular expression the message must contain
-    files: dict[str, str | bytes] = field(default_factory=dict)
+    files: dict[str, str | bytes | Callable[[], str | bytes]] = field(default_factory=dict)  # a callable: made when run
     outputs: tuple[str, ...] = ()  # paths under {d} that may change
     server: str | None = None  # a misbehaving server, see SERVERS
     seconds: float = 10.0

@@ -202,7 +202,10 @@ CASES = [
         "report {d}/r -o {d}/out",
         0,
         r"",
-        files=run_dir_files("r", meta=run_meta(metadata={f"k{i}": "v" * 100 for i in range(50_000)})),
+        files={
+            "r/run.json": lambda: json.dumps(run_meta(metadata={f"k{i}": "v" * 100 for i in range(50_000)})),
+            "r/requests.jsonl": run_dir_files("r")["r/requests.jsonl"],
+        },
         outputs=("out",),
     ),
     c(
@@ -304,7 +307,7 @@ CASES = [
         "render {d}/inv.yml -o {d}/out",
         0,
         r"",
-        files={"inv.yml": ring(300)},
+        files={"inv.yml": lambda: ring(300)},
         outputs=("out",),
         seconds=120,
         slow=True,
@@ -476,24 +479,28 @@ def test_harness_bench_pipes_then_report(tmp_path, capsys, server):
 
 def test_harness_completion_hostile_words(tmp_path, capsys):
     """NEW_CO_hostile_words: the bash completion, sourced, completes words holding $( ) and
-    backticks without running them."""
+    backticks without running them (and it did complete: every call ran, a plain word gets its
+    verb)."""
     from sparkfab.cli import main
 
     assert main(["completion", "bash"]) == 0
     words = ["$(touch PWNED1)", "`touch PWNED2`", "-$(touch PWNED3)"]
     script = capsys.readouterr().out + "".join(
-        f"COMP_WORDS=(sparkfab {verb} '{w}'); COMP_CWORD={n}; _sparkfab\n"
+        f"COMP_WORDS=(sparkfab {verb} '{w}'); COMP_CWORD={n}; _sparkfab; echo called\n"
         for w in words
         for verb, n in (("", 1), ("init", 2), ("validate", 2))
     )
-    subprocess.run(
+    script += 'COMP_WORDS=(sparkfab vali); COMP_CWORD=1; _sparkfab; echo "plain:${COMPREPLY[*]}"\n'
+    res = subprocess.run(
         ["bash", "-c", script],
         cwd=tmp_path,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
         capture_output=True,
+        text=True,
         timeout=20,
         check=False,
     )
+    assert res.stdout.count("called\n") == 9 and "plain:validate" in res.stdout, res.stdout + res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
