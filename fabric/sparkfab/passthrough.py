@@ -18,6 +18,7 @@ TAGS = {
     "netplan": "the fabric netdevs' netplan file and its apply",
     "nccl": "the NCCL environment files",
     "firewall": "the control plane: sysctls, the nftables table, its units, ufw and DOCKER-USER rules",
+    "packages": "the Debian packages a host lacks for the fabric's files (lldpd, nftables), with apt",
     "engine": "the engines' launch files and secrets; serving's stops and starts",
     "lldp": "lldpd's settings (port ids by netdev name)",
     "exporter": "the fabric exporter's files and its unit",

@@ -92,19 +92,17 @@ def _host(plan: Plan, host: Host, th: Remote, reached: dict[str, Any]) -> list[R
 
 
 #: what a Spark as shipped may lack, each with what supplies it and what needs it: (check,
-#: probe, blocker?, why); the probe runs as root, `command -v` on root's PATH
+#: probe, why); the probe runs as root, `command -v` on root's PATH
 TOOLS = (
     (
         "lldpd",
         "command -v lldpcli >/dev/null && lldpcli show chassis >/dev/null",
-        False,
-        "lldpd is not running: `apt-get install lldpd` (verify's cabling and discover read LLDP; "
-        "apply sets its port ids to the netdevs' names)",
+        "lldpd is not running: `apt-get install lldpd`, or apply installs it (verify's cabling and "
+        "discover read LLDP; apply sets its port ids to the netdevs' names)",
     ),
     (
         "perftest",
         "command -v ib_write_bw >/dev/null",
-        False,
         "ib_write_bw is not installed: `apt-get install perftest` (verify --perf's per-rail bandwidth)",
     ),
 )
@@ -112,19 +110,27 @@ TOOLS = (
 
 def _tools(plan: Plan, host: Host, th: Remote) -> list[Result]:
     """The programs the fabric's checks and a fabric control plane need on a Spark, each missing
-    one named with the command that supplies it (nft is a blocker where apply loads a firewall)."""
+    one named with the command that supplies it (none is a blocker: apply installs lldpd and
+    nftables with apt, and perftest serves only verify --perf)."""
     if not host.ifaces:
         return []
     probes = list(TOOLS)
     if plan.control_plane == "fabric":
-        why = "nft is not installed: `apt-get install nftables` (apply loads the fabric's firewall with it)"
-        probes.append(("nftables", "command -v nft >/dev/null", True, why))
+        why = "nft is not installed: `apt-get install nftables`, or apply installs it (it loads the fabric's firewall)"
+        probes.append(("nftables", "command -v nft >/dev/null", why))
     out = []
-    for name, probe, blocker, why in probes:
+    for name, probe, why in probes:
         ok = th.run(probe).rc == 0
-        status = PASS if ok else (FAIL if blocker else WARN)
         out.append(
-            Result("tools", host.name, name, "installed", "installed" if ok else "absent", status, "" if ok else why)
+            Result(
+                "tools",
+                host.name,
+                name,
+                "installed",
+                "installed" if ok else "absent",
+                PASS if ok else WARN,
+                "" if ok else why,
+            )
         )
     return out
 

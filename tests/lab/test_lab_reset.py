@@ -13,7 +13,7 @@ import pytest
 
 from sparkfab.paths import lab_dir
 from tests.helpers.inventories import CX7
-from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+from tests.helpers.lab import lab, machine_init, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
 
@@ -31,8 +31,6 @@ SNAPSHOT = " ; ".join(
         "ip -4 -o addr show | awk '{print $2, $4}' | sort",
         "echo '## routes'",
         "ip -4 route show table all | sort",
-        "echo '## nftables'",
-        "nft -s list ruleset",  # stateless: without the counters Docker's rules keep
         "echo '## sysctls'",
         "sysctl -a 2>/dev/null | grep -E '^net.ipv4.(ip_forward|conf.*(rp_filter|arp_ignore|arp_announce)) ' | sort",
         "echo '## links'",
@@ -44,13 +42,28 @@ SNAPSHOT = " ; ".join(
 RELOAD = "chmod 600 /etc/netplan/40-cx7.yaml && netplan apply"
 
 
+def _ruleset(host: str) -> str:
+    """The kernel's ruleset in the Spark's network namespace, read with this machine's nft: a Spark
+    as shipped has none of its own (apply installs nftables, and reset leaves it installed)."""
+    net = ["nsenter", "-t", str(machine_init(CLUSTER, host)), "-n"]
+    res = subprocess.run([*net, "nft", "-s", "list", "ruleset"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    return res.stdout  # stateless (-s): without the counters Docker's rules keep
+
+
 def _snapshot() -> dict[str, str]:
     out = {}
     for h in HOSTS:
         res = ssh(CLUSTER, h, SNAPSHOT)
         assert res.returncode == 0, res.stderr
-        out[h] = "\n".join(line for line in res.stdout.splitlines() if not line.startswith("# Warning"))
+        kept = "\n".join(line for line in res.stdout.splitlines() if not line.startswith("# Warning"))
+        out[h] = f"{kept}\n## nftables\n{_ruleset(h)}"
     return out
+
+
+def _has_nft(host: str) -> bool:
+    """nftables installed (dpkg's word: the last Spark's login is not root, /usr/sbin is not on its PATH)."""
+    return ssh(CLUSTER, host, "dpkg-query -W -f='${Status}' nftables").stdout == "install ok installed"
 
 
 def _wait_addresses(host: str, want: str) -> None:
@@ -79,8 +92,10 @@ def test_reset_restores_every_host_as_it_was_before_apply():
         assert user.stdout.strip() == "spark", user.stderr
 
         before = _snapshot()
+        assert not any(_has_nft(h) for h in HOSTS)  # as shipped: the ring's firewall needs it
         applied = sparkfab("apply", INV, "--lab", "-q", "--take-over-netplan")
         assert applied.code == 0, applied.err
+        assert all(_has_nft(h) for h in HOSTS)  # apply installed it from the site's mirror
         assert sparkfab("serve", "start", INV, "--lab", "-q").code == 0
         verified = sparkfab("verify", INV, "--lab", "--format", "json")
         assert verified.code == 0, verified.out[-2000:]
@@ -100,6 +115,7 @@ def test_reset_restores_every_host_as_it_was_before_apply():
         after = _snapshot()
         for h in HOSTS:
             assert after[h] == before[h], h
+        assert all(_has_nft(h) for h in HOSTS)  # packages stay: reset undoes configuration
         # serving stopped: no engine left on any Spark
         assert "python" not in ssh(CLUSTER, HOSTS[0], "pgrep -a -f sparkfab/collective || true").stdout
         assert "sparkfab-firewall" in during[HOSTS[1]] and "sparkfab-docker-user" in during[HOSTS[1]]

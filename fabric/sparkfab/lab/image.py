@@ -1,9 +1,10 @@
 """The lab's two images, built once and cached by what they are made of.
 
 - The machine root: a Debian bookworm root filesystem (mmdebstrap) that boots as a lab Spark
-  under systemd-nspawn: systemd, sshd, systemd-networkd, netplan, lldpd, nftables, Docker,
-  OpenMPI, sudo and a non-root login (`spark`), as a Spark's own OS has them. Every lab Spark
-  boots from it read-only, with an overlay of its own (`lab.machine`).
+  under systemd-nspawn: systemd, sshd, systemd-networkd, netplan, lldpd, Docker, OpenMPI, sudo
+  and a non-root login (`spark`), as a Spark's own OS has them; without nftables, as a Spark
+  is shipped, which the image's package mirror carries for `apply` to install (`lab.mirror`).
+  Every lab Spark boots from it read-only, with an overlay of its own (`lab.machine`).
 - The container image: what the lab's Docker imports as the recipe's image, a root with only
   the machine's /etc basics and mount points; the lab's copy of the recipe binds the machine's
   own /usr into it (its libraries and the g++ torch's inductor compiles with), vLLM's CPU build
@@ -36,6 +37,7 @@ from pathlib import Path
 
 from sparkfab import proc
 from sparkfab.errors import LabError
+from sparkfab.lab import mirror
 
 SUITE = "bookworm"
 #: what a lab Spark's OS has (a DGX OS Spark has the same programs, from Ubuntu); g++ and openssl
@@ -50,9 +52,10 @@ MACHINE_PACKAGES = [
     "openssh-server",
     "sudo",
     "python3",
+    "python3-apt",  # Ansible's apt module (a DGX OS has it)
     "netplan.io",
     "lldpd",
-    "nftables",
+    "nftables",  # for the lab's mirror: left out of the installed system (`lab.mirror`)
     "iptables",
     "iputils-ping",
     "ethtool",
@@ -107,7 +110,8 @@ def _files() -> Path:
 
 def _digest(kind: str, packages: list[str]) -> str:
     """What an image is made of: its suite, packages and the lab's own files."""
-    h = hashlib.sha256(f"{kind}|{SUITE}|{' '.join(packages)}|{' '.join(MASKED)}|{LOGIN}|{SUDOERS}".encode())
+    shipped = f"{' '.join(mirror.SHIPPED_WITHOUT)}|{mirror.SOURCES}"
+    h = hashlib.sha256(f"{kind}|{SUITE}|{' '.join(packages)}|{' '.join(MASKED)}|{LOGIN}|{SUDOERS}|{shipped}".encode())
     for f in sorted(_files().iterdir()):
         h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:12]
@@ -200,7 +204,9 @@ def _build(root: Path, packages: list[str], customize: object) -> None:
         raise LabError("mmdebstrap is missing (the lab builds its Sparks' root with it): run scripts/setup.sh")
     tmp = root.with_name(root.name + ".new")
     shutil.rmtree(tmp, ignore_errors=True)
-    argv = ["mmdebstrap", "--variant=minbase", "--quiet", f"--include={','.join(packages)}", SUITE, str(tmp)]
+    # the apt cache kept: the lab's mirror takes its packages from it (`lab.mirror.make`)
+    argv = ["mmdebstrap", "--variant=minbase", "--quiet", "--skip=cleanup/apt/cache"]
+    argv += [f"--include={','.join(packages)}", SUITE, str(tmp)]
     try:
         # package scripts must not start daemons on this machine (dockerd would set FORWARD to DROP)
         res = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
@@ -241,6 +247,7 @@ def _install(root: Path, name: str, dest: str, mode: int = 0o644) -> None:
 
 def _customize_machine(root: Path) -> None:
     """What turns a Debian root into a lab Spark (the per-Spark part is `lab.machine`'s)."""
+    mirror.make(root)
     _install(root, "sparkfab-lab-hw", "/usr/local/sbin/sparkfab-lab-hw", 0o755)
     _install(root, "sparkfab-lab-hw.service", "/etc/systemd/system/sparkfab-lab-hw.service")
     _install(root, "sparkfab-lab-cgroup.service", "/etc/systemd/system/sparkfab-lab-cgroup.service")

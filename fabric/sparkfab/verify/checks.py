@@ -189,7 +189,7 @@ def cabling(plan: Plan, host: Host, th: Remote) -> list[Result]:
                 "running",
                 "not answering",
                 FAIL,
-                "lldpd must run on the Spark: `apt-get install lldpd` (preflight names it; apply sets its port ids)",
+                "lldpd must run on the Spark: apply installs it and sets its port ids (or `apt-get install lldpd`)",
             )
         ]
     carrier = heard.carrier if heard.carrier is not None else set(_netdevs(host))

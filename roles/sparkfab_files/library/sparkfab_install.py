@@ -116,6 +116,13 @@ secrets:
   description: The names whose line in the secrets file was (or would be) written.
   type: list
   returned: always
+packages:
+  description:
+    - The Debian packages this host lacks that the files it installs need (C(lldpd) for the LLDP
+      settings, C(nftables) for the firewall table), for C(ansible.builtin.apt) to install first.
+    - A host that lacks one counts as changed in C(preview) (its install would fail without it).
+  type: list
+  returned: always
 """
 
 import json
@@ -144,11 +151,16 @@ def current(path):
         return f.read(), stat.S_IMODE(st.st_mode)
 
 
+def _chosen(spec, kinds):
+    """Whether a file of the bundle is one of `kinds` (None: every kind but netplan)."""
+    return spec["kind"] in kinds if kinds is not None else spec["kind"] != "netplan"
+
+
 def changes(bundle, kinds, with_diff):
     """[(path, spec, diff or None)] for the files whose content or mode differ from the bundle."""
     out = []
     for path, spec in sorted(bundle["files"].items()):
-        if spec["kind"] not in kinds if kinds is not None else spec["kind"] == "netplan":
+        if not _chosen(spec, kinds):
             continue
         mode = int(spec["mode"], 8)
         old, old_mode = current(path)
@@ -206,7 +218,20 @@ def drift(root):
 
 #: the Debian package of each program the install runs, for a host that lacks it (a Spark as
 #: shipped has no nftables)
-PACKAGES = {"nft": "nftables", "sysctl": "procps", "systemctl": "systemd", "ufw": "ufw"}
+PACKAGES = {"nft": "nftables", "sysctl": "procps", "systemctl": "systemd", "ufw": "ufw", "lldpcli": "lldpd"}
+#: the files that need a program to take effect (the LLDP settings lldpd reads, the firewall
+#: table nft loads): the packages a host lacks are installed before them (playbooks/fabric.yml)
+NEEDS = {LLDP: "lldpcli", FIREWALL: "nft"}
+
+
+def missing_packages(bundle, kinds, root):
+    """The packages whose program this host lacks, for the bundle's files of `kinds` that need one."""
+    out = []
+    for path, spec in sorted(bundle["files"].items()):
+        program = NEEDS.get(os.path.relpath(path, root))
+        if program and _chosen(spec, kinds) and shutil.which(program) is None and PACKAGES[program] not in out:
+            out.append(PACKAGES[program])
+    return out
 
 
 def _must(module, args):
@@ -356,7 +381,8 @@ def main():
     )
     dry = module.check_mode or module.params["preview"]
     given = module.params["kinds"]
-    todo = changes(read_bundle(module), None if given is None else set(given), module._diff)
+    bundle = read_bundle(module)
+    todo = changes(bundle, None if given is None else set(given), module._diff)
     written, kinds = [], []
     for path, spec, _diff in todo:
         if not dry:
@@ -370,6 +396,8 @@ def main():
     secrets = put_secrets(module, dry)
     result = {"changed": bool(written or secrets), "files": written, "kinds": kinds, "drift": [], "loaded": False}
     result["secrets"] = secrets
+    result["packages"] = missing_packages(bundle, None if given is None else set(given), module.params["root"])
+    result["changed"] = result["changed"] or bool(module.params["preview"] and result["packages"])
     if module.params["converge"]:
         # dry, the files are not written: what the kernel holds is compared with the installed
         # ones, and a changed control file would be loaded

@@ -246,3 +246,41 @@ def test_a_host_without_nft_is_told_the_package_that_supplies_it(tmp_path):
     env = {**os.environ, "PATH": str(tmp_path / "no-programs-here")}
     res = _run(tmp_path, b, env=env, kinds=["control"], converge=True, root=str(tmp_path))
     assert res["failed"] and res["msg"].startswith("nft is not installed on this host: `apt-get install nftables`")
+
+
+def test_the_packages_a_host_lacks_for_its_files_are_named_before_the_install(tmp_path):
+    """The push's check names the packages whose program the files need and the host lacks
+    (playbooks/fabric.yml installs them with apt before the files role): lldpd for the LLDP
+    settings, nftables for the firewall table, only for the kinds this run installs; a host that
+    lacks one counts as changed in the preview, so that its play does not end before the apt task."""
+    b = {
+        "files": {
+            str(tmp_path / "etc/sparkfab/firewall.nft"): {
+                "content": "table inet sparkfab {}\n",
+                "mode": "0644",
+                "kind": "control",
+            },
+            str(tmp_path / "etc/lldpd.d/sparkfab.conf"): {
+                "content": "configure lldp portidsubtype ifname\n",
+                "mode": "0644",
+                "kind": "lldp",
+            },
+            str(tmp_path / "etc/sparkfab/nccl.env"): {"content": "A=1\n", "mode": "0644", "kind": "nccl"},
+        }
+    }
+    bare = {**os.environ, "PATH": str(tmp_path / "no-programs-here")}
+    every = _run(tmp_path, b, env=bare, preview=True, root=str(tmp_path))
+    assert every["packages"] == ["lldpd", "nftables"] and every["changed"]
+    assert _run(tmp_path, b, env=bare, preview=True, kinds=["lldp"], root=str(tmp_path))["packages"] == ["lldpd"]
+    # a flip installs only the NCCL environment: nothing to install for it
+    assert _run(tmp_path, b, env=bare, preview=True, kinds=["nccl"], root=str(tmp_path))["packages"] == []
+    # with both programs on the PATH (stand-ins that only need to exist), nothing is missing
+    programs = tmp_path / "bin"
+    programs.mkdir()
+    for name in ("nft", "lldpcli"):
+        (programs / name).write_text("#!/bin/sh\nexit 0\n")
+        (programs / name).chmod(0o755)
+    found = _run(
+        tmp_path, b, env={**os.environ, "PATH": str(programs)}, preview=True, kinds=["lldp"], root=str(tmp_path)
+    )
+    assert found["packages"] == []
