@@ -113,7 +113,7 @@ def _no_token_anywhere(cluster: str) -> None:
 
 def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
     from sparkfab.measure.estimate import Setup, bytes_per_token
-    from sparkfab.measure.gloo import gloo_view
+    from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
     from sparkfab.measure.model import from_config
 
     monkeypatch.setenv("HF_TOKEN", TOKEN)
@@ -188,6 +188,9 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         for name in ("L1", "L2"):
             measured = run200["tests"][name]["prefill_bytes_per_token"]["mean"]
             assert abs(measured / estimate - 1) < 0.02, (name, measured, estimate)
+        # a short prompt: beyond the formula, its one pass's ring steps and first token's scores
+        short = gloo_prefill_bytes_per_token(Setup(config, 2), 128)
+        assert abs(run200["tests"]["L4"]["prefill_bytes_per_token"]["mean"] / short - 1) < 0.02, short
         # decode: the all-reduces and the scores' all-gather (Gloo), and rank 0's broadcast of
         # each step's call to the other node (vLLM's MessageQueue), which the estimate leaves out
         per_output = gloo_view(Setup(config, 2)).decode_bytes_per_token
@@ -301,3 +304,37 @@ def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
             _engines(cluster, [h["name"] for h in json.loads(sparkfab("plan", inv, "--format", "json").out)["hosts"]])
             == []
         )
+
+
+def test_real_vllm_tp8_behind_the_switch(tmp_path):
+    """The paper's cluster: eight Sparks behind a CRS804 at TP8, vLLM's CPU build in each Spark's
+    Docker, one round of a long and a short prompt measured on rank 0's fabric netdevs: the long
+    one's traffic per prompt token is the paper's TP8 formula (5 all-reduces x 2,048 B x 7/4), the
+    short one's the lab engine's Gloo estimate (the formula, each ring step's fixed bytes and the
+    first token's scores), each within 2 %; decode as at TP2."""
+    from sparkfab.measure.estimate import Setup, bytes_per_token
+    from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
+    from sparkfab.measure.model import from_config
+
+    inv, cluster = "inventory/switch8-crs804-200.yml", "sw8"
+    with lab(inv, cluster, engine="vllm"):
+        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+        started = sparkfab("serve", "start", inv, "--lab", "-q")
+        assert started.code == 0, started.err
+        s = json.loads(sparkfab("lab", "status", inv, "--format", "json").out)["serving"]["glm"]
+        assert s["tp"] == 8
+        cmd = [sys.executable, "-m", "sparkfab", "lab", "exec", inv, "--net-only", s["head"], "--"]
+        cmd += [sys.executable, "-m", "sparkfab", "bench", "--url", s["url"], "--model", s["model"]]
+        cmd += ["--plan", "L1,L4", "--rounds", "1", "--warmup", "0", "--idle-seconds", "1", "--inventory", inv]
+        cmd += ["--lab", "--counters-host", s["head"], "--source", "netdev", "-o", str(tmp_path / "run")]
+        res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+        assert res.returncode == 0, res.stderr[-3000:]
+        tests = json.loads((tmp_path / "run/summary.json").read_text())["tests"]
+        setup = Setup(from_config(str(tmp_path / "run/model-config.json")), 8)
+        long, short = (tests[t]["prefill_bytes_per_token"]["mean"] for t in ("L1", "L4"))
+        assert abs(long / bytes_per_token(setup) - 1) < 0.02, (long, bytes_per_token(setup))
+        assert abs(short / gloo_prefill_bytes_per_token(setup, 128) - 1) < 0.02, short
+        # decode: rank 0 also broadcasts each step's call to the seven other nodes (MessageQueue)
+        per_output = tests["L4"]["decode_bytes_per_token"]["mean"] / gloo_view(setup).decode_bytes_per_token
+        assert 1.0 < per_output < 1.2, per_output
+        assert sparkfab("serve", "stop", inv, "--lab", "-q").code == 0

@@ -158,7 +158,8 @@ def print_estimate(r: Estimate) -> None:
         g = r.gloo
         c.print(
             f"the lab's engine (Gloo over TCP, about {g.step_bytes} B per ring step beyond the payload): "
-            f"prefill {g.prefill_bytes_per_token:,.0f} B per prompt token; decode "
+            f"prefill {g.prefill_bytes_per_token:,.0f} B per prompt token and {g.prefill_pass_bytes:,.0f} B per "
+            "prefill pass (its ring steps, the first token's scores); decode "
             f"{g.decode_bytes_per_token:,.0f} B per output token (the formula alone: "
             f"{g.decode_bytes_per_token_formula:,.0f} B)"
         )

@@ -79,6 +79,7 @@ class GlooView:
     (`sparkfab.measure.gloo.gloo_view`)."""
 
     prefill_bytes_per_token: float
+    prefill_pass_bytes: float  # beyond those, once per prefill pass: ring steps, first token's scores
     decode_bytes_per_token_formula: float
     decode_bytes_per_token: float
     step_bytes: int

@@ -5,7 +5,9 @@ a Gloo all-reduce of S bytes sends S * f * 1.0025 + 2(N-1) * 790 bytes per rank:
 payload exactly, 0.25 % of headers, and about 790 bytes per ring step (TCP/IP headers, the
 acknowledgements a rank sends for what it receives, Gloo's message header). For a prefill that
 is the paper's formula within 0.3 %; for decode (S = H * b per token) the fixed part is of the
-same order as the payload. A decode pass also all-gathers the token scores (`logits_bytes`).
+same order as the payload. A decode pass also all-gathers the token scores (`logits_bytes`), and
+so does the prefill's one pass for each request's first token: on a short prompt that pass's
+fixed bytes are a visible share (128 tokens at TP8: 2.7 %, `gloo_prefill_bytes_per_token`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def gloo_view(s: Setup) -> GlooView:
     logits = logits_bytes(s, s.batch)
     return GlooView(
         prefill_bytes_per_token=a * per_value * ring_factor(s.tp) * (1 + GLOO_PAYLOAD_OVERHEAD),
+        prefill_pass_bytes=a * gloo_bytes_per_allreduce(0, s.tp) + gloo_bytes_per_allgather(logits, s.tp),
         decode_bytes_per_token_formula=a * per_value * ring_factor(s.tp) + logits * (s.tp - 1) / s.tp / s.batch,
         decode_bytes_per_token=(
             a * gloo_bytes_per_allreduce(per_value * s.batch, s.tp) + gloo_bytes_per_allgather(logits, s.tp)
@@ -55,3 +58,11 @@ def gloo_view(s: Setup) -> GlooView:
         / s.batch,
         step_bytes=GLOO_STEP_BYTES,
     )
+
+
+def gloo_prefill_bytes_per_token(s: Setup, prompt_tokens: int) -> float:
+    """Bytes one rank sends per prompt token for `prompt_tokens` prefilled in one pass (a
+    round's `s.batch` requests together): each all-reduce over the whole prompt, with Gloo's
+    per-step bytes, and the all-gather of the scores of every request's first token."""
+    view = gloo_view(s)
+    return view.prefill_bytes_per_token + view.prefill_pass_bytes / prompt_tokens

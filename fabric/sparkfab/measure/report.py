@@ -21,7 +21,7 @@ from sparkfab.errors import Unavailable
 from sparkfab.measure import records, sampler, traffic, vllmstats
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
 from sparkfab.measure.estimate import decode as decode_pass
-from sparkfab.measure.gloo import gloo_view
+from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
 from sparkfab.measure.plots import pyplot
 from sparkfab.measure.reporttext import MIN_SAMPLES, THROUGHPUT, markdown, sections
 from sparkfab.measure.runs import SavedRun, dist, link_gbps, samples, server_side
@@ -56,8 +56,11 @@ def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, li
             "b": _plain(tb.prefill_bytes_per_token) if tb else None,
             "estimate": bytes_per_token(setup) if setup else None,
         }
-        bytes_rows.append(brow)
         batch = replace(setup, batch=max(ta.requests, 1)) if setup else None
+        if gloo and batch and ta.prompt_tokens:
+            # the lab's engine: Gloo's bytes beyond the payload and the first token's pass
+            brow["gloo"] = gloo_prefill_bytes_per_token(batch, ta.prompt_tokens * batch.batch)
+        bytes_rows.append(brow)
         decode_bytes.append(
             {
                 "test": name,

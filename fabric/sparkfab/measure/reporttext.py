@@ -192,20 +192,26 @@ def _traffic_rows(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
     sizes = [x for r in rows for x in (r["estimate"], (r["a"] or {}).get("mean")) if x]
     unit, scale = ("MB", 1e-6) if not sizes or max(sizes) >= 1e6 else ("kB", 1e-3)
 
-    def versus(r: dict[str, Any]) -> str:
-        vs = [f"{x['mean'] / r['estimate'] - 1:+.2%}" for x in (r["a"], r["b"]) if x and r["estimate"]]
+    def versus(r: dict[str, Any], key: str = "estimate") -> str:
+        vs = [f"{x['mean'] / r[key] - 1:+.2%}" for x in (r["a"], r["b"]) if x and r.get(key)]
         return " / ".join(vs) or "-"
 
-    return [
-        {
+    # the lab's engine (Gloo over TCP): its own estimate beside the paper's, where a run has one
+    gloo = any(r.get("gloo") for r in rows)
+    out = []
+    for r in rows:
+        row = {
             "test": r["test"],
             "a": _fmt(r["a"], unit, scale),
             "b": _fmt(r["b"], unit, scale),
             "estimate": f"{_g(r['estimate'] * scale)} {unit}" if r["estimate"] else "-",
             "measured vs estimate": versus(r),
         }
-        for r in rows
-    ]
+        if gloo:
+            row["Gloo estimate"] = f"{_g(r['gloo'] * scale)} {unit}" if r.get("gloo") else "-"
+            row["measured vs Gloo"] = versus(r, "gloo")
+        out.append(row)
+    return out
 
 
 #: the longest text one cell of the Markdown report holds (a run's metadata of 50,000 keys is not a table)
