@@ -128,10 +128,11 @@ lab_image() {
 
 # steps run in the background, each into its own log
 logs=$(mktemp -d "${TMPDIR:-/tmp}/sparkfab-setup.XXXXXX")
-declare -A pids=()
+declare -A pids=() began=()
 start() {  # start NAME FUNCTION: run FUNCTION in the background, its output into NAME's log
   ( set -euo pipefail; "$2" ) > "$logs/$1.log" 2>&1 &
   pids[$1]=$!
+  began[$1]=$SECONDS
 }
 failed=()
 finish() {  # finish NAME: wait for NAME's step; a failure is named with the end of its log
@@ -139,6 +140,9 @@ finish() {  # finish NAME: wait for NAME's step; a failure is named with the end
     failed+=("$1")
     echo "setup: $1 failed; the end of its log ($logs/$1.log):" >&2
     tail -n 30 "$logs/$1.log" >&2
+  else
+    # when it ended (or, waited for after another step, by then), from the start of setup
+    echo "setup: $1 done by ${SECONDS} s (started at ${began[$1]} s)" >&2
   fi
   unset "pids[$1]"
 }
