@@ -21,16 +21,27 @@ trap 'rm -rf "$work"' EXIT
 git clone -q "$src" "$work/clone"
 git -C "$work/clone" checkout -q "$commit"
 mkdir -p "$work/shims" "$work/uv-cache" "$work/pip-cache" "$work/images"
-cat > "$work/shims/dpkg-query" <<'EOF'
+real_apt=$(command -v apt-get) real_query=$(command -v dpkg-query)
+# setup's own calls only (its exact words); every other caller (mmdebstrap building the lab image)
+# gets the real programs
+cat > "$work/shims/dpkg-query" <<EOF
 #!/bin/sh
-exit 1  # a fresh machine: none of setup's Debian packages is installed
+# setup asks: dpkg-query -W -f='\${Status}' PKG; a fresh machine has none of its packages
+if [ "\$#" = 3 ] && [ "\$1" = -W ] && [ "\$2" = '-f=\${Status}' ]; then exit 1; fi
+exec "$real_query" "\$@"
 EOF
 cat > "$work/shims/apt-get" <<EOF
 #!/bin/sh
-# update: mmdebstrap fetches its own lists; install: setup's packages into a new root
-case " \$* " in *" install "*) ;; *) exit 0 ;; esac
-pkgs=\$(for a in "\$@"; do case "\$a" in -*|install) ;; *) printf '%s,' "\$a" ;; esac; done)
-exec env PATH="$PATH" mmdebstrap --variant=minbase --quiet --include="\${pkgs%,}" bookworm "$work/apt-root"
+# setup's update is left to mmdebstrap (it fetches its own lists); setup's install puts the same
+# packages into a new root
+if [ "\$*" = "update -qq" ]; then exit 0; fi
+case "\$*" in
+  "install -y -qq --no-install-recommends "*)
+    shift 4
+    pkgs=\$(printf '%s,' "\$@")
+    exec env PATH="$PATH" mmdebstrap --variant=minbase --quiet --include="\${pkgs%,}" bookworm "$work/apt-root" ;;
+esac
+exec "$real_apt" "\$@"
 EOF
 chmod +x "$work/shims/dpkg-query" "$work/shims/apt-get"
 
