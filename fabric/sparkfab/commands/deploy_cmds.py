@@ -90,7 +90,7 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     tree = target.render(flip.after)
     result = run_with_progress("linkspeed.yml", target, tree, opts, plan=flip.after, limit=flip.limit)
     if result.failures and not args.check:
-        # the first play checks every host and stops all of them when one fails; the push stops
+        # the first task checks every host and stops all of them when one fails; the push stops
         # every host when one fails in it, before serving is touched: the flip ends whole (the
         # push went everywhere, serving is what failed), not at all, or is rolled back
         if all(_serving(h.failed_task or "") for h in result.failures):

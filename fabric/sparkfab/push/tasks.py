@@ -13,7 +13,7 @@ SERVE_START = "Serve | Start the engine"
 #: serving's stop on a host: the engine's process stopped, its container removed
 SERVE_STOP = ("Serve | Stop the engine", "Serve | Remove the engine")
 #: the probe of the engine, which in a flip also checks that the host can write where the flip
-#: writes (linkspeed.yml's first play: a failure there is before any host changed)
+#: writes (linkspeed.yml's first task: a failure there is before any host changed)
 SERVE_PROBE = "Serve | Probe the engine"
 #: every task of the files role (roles/sparkfab_files): a kind of file installed
 FILES = "Files |"
