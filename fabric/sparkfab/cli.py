@@ -36,7 +36,7 @@ from sparkfab.commands import (
     verify_cmd,
 )
 from sparkfab.commands.common import Verb
-from sparkfab.errors import Exit, InventoryError, SparkfabError, Terminated, Unavailable, on_sigterm
+from sparkfab.errors import Exit, InventoryError, SparkfabError, Terminated, Unavailable, on_sigterm, readable
 
 #: every verb, in the order `sparkfab --help` lists them
 VERBS: tuple[Verb, ...] = (
@@ -57,33 +57,6 @@ VERBS: tuple[Verb, ...] = (
     *collection_cmd.VERBS,
     *completion_cmd.VERBS,
 )
-
-
-def _short(text: str, width: int = 300) -> str:
-    """Messages stay readable whatever the input held: control characters shown, not obeyed
-    (an ESC from a name would set the terminal's title or clear it), long lines cut."""
-    text = text.translate(_CONTROLS)
-    return "\n".join(line if len(line) <= width else _middle(line, width) for line in text.splitlines())
-
-
-def _middle(line: str, width: int) -> str:
-    """A long line fitted to `width`: its longest word (a path, a value) shortened in the middle
-    first, so both the culprit and the reason after it stay (`PATH: File name too long`), then
-    the line itself in its middle."""
-    words = line.split(" ")
-    longest = max(range(len(words)), key=lambda i: len(words[i]))
-    over = len(line) - width
-    word = words[longest]
-    if len(word) - over >= 24:
-        keep = len(word) - over - 3
-        words[longest] = word[: keep // 2] + "..." + word[len(word) - (keep - keep // 2) :]
-        return " ".join(words)
-    tail = width // 3
-    return line[: width - tail - 5] + " ... " + line[-tail:]
-
-
-#: C0 and C1 control characters but line feed and tab, as Python writes them in a literal
-_CONTROLS = {c: repr(chr(c))[1:-1] for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"}
 
 
 class _Version(argparse.Action):
@@ -241,14 +214,14 @@ def _run(args: argparse.Namespace) -> int:
         _inventory(args)
         return int(args.handler(args))
     except InventoryError as exc:
-        sys.stderr.write(_short(exc.render()) + "\n")
+        sys.stderr.write(readable(exc.render()) + "\n")
         return exc.exit_code
     except SparkfabError as exc:
-        sys.stderr.write(_short(f"sparkfab: {exc}") + "\n")
+        sys.stderr.write(readable(f"sparkfab: {exc}") + "\n")
         return exc.exit_code
     except OSError as exc:  # a file or socket the user named: missing, unreadable, not writable
         where = f"{exc.filename}: " if exc.filename else ""
-        sys.stderr.write(_short(f"sparkfab: {where}{exc.strerror or exc}") + "\n")
+        sys.stderr.write(readable(f"sparkfab: {where}{exc.strerror or exc}") + "\n")
         return Unavailable.exit_code
     except KeyboardInterrupt as exc:
         return _ended(exc)

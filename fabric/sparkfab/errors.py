@@ -170,3 +170,30 @@ def signals_deferred() -> Iterator[None]:
             handler(signum, None)
         elif handler == signal.SIG_DFL:
             signal.raise_signal(signum)
+
+
+def readable(text: str, width: int = 300) -> str:
+    """Messages stay readable whatever the input held: control characters shown, not obeyed
+    (an ESC from a name would set the terminal's title or clear it), long lines cut."""
+    text = text.translate(_CONTROLS)
+    return "\n".join(line if len(line) <= width else _middle(line, width) for line in text.splitlines())
+
+
+def _middle(line: str, width: int) -> str:
+    """A long line fitted to `width`: its longest word (a path, a value) shortened in the middle
+    first, so both the culprit and the reason after it stay (`PATH: File name too long`), then
+    the line itself in its middle."""
+    words = line.split(" ")
+    longest = max(range(len(words)), key=lambda i: len(words[i]))
+    over = len(line) - width
+    word = words[longest]
+    if len(word) - over >= 24:
+        keep = len(word) - over - 3
+        words[longest] = word[: keep // 2] + "..." + word[len(word) - (keep - keep // 2) :]
+        return " ".join(words)
+    tail = width // 3
+    return line[: width - tail - 5] + " ... " + line[-tail:]
+
+
+#: C0 and C1 control characters but line feed and tab, as Python writes them in a literal
+_CONTROLS = {c: repr(chr(c))[1:-1] for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"}

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,10 @@ class Judgement:
             )
             for (inst, judge, error), rs in ranks.items()
         ]
+
+
+#: verdicts by key that a run already has (`prefetch`'s), beside the cache
+Known = dict[str, dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -181,7 +186,7 @@ def _ask(spec: Engine, py: Path, items: list[_Launch]) -> list[dict[str, Any]]:
     return [{**r, "version": answer["version"]} for r in answer["results"]]
 
 
-def judge(plan: Plan, say: Any = None) -> Judgement:
+def judge(plan: Plan, say: Any = None, known: Known | None = None) -> Judgement:
     """Every launch of `plan` through its engine's own checks (cached), or the fallback's note;
     `say` hears, before the engine runs, what it is about to check (a first judgement takes
     seconds: without a word, validate looked hung)."""
@@ -189,7 +194,7 @@ def judge(plan: Plan, say: Any = None) -> Judgement:
     verdicts: list[Verdict] = []
     notes: list[str] = []
     for spec, items in _launches(plan).items():
-        found = _judge(plan, spec, items, notes, say)
+        found = _judge(plan, spec, items, notes, say, {} if known is None else known)
         if found is None:
             continue
         judges.append(found[0])
@@ -199,7 +204,7 @@ def judge(plan: Plan, say: Any = None) -> Judgement:
 
 
 def _judge(
-    plan: Plan, spec: Engine, items: list[_Launch], notes: list[str], say: Any = None
+    plan: Plan, spec: Engine, items: list[_Launch], notes: list[str], say: Any, known: Known
 ) -> tuple[str, list[Verdict]] | None:
     assert spec.oracle is not None
     py = engine_python(spec)
@@ -212,27 +217,10 @@ def _judge(
         )
         notes += _version_notes(plan, spec, f"{spec.title} {flags.version(spec)}")
         return None
-    ident = _identity(py, spec.oracle.dist)
-    store = cache_dir()
-    keys = [_key(ident, i) for i in items]
-    found = {k: _cached(store / f"{k}.json") for k in keys}
-    missing = [i for i, k in zip(items, keys, strict=True) if found[k] is None]
-    if missing:
-        if say is not None:
-            say(
-                f"{spec.title}'s own parser is checking {len(missing)} launch(es) of {plan.cluster} "
-                f"({py}; a first check takes seconds, each verdict is kept)"
-            )
-        try:
-            answers = _ask(spec, py, missing)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as exc:
-            notes.append(
-                f"{spec.title}'s own checks could not run ({exc}); flags and values were checked against the flag table"
-            )
-            return None
-        for item, answer in zip(missing, answers, strict=True):
-            found[_key(ident, item)] = answer
-        _keep(store, {_key(ident, i): a for i, a in zip(missing, answers, strict=True)}, notes)
+    found = _answers(spec, py, items, notes, say, plan.cluster, known)
+    if found is None:
+        return None
+    keys = [_key(_identity(py, spec.oracle.dist), i) for i in items]
     verdicts = []
     judge = spec.title
     for item, k in zip(items, keys, strict=True):
@@ -244,9 +232,60 @@ def _judge(
     return judge, verdicts
 
 
-def check(plan: Plan, say: Any = None) -> Judgement:
+def _answers(
+    spec: Engine, py: Path, items: list[_Launch], notes: list[str], say: Any, what: str, known: Known
+) -> dict[str, dict[str, Any] | None] | None:
+    """Each launch's verdict by key: from `known` (`prefetch`'s), the cache, or one run of the
+    engine's checks for all that have none; None where the checks could not run (said in `notes`)."""
+    assert spec.oracle is not None
+    ident = _identity(py, spec.oracle.dist)
+    store = cache_dir()
+    keys = [_key(ident, i) for i in items]
+    found = {k: known.get(k) or _cached(store / f"{k}.json") for k in keys}
+    missing = list({k: i for i, k in zip(items, keys, strict=True) if found[k] is None}.items())
+    if missing:
+        if say is not None:
+            say(
+                f"{spec.title}'s own parser is checking {len(missing)} launch(es) of {what} "
+                f"({py}; a first check takes seconds, each verdict is kept)"
+            )
+        try:
+            answers = _ask(spec, py, [i for _k, i in missing])
+        except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as exc:
+            notes.append(
+                f"{spec.title}'s own checks could not run ({exc}); flags and values were checked against the flag table"
+            )
+            return None
+        got = {k: a for (k, _i), a in zip(missing, answers, strict=True)}
+        found.update(got)
+        known.update(got)
+        _keep(store, got, notes)
+    return found
+
+
+def prefetch(plans: list[Plan], say: Any = None) -> Known:
+    """Ask each engine once for every launch of `plans` that has no verdict yet, for `check` of
+    each plan to find (validate of several inventories: one start of each engine's parser, a few
+    seconds each, instead of one per inventory, whether or not the cache can keep them). What
+    could not run is left for `check` to say per plan."""
+    known: Known = {}
+    by_engine: dict[str, tuple[Engine, list[_Launch]]] = {}
+    for plan in plans:
+        for spec, items in _launches(plan).items():
+            by_engine.setdefault(spec.name, (spec, []))[1].extend(items)
+    asks = [(spec, py, items) for spec, items in by_engine.values() if (py := engine_python(spec)) and enabled(spec)]
+    # the engines' parsers at once (each mostly imports its engine: vLLM's and SGLang's side by side)
+    with ThreadPoolExecutor(max_workers=max(1, len(asks))) as pool:
+        what = f"{len(plans)} inventories"
+        running = [pool.submit(_answers, spec, py, items, [], say, what, known) for spec, py, items in asks]
+    for done in running:
+        done.result()  # what _answers does not take as a note is this run's error, as without threads
+    return known
+
+
+def check(plan: Plan, say: Any = None, known: Known | None = None) -> Judgement:
     """`judge`, its notes said through `say`, and every refusal raised as an invalid inventory."""
-    verdict = judge(plan, say)
+    verdict = judge(plan, say, known)
     for note in verdict.notes:
         if say is not None:
             say(note)

@@ -112,3 +112,22 @@ def test_a_cache_that_cannot_be_written_still_judges_and_says_so(on, cli):
     assert res.code == 0, res.err
     assert "the engine's verdicts were not kept" in res.err and "every launch parsed by vLLM" in res.out + res.err
     assert os.path.isfile(cache / "sparkfab")
+
+
+def test_several_inventories_start_each_engines_parser_once(on, cli):
+    """`validate A B C`: each engine's parser checks the launches of all of them in one start (one
+    note per engine, not one per inventory), each inventory gets its own line, and one that its
+    engine refuses fails the run (exit 2) without hiding the verdicts on the others."""
+    bad = _ring4(on, "tools", flags={"enable-auto-tool-choice": True})
+    files = [str(REPO / f"inventory/{n}.yml") for n in ("ring4", "pair-1cable", "pair-sglang")] + [str(bad)]
+    res = cli("validate", *files)
+    assert res.code == 2, res.out + res.err
+    assert res.err.count("vLLM's own parser is checking") == 1 and "of 4 inventories" in res.err
+    sglang = oracle.engine_python(engines.engine("sglang")).exists()
+    assert res.err.count("SGLang's own parser is checking") == (1 if sglang else 0)
+    for f in files[:3]:
+        assert f"{f}: valid" in res.err
+    assert "--enable-auto-tool-choice requires --tool-call-parser" in res.err
+    # the verdicts are kept: each inventory alone now starts no parser
+    again = cli("validate", files[0])
+    assert again.code == 0 and "own parser is checking" not in again.err

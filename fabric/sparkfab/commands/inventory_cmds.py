@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -17,6 +18,9 @@ from sparkfab.plan import Plan
 from sparkfab.resolve import load_plan
 from sparkfab.spark import SPEEDS
 
+if TYPE_CHECKING:
+    from sparkfab.oracle import Known
+
 
 def _inventory_arg(p: argparse.ArgumentParser) -> None:
     add_inventory(p)
@@ -27,16 +31,49 @@ def _format_arg(p: argparse.ArgumentParser) -> None:
     add_format(p)
 
 
+def _validate_args(p: argparse.ArgumentParser) -> None:
+    _inventory_arg(p)
+    p.add_argument(
+        "more",
+        metavar="INVENTORY",
+        nargs="*",
+        help="more inventories, each checked in turn (each engine's parser starts once for all of them)",
+    )
+
+
 def validate(args: argparse.Namespace) -> int:
+    if not args.more:
+        return _validate(args.inventory, load_plan(args.inventory), args.quiet)
+    from sparkfab import oracle
+    from sparkfab.errors import InventoryError, readable
+
+    plans, failed = {}, 0
+    for source in [args.inventory, *args.more]:
+        try:
+            plans[source] = load_plan(source)
+        except InventoryError as exc:
+            sys.stderr.write(readable(exc.render()) + "\n")
+            failed = exc.exit_code
+    known = oracle.prefetch(list(plans.values()), None if args.quiet else _note)
+    for source, plan in plans.items():
+        try:
+            _validate(source, plan, args.quiet, known)
+        except InventoryError as exc:
+            sys.stderr.write(readable(exc.render()) + "\n")
+            failed = exc.exit_code
+    return failed or Exit.OK
+
+
+def _validate(source: str, plan: Plan, quiet: bool, known: Known | None = None) -> int:
+    """One inventory's plan judged by its engines' parsers, its warnings and notes, and a line."""
     from sparkfab import oracle
     from sparkfab.render.nccl import warnings
 
-    plan = load_plan(args.inventory)
-    verdict = oracle.check(plan, None if args.quiet else _note)
-    for w in [] if args.quiet else warnings(plan):
+    verdict = oracle.check(plan, None if quiet else _note, known)
+    for w in [] if quiet else warnings(plan):
         sys.stderr.write(f"warning: {w}\n")
     n_if = sum(len(h.ifaces) for h in plan.hosts)
-    if not args.quiet:
+    if not quiet:
         if plan.left_out:
             shown = ", ".join(plan.left_out[:10]) + (
                 f" and {len(plan.left_out) - 10} more" if len(plan.left_out) > 10 else ""
@@ -47,7 +84,7 @@ def validate(args: argparse.Namespace) -> int:
                 _note(f"instance {inst.name}: {inst.tp_unchecked}")
         judged = f"; every launch parsed by {verdict.version}" if verdict.version else ""
         sys.stderr.write(
-            f"{args.inventory}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
+            f"{source}: valid — {len(plan.hosts)} Sparks, {len(plan.rails)} rails, "
             f"{n_if} fabric interfaces, {len(plan.instances)} instance(s){judged}\n"
         )
     return Exit.OK
@@ -152,7 +189,10 @@ def schema_cmd(args: argparse.Namespace) -> int:
 
 VERBS = (
     Verb(
-        "validate", "Check an inventory: every problem at once (exit 2), or nothing (exit 0).", _inventory_arg, validate
+        "validate",
+        "Check an inventory: every problem at once (exit 2), or nothing (exit 0).",
+        _validate_args,
+        validate,
     ),
     Verb("plan", "Resolve an inventory: ranks, rails, subnets, addresses, peers, HCA lists.", _format_arg, plan_cmd),
     Verb("schema", "Print the inventory's JSON Schema (generated from the model).", _schema_args, schema_cmd),
