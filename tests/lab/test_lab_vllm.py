@@ -307,18 +307,34 @@ def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
 
 
 def test_real_vllm_tp8_behind_the_switch(tmp_path):
-    """The paper's cluster: eight Sparks behind a CRS804 at TP8, vLLM's CPU build in each Spark's
-    Docker, one round of a long and a short prompt measured on rank 0's fabric netdevs: the long
-    one's traffic per prompt token is the paper's TP8 formula (5 all-reduces x 2,048 B x 7/4), the
-    short one's the lab engine's Gloo estimate (the formula, each ring step's fixed bytes and the
-    first token's scores), each within 2 %; decode as at TP2."""
+    """The paper's cluster: eight Sparks behind a CRS804 at TP8. The push's cycle on the switch
+    (every host's steps as the run goes, a second apply that changes nothing, MTU 9000, verify
+    green with every host reached; ring4's full cycle in test_lab.py does the rest of it), then
+    vLLM's CPU build in each Spark's Docker, one round of a long and a short prompt measured on
+    rank 0's fabric netdevs: the long one's traffic per prompt token is the paper's TP8 formula
+    (5 all-reduces x 2,048 B x 7/4), the short one's the lab engine's Gloo estimate (the formula,
+    each ring step's fixed bytes and the first token's scores), each within 2 %; decode as at TP2."""
     from sparkfab.measure.estimate import Setup, bytes_per_token
     from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
     from sparkfab.measure.model import from_config
+    from sparkfab.resolve import load_plan
 
     inv, cluster = "inventory/switch8-crs804-200.yml", "sw8"
-    with lab(inv, cluster, engine="vllm"):
-        assert sparkfab("apply", inv, "--lab", "-q").code == 0
+    hosts = {h.name for h in load_plan(inv).hosts}
+    with lab(inv, cluster, engine="vllm") as up:
+        assert "8 booted Sparks" in up.err
+        first = sparkfab("apply", inv, "--lab")
+        assert first.code == 0, first.err
+        # no terminal here: a line per host and step as the run goes, before the table at its end
+        steps = [ln.split(": ", 2) for ln in first.err.splitlines() if ln.startswith(f"site.yml on {cluster}: ")]
+        assert {st[1] for st in steps} == hosts, first.err[-2000:]
+        again = sparkfab("apply", inv, "--lab", "-q")
+        assert again.code == 0 and "changed=0" in again.err, again.err
+        assert "9000" in ssh(cluster, "spark-01", "cat /sys/class/net/enP2p1s0f1np1/mtu").stdout
+        checked = sparkfab("verify", inv, "--lab", "--format", "json")
+        report = json.loads(checked.out)
+        assert checked.code == 0, [r for r in report["results"] if r["status"] == "fail"]
+        assert {r["host"] for r in report["results"] if r["check"] == "reach"} == hosts
         started = sparkfab("serve", "start", inv, "--lab", "-q")
         assert started.code == 0, started.err
         s = json.loads(sparkfab("lab", "status", inv, "--format", "json").out)["serving"]["glm"]
