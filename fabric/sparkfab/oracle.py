@@ -217,14 +217,13 @@ def _judge(
         )
         notes += _version_notes(plan, spec, f"{spec.title} {flags.version(spec)}")
         return None
-    found = _answers(spec, py, items, notes, say, plan.cluster, known)
-    if found is None:
+    answers = _answers(spec, py, items, notes, say, plan.cluster, known)
+    if answers is None:
         return None
-    keys = [_key(_identity(py, spec.oracle.dist), i) for i in items]
     verdicts = []
     judge = spec.title
-    for item, k in zip(items, keys, strict=True):
-        a = found[k] or {}
+    for item, found in zip(items, answers, strict=True):
+        a = found or {}
         judge = f"{spec.title} {a.get('version')}"
         verdicts.append(
             Verdict(item.instance, item.rank, bool(a.get("ok")), str(a.get("error", "")), bool(item.model_dir), judge)
@@ -234,9 +233,10 @@ def _judge(
 
 def _answers(
     spec: Engine, py: Path, items: list[_Launch], notes: list[str], say: Any, what: str, known: Known
-) -> dict[str, dict[str, Any] | None] | None:
-    """Each launch's verdict by key: from `known` (`prefetch`'s), the cache, or one run of the
-    engine's checks for all that have none; None where the checks could not run (said in `notes`)."""
+) -> list[dict[str, Any] | None] | None:
+    """Each launch's verdict, in the order of `items`: from `known` (`prefetch`'s), the cache, or
+    one run of the engine's checks for all that have none; None where the checks could not run
+    (said in `notes`)."""
     assert spec.oracle is not None
     ident = _identity(py, spec.oracle.dist)
     store = cache_dir()
@@ -260,7 +260,7 @@ def _answers(
         found.update(got)
         known.update(got)
         _keep(store, got, notes)
-    return found
+    return [found[k] for k in keys]
 
 
 def prefetch(plans: list[Plan], say: Any = None) -> Known:

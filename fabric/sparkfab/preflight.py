@@ -97,8 +97,8 @@ TOOLS = (
     (
         "lldpd",
         "command -v lldpcli >/dev/null && lldpcli show chassis >/dev/null",
-        "lldpd is not running: `apt-get install lldpd`, or apply installs it (verify's cabling and "
-        "discover read LLDP; apply sets its port ids to the netdevs' names)",
+        "lldpd is not running: `apt-get install lldpd` (apply installs it where lldpcli is missing; "
+        "verify's cabling and discover read LLDP; apply sets its port ids to the netdevs' names)",
     ),
     (
         "perftest",
