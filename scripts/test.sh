@@ -3,19 +3,20 @@
 # Unit and golden tests run anywhere; lab tests (network namespaces, booted machines) need root.
 # A plain `pytest` runs only the unit and golden tier (tests/unit, about 75 s on 2 cores, -n auto).
 #
-# Without arguments, three runs: every tier but `lab` and `timing` on two pytest-xdist workers;
+# Without arguments, three runs: every tier but `lab`, `timing` and `newest` (scripts/newest.sh,
+# not a gate) on two pytest-xdist workers;
 # then the lab tier, one lab at a time (its booted Sparks and Ansible keep both cores busy); then
 # the `timing` tier alone, since a loaded machine misses its wall-clock bounds without a bug.
-# With arguments: one serial run of every tier (`-m ""`, `-n 0`); later -m or -n arguments change it.
+# With arguments: one serial run of every tier but `newest` (`-n 0`); later -m or -n arguments change it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 if [ "$#" -gt 0 ]; then
-    exec .venv/bin/python -m pytest -m "" -n 0 "$@"
+    exec .venv/bin/python -m pytest -m "not newest" -n 0 "$@"
 fi
 rc=0
-.venv/bin/python -m pytest -m "not lab and not timing" -n 2 || rc=1
+.venv/bin/python -m pytest -m "not lab and not timing and not newest" -n 2 || rc=1
 .venv/bin/python -m pytest -m lab -n 0 --durations=50 || rc=1
 # the timing tier on a settled machine: what the lab ended (its machines, Docker) winds down
 # for a while after the last lab test, and the 1-minute load average says when it has

@@ -58,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 #: a test's tier is its folder: tests/lab, tests/slow and tests/quality carry their marker
-TIERS = {"lab": "lab", "slow": "slow", "quality": "quality"}
+TIERS = {"lab": "lab", "slow": "slow", "quality": "quality", "newest": "newest"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

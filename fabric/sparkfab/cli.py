@@ -16,7 +16,7 @@ import tempfile
 import traceback
 from collections.abc import Sequence
 
-from sparkfab import __version__
+from sparkfab import __version__, others
 from sparkfab.commands import (
     bench_cmds,
     collection_cmd,
@@ -145,8 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+    words = sys.argv[1:] if argv is None else argv
+    others.keep_quiet(_verbosity(words))  # before the verbs' modules load: an import may warn
     try:
-        words = sys.argv[1:] if argv is None else argv
         args = parser(_verb(words)).parse_args(words)  # a signal here (a slow start-up) ends it as one later does
     except KeyboardInterrupt as exc:
         return _ended(exc)
@@ -158,6 +159,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _verbosity(words: Sequence[str]) -> int:
+    """How many -v a command line gives (as its verb's parser will count them), before parsing."""
+    count = 0
+    for w in words:
+        if w == "--":
+            break
+        if w == "--verbose":
+            count += 1
+        elif w.startswith("-") and not w.startswith("--") and set(w[1:]) == {"v"}:
+            count += len(w) - 1
+    return count
 
 
 def _utf8_files() -> None:

@@ -61,6 +61,7 @@ LAYERS = (
             "sparkfab.lock",
             "sparkfab.paths",
             "sparkfab.proc",
+            "sparkfab.others",
             "sparkfab.assets",
         ),
     ),

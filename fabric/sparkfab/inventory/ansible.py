@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab import yamlload
+from sparkfab import others, yamlload
 from sparkfab.errors import InventoryError, Problem, Unavailable, UsageError
 from sparkfab.inventory.ansible_child import parts, plain
 
@@ -265,7 +265,8 @@ def _child(*args: str, stdin: str = "") -> dict[str, Any]:
     for line in said:
         sys.stderr.write(line + "\n")
     answer: dict[str, Any] = json.loads(res.stdout)
-    answer[WARNED] = bool(said)
+    # Ansible's own warnings, not another package's Python warning (shown only with -v)
+    answer[WARNED] = any(not line.startswith(("Traceback", "  ")) for line in others.own_lines("\n".join(lines)))
     return answer
 
 

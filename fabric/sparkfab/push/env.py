@@ -18,6 +18,8 @@ RUN_ENV = frozenset(
         *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "TMPDIR", "LANG", "LANGUAGE"),
         *("SSH_AUTH_SOCK", "SSH_AGENT_PID", "KRB5CCNAME"),
         *("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
+        # other packages' Python warnings, kept out of the run's output unless -v (sparkfab.others)
+        "PYTHONWARNINGS",
     }
 )
 RUN_ENV_PREFIXES = ("LC_", "ANSIBLE_")
