@@ -90,13 +90,8 @@ class LabPaths:
 
     @property
     def logs(self) -> Path:
-        """The switches' lldpd and other daemons' logs."""
+        """The switches' frame senders' and other daemons' logs."""
         return self.dir / "logs"
-
-    @property
-    def switch_lldpd(self) -> Path:
-        """The switches' lldpd configuration."""
-        return self.dir / "switch-lldpd.conf"
 
     @property
     def bin(self) -> Path:

@@ -4,12 +4,14 @@ mode, and reboots for real; and the paths only a Spark took before are taken in 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from sparkfab.lab.spec import shipped_hostname
 from tests.conftest import REPO
 from tests.helpers.lab import lab, machine_init, requires_lab, sparkfab, ssh
 
@@ -42,7 +44,10 @@ def test_a_spark_is_a_booted_machine_with_its_own_init_and_docker():
         probe = ssh(
             "pair1", "spark-b", "cat /proc/1/comm; systemctl is-system-running; hostname; id -un; sudo -n id -un"
         )  # (root already: sudo asks nothing)
-        assert probe.stdout.split() == ["systemd", "running", "spark-b", "root", "root"], probe.stdout + probe.stderr
+        # named as DGX OS names a Spark, not by its inventory key
+        shipped = shipped_hostname("pair1", "spark-b")
+        assert re.fullmatch(r"spark-[0-9a-f]{4}", shipped) and shipped != "spark-b"
+        assert probe.stdout.split() == ["systemd", "running", shipped, "root", "root"], probe.stdout + probe.stderr
         units = ssh("pair1", "spark-a", "systemctl is-active ssh systemd-networkd lldpd docker containerd")
         assert units.stdout.split() == ["active"] * 5
         # a Spark's owner logs in and becomes root through sudo with the login's password (the

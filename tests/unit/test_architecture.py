@@ -62,6 +62,7 @@ LAYERS = (
             "sparkfab.paths",
             "sparkfab.proc",
             "sparkfab.others",
+            "sparkfab.lldp",
             "sparkfab.assets",
         ),
     ),

@@ -1,6 +1,11 @@
 """What lldpd heard on a host's netdevs, and the host's own chassis: the LLDP facts that verify's
-cabling check, discover and the lab's drills read (`lldpcli -f json`, whose shape changes with
-the count: one item is a dict, several a list)."""
+cabling check, discover and the lab's drills read.
+
+lldpcli is asked for `-f json0`, where every announced text is a JSON value: its `-f json` writes
+a neighbour's system name as an object key without escaping it, so one neighbour whose name holds
+a quote or a newline made the whole listing unreadable (lldpd 1.0.16, tried:
+tests/data/captured/lldpcli-hostile-*). `-f json`'s own shape (one item a dict, several a list)
+is read as well. A listing that is still not JSON is no answer, never a crash."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from typing import Any, NamedTuple
 from sparkfab.facts import Fact
 from sparkfab.facts.netdevs import LINKS, Link, links
 from sparkfab.facts.remote import Answer
+from sparkfab.lldp import frame as lf
 
 
 class Neighbour(NamedTuple):
@@ -21,6 +27,12 @@ class Neighbour(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.system}:{self.port}"
+
+    @classmethod
+    def of_frame(cls, frame: lf.Frame) -> Neighbour:
+        """What an LLDPDU says, as lldpd would list it (a MAC port id as aa:bb:..., texts with any
+        byte that is not UTF-8 escaped)."""
+        return cls(frame.text(frame.sys_name), frame.port_text, frame.chassis_text, frame.text(frame.port_descr))
 
 
 def _entries(value: Any) -> list[dict[str, Any]]:
@@ -39,9 +51,51 @@ def _chassis(info: dict[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
+def _value(items: Any) -> str:
+    """json0's [{"value": V}] (or json's bare V) as text."""
+    if isinstance(items, list):
+        items = items[0] if items else ""
+    if isinstance(items, dict):
+        items = items.get("value", "")
+    return "" if items is None or isinstance(items, (dict, list)) else str(items)
+
+
+def _neighbours0(data: list[Any]) -> dict[str, list[Neighbour]]:
+    """`lldpcli -f json0 show neighbors`: lists everywhere, the interface's name a value."""
+    out: dict[str, list[Neighbour]] = {}
+    for block in (b for b in data if isinstance(b, dict)):
+        for info in (i for i in block.get("interface") or [] if isinstance(i, dict)):
+            chassis = next((c for c in info.get("chassis") or [] if isinstance(c, dict)), {})
+            port = next((p for p in info.get("port") or [] if isinstance(p, dict)), {})
+            out.setdefault(_value(info.get("name")), []).append(
+                Neighbour(
+                    _value(chassis.get("name")),
+                    _value(port.get("id")),
+                    _value(chassis.get("id")),
+                    _value(port.get("descr")),
+                )
+            )
+    return out
+
+
+class Unreadable(ValueError):
+    """What lldpcli printed does not parse."""
+
+
+def _load(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        raise Unreadable(f"lldpcli printed what is not JSON: {text[:80]!r}") from None
+    return data if isinstance(data, dict) else {}
+
+
 def neighbours(lldpcli_json: str) -> dict[str, list[Neighbour]]:
-    """`lldpcli -f json show neighbors` -> {local interface: every neighbour it heard}."""
-    data = json.loads(lldpcli_json or "{}").get("lldp") or {}
+    """`lldpcli -f json0 show neighbors` (or `-f json`) -> {local interface: every neighbour it
+    heard}. Raises Unreadable on a listing that is not JSON."""
+    data = _load(lldpcli_json).get("lldp") or {}
+    if isinstance(data, list):
+        return _neighbours0(data)
     out: dict[str, list[Neighbour]] = {}
     for entry in _entries(data.get("interface") or []):
         for local, info in entry.items():
@@ -57,9 +111,13 @@ def neighbours(lldpcli_json: str) -> dict[str, list[Neighbour]]:
 
 
 def local_chassis(lldpcli_json: str) -> set[str]:
-    """`lldpcli -f json show chassis` -> the host's own system name and chassis id (what its
-    twins announce to each other), to be left out of what a netdev hears."""
-    data = json.loads(lldpcli_json or "{}").get("local-chassis") or {}
+    """`lldpcli -f json0 show chassis` (or `-f json`) -> the host's own system name and chassis id
+    (what its twins announce to each other), to be left out of what a netdev hears."""
+    data = _load(lldpcli_json).get("local-chassis") or {}
+    if isinstance(data, list):
+        block = next((b for b in data if isinstance(b, dict)), {})
+        chassis = next((c for c in block.get("chassis") or [] if isinstance(c, dict)), {})
+        return {x for x in (_value(chassis.get("name")), _value(chassis.get("id"))) if x}
     return {x for x in _chassis(data) if x}
 
 
@@ -72,6 +130,7 @@ class Heard:
     links: dict[str, Link] | None = None  # None: `ip` gave no readable listing
     own: frozenset[str] = frozenset()
     ports: dict[str, list[Neighbour]] = field(default_factory=dict)
+    unreadable: str = ""  # why lldpcli's listing could not be read (answered, but nothing known)
 
     @property
     def carrier(self) -> frozenset[str] | None:
@@ -88,13 +147,16 @@ def _heard(answer: Answer) -> Heard:
         found: dict[str, Link] | None = links(listing)
     except ValueError:
         found = None
-    return Heard(True, found, frozenset(local_chassis(chassis)), neighbours(heard))
+    try:
+        return Heard(True, found, frozenset(local_chassis(chassis)), neighbours(heard))
+    except Unreadable as exc:
+        return Heard(True, found, unreadable=str(exc))
 
 
 #: the netdevs' carrier, the host's own chassis, then what lldpd heard (the command's exit status
 #: is lldpcli's: lldpd not running fails it)
 NEIGHBOURS = Fact(
     "neighbours",
-    lambda: f"{LINKS.command()}; echo @@; lldpcli -f json show chassis; echo @@; lldpcli -f json show neighbors",
+    lambda: f"{LINKS.command()}; echo @@; lldpcli -f json0 show chassis; echo @@; lldpcli -f json0 show neighbors",
     _heard,
 )

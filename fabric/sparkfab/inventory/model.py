@@ -124,7 +124,7 @@ class SwitchBlock(Strict):
     speed: Literal[100, 200, 400, 800] | None = None
     subnets: list[Subnet] | None = None
     #: the switch's operating system, which names its ports (default: the model's; `switchos`)
-    os: Literal["routeros", "cumulus", "generic"] | None = None
+    os: Literal["routeros", "cumulus", "sonic", "generic"] | None = None
     #: the system name it announces over LLDP, where that is not its key here (RouterOS: its identity)
     lldp_name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)] | None = None
 

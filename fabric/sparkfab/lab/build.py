@@ -24,8 +24,6 @@ from sparkfab.lab.state import LabState, is_up
 from sparkfab.paths import LabPaths, lab_dir, lab_inventory
 from sparkfab.spark import LinkSpeed
 
-SWITCH_LLDP = "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n"
-
 
 def up(
     spec: LabSpec, inventory: str, engine: LabEngine, mode: LinkSpeed, tps: set[int], keep_ray: bool = False
@@ -72,8 +70,7 @@ def _build(
     for m in ms:
         machine.prepare(spec, m, root, spec.paths.keys, line)
         pids[f"{m.node.name}.machine"] = machine.start(spec, m, root, extra)
-    spec.paths.switch_lldpd.write_text(SWITCH_LLDP)
-    pids |= daemons.start_switches(spec, spec.paths.switch_lldpd)
+    pids |= daemons.start_switches(spec)
     with cf.ThreadPoolExecutor(max_workers=len(ms) or 1) as pool:
         again = pool.map(lambda m: boot.boot(m, lambda: machine.start(spec, m, root, extra)), ms)
         for m, pid in zip(ms, list(again), strict=True):

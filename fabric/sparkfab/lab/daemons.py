@@ -1,7 +1,7 @@
 """The lab's own processes, and ending them: only ever by pid, and only a process that is ours.
 
-A lab Spark is a machine (`lab.machine`); what runs here besides is each switch's lldpd, in the
-switch's network namespace with a private /run (its socket). Every process of a Spark runs in
+A lab Spark is a machine (`lab.machine`); what runs here besides is each switch's frame sender,
+in the switch's network namespace. Every process of a Spark runs in
 its network namespace, so ending a lab's processes is ending what runs in its namespaces.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -22,36 +22,25 @@ from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.spec import LabSpec
 from sparkfab.paths import lab_dir, lab_state
 
+#: sparkfab's LLDP frame sender and listener (run here for the lab's switches, on a Spark by discover)
+PROBE = Path(__file__).resolve().parents[1] / "assets" / "lldp_probe.py"
 
-def start_switches(spec: LabSpec, conf: Path) -> dict[str, int]:
-    """lldpd on every switch's ports, with `conf`: a switch announces its system name (its OS's
-    identity, `lldp_name`) and its ports' names as its OS names them (`sparkfab.switchos`)."""
+
+def start_switches(spec: LabSpec) -> dict[str, int]:
+    """Each switch as its OS is on the wire: the LLDPDUs its OS sends (`spec`'s, from
+    `switchos.Profile.frame`) on each of its ports, at its OS's interval, sent by sparkfab's own
+    frame sender (`assets/lldp_probe.py`, which only relays octets) in the switch's namespace."""
     pids: dict[str, int] = {}
     logs = spec.paths.logs
     logs.mkdir(exist_ok=True)
     for n in spec.nodes:
-        if n.kind != "switch":
+        if n.kind != "switch" or not n.frames:
             continue
-        script = (
-            "mount -t tmpfs -o mode=755 sf-run /run && mkdir -p /run/lldpd && "
-            f"hostname {shlex.quote(n.system or n.name)} && exec lldpd -d -O {conf} -I {shlex.quote(n.lldp_ifs)}"
-        )
-        argv = [
-            "ip",
-            "netns",
-            "exec",
-            n.ns,
-            "unshare",
-            "--uts",
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-        ]
+        send = dict(f.split(" ", 1) for f in n.frames)
+        config = json.dumps({"send": send, "every": n.interval_s or 30, "seconds": 0})
+        argv = ["ip", "netns", "exec", n.ns, sys.executable, "-I", str(PROBE), config]
         p = proc.spawn(argv, str(logs / f"{n.name}.log"))
-        pids[f"{n.name}.lldpd"] = p.pid
+        pids[f"{n.name}.lldp"] = p.pid
     return pids
 
 

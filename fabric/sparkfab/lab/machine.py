@@ -89,8 +89,9 @@ def prepare(spec: LabSpec, m: Machine, lower: Path, keys: Path, line_gbps: int) 
     for d in (m.upper, m.dir / "work", m.dir / "merged", m.dir / "docker", image.compile_cache()):
         d.mkdir(parents=True, exist_ok=True)
     n = m.node
-    _put(m, lower, "/etc/hostname", f"{n.name}\n", 0o644)
-    _put(m, lower, "/etc/hosts", f"127.0.0.1 localhost\n::1 localhost ip6-localhost\n{n.mgmt_ip} {n.name}\n", 0o644)
+    name = n.hostname or n.name  # a Spark as shipped names itself, not by its inventory key
+    _put(m, lower, "/etc/hostname", f"{name}\n", 0o644)
+    _put(m, lower, "/etc/hosts", f"127.0.0.1 localhost\n::1 localhost ip6-localhost\n{n.mgmt_ip} {name}\n", 0o644)
     host_key = keys / f"{n.name}.host"
     _put(m, lower, "/etc/ssh/ssh_host_ed25519_key", host_key.read_bytes(), 0o600)
     _put(m, lower, "/etc/ssh/ssh_host_ed25519_key.pub", host_key.with_suffix(".host.pub").read_bytes(), 0o644)

@@ -18,8 +18,10 @@ import hashlib
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
-from sparkfab import spark
+from sparkfab import catalog, spark, switchos
+from sparkfab.lldp import frame as lldp_frame
 from sparkfab.paths import LabPaths, lab_dir
 from sparkfab.plan import Host, Iface, Plan
 
@@ -41,6 +43,16 @@ def root_prefix(cluster: str) -> str:
     return f"sf-{lab_id(cluster)}-"
 
 
+def shipped_hostname(cluster: str, key: str) -> str:
+    """The name a lab Spark boots with: as DGX OS names a Spark (`spark-` and four hex digits, as
+    the seed's `spark-329f`), not the inventory's key, which is the operator's label (an LLDP
+    neighbour's system name is its hostname: verify and discover must know a Spark by what it
+    says of itself). Stable for a cluster and key, and never equal to the key."""
+    digest = hashlib.sha1(f"{cluster}/{key}".encode()).hexdigest()
+    name = f"spark-{digest[:4]}"
+    return name if name != key else f"spark-{digest[4:8]}"
+
+
 def mgmt_net(cluster: str) -> ipaddress.IPv4Network:
     index = int(lab_id(cluster), 16) % 512
     return list(MGMT_BASE.subnets(new_prefix=24))[index]
@@ -56,6 +68,10 @@ class Node:
     root_peer: str = ""
     lldp_ifs: str = ""
     system: str = ""  # a switch's LLDP system name (its OS's identity, `lldp_name`)
+    hostname: str = ""  # a Spark's name as shipped (`shipped_hostname`), never its inventory key
+    #: a switch's LLDPDUs, "<port> <hex>" per port, as its OS sends them (`switch_frames`)
+    frames: tuple[str, ...] = ()
+    interval_s: int = 0  # how often a switch announces, as its OS does as shipped
 
 
 @dataclass(frozen=True)
@@ -172,7 +188,16 @@ def spec(plan: Plan) -> LabSpec:
     hosts = list(net.hosts())
     rp = root_prefix(c)
     nodes = [
-        Node(h.name, ns_prefix(c) + h.name, "spark", h.mgmt_if, str(hosts[i]), f"{rp}m{i}", ",".join(spark.NETDEVS))
+        Node(
+            h.name,
+            ns_prefix(c) + h.name,
+            "spark",
+            h.mgmt_if,
+            str(hosts[i]),
+            f"{rp}m{i}",
+            ",".join(spark.NETDEVS),
+            hostname=shipped_hostname(c, h.name),
+        )
         for i, h in enumerate(plan.hosts)
     ]
     # the inventory's other hosts (a monitoring box): booted too, so that a touch would show
@@ -210,12 +235,55 @@ def spec(plan: Plan) -> LabSpec:
                 )
     veths += [switch_ports[k] for k in sorted(switch_ports)]
     nodes += [
-        Node(s, ns_of[s], "switch", lldp_ifs=",".join(sorted(ports[s])), system=plan.switch(s).lldp_name) for s in used
+        Node(
+            s,
+            ns_of[s],
+            "switch",
+            lldp_ifs=",".join(sorted(ports[s])),
+            system=plan.switch(s).lldp_name,
+            frames=switch_frames(plan, s),
+            interval_s=switchos.profile(_os(plan, s)).wire.interval_s,
+        )
+        for s in used
     ]
     nodes.append(Node(WIRES, wires, "wires"))
     bridges = tuple((ns_of[s], SWITCH_BRIDGE, plan.mtu) for s in used)
     bridges += tuple((wires, cable_bridge(k), plan.mtu) for k in sorted({v.cable for v in veths}))
     return LabSpec(c, lab_id(c), lab_dir(c), str(net), f"{rp}br", str(hosts[-1]), tuple(nodes), tuple(veths), bridges)
+
+
+#: the bridge the lab's RouterOS switches put their Spark ports in: one a site would name (the
+#: published Spark configurations use `bridge` and `bridge-fabric`), not RouterOS's default
+ROUTEROS_BRIDGE = "bridge-fabric"
+
+
+def _os(plan: Plan, name: str) -> switchos.SwitchOS:
+    return cast(switchos.SwitchOS, plan.switch(name).os)
+
+
+def switch_frames(plan: Plan, name: str) -> tuple[str, ...]:
+    """The LLDPDU switch `name` sends on each port a cable uses, "<port> <hex>", as its OS sends
+    it (`switchos.Profile.frame`): its identity the inventory's `lldp_name` (else its key), its
+    chassis a MAC of the lab's, a RouterOS port in the lab's bridge."""
+    sw = plan.switch(name)
+    model = catalog.MODELS.get(sw.model) or catalog.generic(sw.ports, sw.port_gbps)
+    profile = switchos.profile(_os(plan, name))
+    lane = spark.SPEEDS[plan.link_speed].lane_gbps
+    digest = hashlib.sha1(f"{plan.cluster}/{name}".encode()).hexdigest()
+    at = switchos.Announcer(
+        sw.lldp_name or name,
+        "02:" + ":".join(digest[i : i + 2] for i in range(0, 10, 2)),
+        ROUTEROS_BRIDGE if profile.os == "routeros" else None,
+    )
+    out: dict[str, str] = {}
+    for h in plan.hosts:
+        for i in h.ifaces:
+            if i.switch != name or not i.switch_port or not i.switch_port_id:
+                continue
+            port, leg = (int(x) for x in i.switch_port.split("/"))
+            du = lldp_frame.lldpdu(profile.frame(model, port, leg, model.lanes(port, lane), at))
+            out[i.switch_port_id] = du.hex()
+    return tuple(f"{port} {du}" for port, du in sorted(out.items()))
 
 
 def _switch_ns(cluster: str, names: list[str]) -> dict[str, str]:

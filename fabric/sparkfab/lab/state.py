@@ -55,7 +55,7 @@ class LabState:
                 **{
                     **spec,
                     "dir": Path(spec["dir"]),
-                    "nodes": tuple(Node(**n) for n in spec["nodes"]),
+                    "nodes": tuple(Node(**{**n, "frames": tuple(n.get("frames", ()))}) for n in spec["nodes"]),
                     "veths": tuple(Veth(**v) for v in spec["veths"]),
                     "switch_bridges": tuple(tuple(b) for b in spec["switch_bridges"]),
                 }

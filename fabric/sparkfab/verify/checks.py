@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Set
 from typing import Any
 
 from sparkfab.facts import gather, nft
-from sparkfab.facts.neighbours import NEIGHBOURS
+from sparkfab.facts.neighbours import NEIGHBOURS, Heard
 from sparkfab.facts.netdevs import ADDRESSES, LINKS, SPEEDS
 from sparkfab.facts.rdma import port_files
 from sparkfab.facts.remote import Remote
@@ -178,8 +178,9 @@ def _rail_peers(plan: Plan, host: Host) -> list[tuple[Any, str]]:
     return pairs
 
 
-def cabling(plan: Plan, host: Host, th: Remote) -> list[Result]:
-    heard = NEIGHBOURS.of(th)
+def cabling(plan: Plan, host: Host, heard: Heard, selves: Mapping[str, Set[str]] | None = None) -> list[Result]:
+    """The cabling rows of `host` from what its lldpd heard (`selves`: what every Spark says of
+    itself over LLDP, by key)."""
     if not heard.answered:
         return [
             Result(
@@ -195,7 +196,7 @@ def cabling(plan: Plan, host: Host, th: Remote) -> list[Result]:
     carrier = heard.carrier if heard.carrier is not None else set(_netdevs(host))
     # a neighbour lldpd still lists on a port without carrier is what it heard before the cable went
     seen = {k: v for k, v in heard.ports.items() if k in carrier}
-    return lldp.check_host(plan, host, seen, set(heard.own))
+    return lldp.check_host(plan, host, seen, set(heard.own), selves)
 
 
 def rdma(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]:

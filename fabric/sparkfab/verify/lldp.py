@@ -10,6 +10,7 @@ either of its twins. Which neighbour lldpd lists last is its arrival order, neve
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from typing import cast
 
 from sparkfab import catalog, spark, switchos
@@ -46,23 +47,41 @@ def known_switches(plan: Plan) -> dict[str, switchos.KnownSwitch]:
     return out
 
 
-def _matches(iface: Iface, want: tuple[str, str], n: Neighbour, known: dict[str, switchos.KnownSwitch]) -> bool:
-    """The far end the plan wants: a switch's port id as its OS names the lane (or, for a generic
-    switch of unknown naming, one its profile places on the same port and leg), or either twin
-    of the far Spark's port."""
+def _placed(plan: Plan, iface: Iface, n: Neighbour, known: dict[str, switchos.KnownSwitch]) -> bool:
+    """Whether a port id names the planned switch port as the planned switch's OS names it
+    (through its profile: a RouterOS bridge port's `bridge/qsfp56-dd-1-5` names `qsfp56-dd-1-5`,
+    a SONiC alias `etp1a` port 1's first leg)."""
+    assert iface.switch is not None
+    sw = next((k for k in known.values() if k.key == iface.switch), None)
+    return sw is not None and sw.place(n.port) == iface.switch_port
+
+
+def _matches(
+    plan: Plan,
+    iface: Iface,
+    want: tuple[str, str],
+    n: Neighbour,
+    known: dict[str, switchos.KnownSwitch],
+    selves: Mapping[str, Set[str]],
+) -> bool:
+    """The far end the plan wants: the planned switch's system name and a port id its OS's profile
+    places on the planned port and leg, or either twin of the far Spark's port, the far Spark
+    known by what it says of itself (its hostname, its chassis id: `selves`) and by its key
+    where it could not be asked."""
     if iface.switch:
-        if n.system != want[0]:
-            return False
-        sw = known.get(want[0])
-        return n.port == want[1] or (sw is not None and sw.os == "generic" and sw.place(n.port) == iface.switch_port)
+        return n.system == want[0] and _placed(plan, iface, n, known)
     far = spark.port_of(n.port) or spark.port_of(n.descr)  # a Spark as shipped: a MAC, its name in descr
-    return n.system == want[0] and far is not None and far[0] == iface.peer_port
+    names = selves.get(want[0]) or {want[0]}
+    heard_from = n.system in names or (bool(n.chassis) and n.chassis in names)
+    return heard_from and far is not None and far[0] == iface.peer_port
 
 
-def _detail(plan: Plan, iface: Iface, want: tuple[str, str], heard: list[Neighbour]) -> str:
+def _detail(
+    plan: Plan, iface: Iface, want: tuple[str, str], heard: list[Neighbour], known: dict[str, switchos.KnownSwitch]
+) -> str:
     """Why a port failed, as precisely as what it heard allows."""
     if iface.switch:
-        renamed = [n for n in heard if n.port == want[1] and n.system != want[0]]
+        renamed = [n for n in heard if _placed(plan, iface, n, known) and n.system != want[0]]
         if renamed:
             shipped = switchos.profile(cast(switchos.SwitchOS, plan.switch(iface.switch).os)).factory_name
             factory = f" ({shipped}'s name as shipped)" if renamed[0].system == shipped else ""
@@ -73,10 +92,19 @@ def _detail(plan: Plan, iface: Iface, want: tuple[str, str], heard: list[Neighbo
     return "wrong neighbour: cable in the wrong port (swapped?)"
 
 
-def check_host(plan: Plan, host: Host, seen: dict[str, list[Neighbour]], own: set[str] | None = None) -> list[Result]:
+def check_host(
+    plan: Plan,
+    host: Host,
+    seen: dict[str, list[Neighbour]],
+    own: set[str] | None = None,
+    selves: Mapping[str, Set[str]] | None = None,
+) -> list[Result]:
     """One row per fabric netdev: what the plan expects it to hear against what it heard
-    (`own`: the host's chassis, whose announcements are its own twins')."""
-    own = (own or set()) | {host.name}
+    (`own`: the host's chassis, whose announcements are its own twins'; `selves`: what each
+    Spark of the plan says of itself over LLDP, its system name and chassis id, by key: a Spark
+    is named as shipped, `spark-329f`, whatever the inventory calls it)."""
+    selves = selves or {}
+    own = (own or set()) | {host.name} | set(selves.get(host.name, ()))
     known = known_switches(plan)
     results = []
     for iface in host.ifaces:
@@ -88,8 +116,8 @@ def check_host(plan: Plan, host: Host, seen: dict[str, list[Neighbour]], own: se
             detail = "missing: no LLDP neighbour (dead or unplugged cable)"
             results.append(Result("cabling", host.name, label, expected, "-", FAIL, detail))
             continue
-        match = next((n for n in heard if _matches(iface, want, n, known)), None)
+        match = next((n for n in heard if _matches(plan, iface, want, n, known, selves)), None)
         actual = str(match) if match else ", ".join(str(n) for n in heard)
-        detail = "" if match else _detail(plan, iface, want, heard)
+        detail = "" if match else _detail(plan, iface, want, heard, known)
         results.append(Result("cabling", host.name, label, expected, actual, PASS if match else FAIL, detail))
     return results

@@ -5,10 +5,12 @@ from __future__ import annotations
 import concurrent.futures as cf
 import time
 from collections.abc import Callable
+from typing import cast
 
-from sparkfab import connection
+from sparkfab import connection, switchos
 from sparkfab.connection import Connection
 from sparkfab.facts import gather
+from sparkfab.facts.neighbours import NEIGHBOURS, Heard
 from sparkfab.facts.remote import Remote
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.tree import render
@@ -40,18 +42,49 @@ def _per_host(plan: Plan, host: Host, hosts: dict[str, Remote], files: dict[str,
     return out
 
 
-def _cabling(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> list[Result]:
-    """LLDP converges within a few transmit intervals after a re-cable: retry failures briefly."""
-    deadline = time.monotonic() + LLDP_WAIT_S
+def _heard(hosts: dict[str, Remote], names: list[str]) -> dict[str, Heard]:
+    with cf.ThreadPoolExecutor(max_workers=16) as pool:
+        return dict(zip(names, pool.map(lambda h: NEIGHBOURS.of(hosts[h]), names), strict=True))
+
+
+def _patience(plan: Plan, failed: list[Result]) -> float:
+    """How long cabling may wait for what is missing: a few seconds for Sparks (they are asked to
+    announce now), a switch's whole interval for a switch port that heard nobody yet (a switch
+    announces on its own timer: 30 s as its OS is shipped; nobody can ask it for a frame now)."""
+    wait = LLDP_WAIT_S
+    for r in failed:
+        iface = next((i for i in plan.host(r.host).ifaces if r.subject.startswith(i.netdev + " ")), None)
+        if iface is not None and iface.switch and r.actual == "-":
+            os = cast(switchos.SwitchOS, plan.switch(iface.switch).os)
+            wait = max(wait, switchos.profile(os).wire.interval_s + LLDP_WAIT_S)
+    return wait
+
+
+def _cabling(plan: Plan, hosts: dict[str, Remote], reachable: set[str], log: Callable[[str], None]) -> list[Result]:
+    """Every host's cabling rows, each far Spark known by what it says of itself. LLDP converges
+    within a transmit interval after a re-cable or a restart of lldpd: failures are read again,
+    the Sparks asked to announce now, for as long as `_patience` allows."""
+    names = [h.name for h in plan.hosts if h.name in reachable and h.ifaces]
+    start, asked = time.monotonic(), False
     while True:
-        with cf.ThreadPoolExecutor(max_workers=16) as pool:
-            parts = pool.map(
-                lambda h: checks.cabling(plan, h, hosts[h.name]),
-                [h for h in plan.hosts if h.name in reachable and h.ifaces],
-            )
-            results = [r for part in parts for r in part]
-        if all(r.status != FAIL for r in results) or time.monotonic() > deadline:
+        heard = _heard(hosts, names)
+        selves = {h: frozenset(v.own) for h, v in heard.items() if v.answered and v.own}
+        results = [r for h in names for r in checks.cabling(plan, plan.host(h), heard[h], selves)]
+        failed = [r for r in results if r.status == FAIL]
+        patience = _patience(plan, failed)
+        waited = time.monotonic() - start
+        if not failed or waited > patience:
             return results
+        if not asked:
+            with cf.ThreadPoolExecutor(max_workers=16) as pool:
+                list(pool.map(lambda h: hosts[h].run("lldpcli update"), names))
+            asked = True
+        if patience > LLDP_WAIT_S:
+            missing = sorted({f"{r.host}:{r.subject.split()[0]}" for r in failed if r.actual == "-"})
+            log(
+                f"verify: waiting for the switch's LLDP on {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}"
+                f" ({waited:.0f} of {patience:.0f} s: a switch announces on its own interval)"
+            )
         time.sleep(1.0)
 
 
@@ -83,7 +116,7 @@ def verify(
     report.results += [left_out(i.name, i.hosts, only) for i in plan.instances if i.name in partial and only]
     report.timing["hosts_s"] = round(time.perf_counter() - t0, 2)
     _said(log, report, f"links, addresses, sysctls, firewall, files, jumbo pings, RDMA on {len(reachable)} hosts", t0)
-    report.results += _cabling(plan, hosts, reachable)
+    report.results += _cabling(plan, hosts, reachable, log)
     report.results += _consistency(plan, hosts, reachable)
     report.results += images.image_checks(plan, hosts, reachable)
     states = serving.rank_states(plan, {h: hosts[h] for h in reachable})

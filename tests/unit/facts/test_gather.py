@@ -62,7 +62,7 @@ def test_the_gathering_names_everything_the_per_host_checks_ask(tmp_path):
     checks.config_checks(plan, host, th, rendered)
     checks.jumbo_pings(plan, host, th)
     checks.rdma(plan, host, th, exp)
-    checks.cabling(plan, host, th)
+    checks.cabling(plan, host, NEIGHBOURS.of(th))
     assert th.live == []
 
 
@@ -77,5 +77,5 @@ def test_a_neighbour_heard_before_the_carrier_went_is_missing():
     links = {i.netdev: {"carrier": i.netdev != "enP2p1s0f1np1"} for i in host.ifaces}
     chassis = '{"local-chassis": {"chassis": {"spark-329f": {"id": {"type": "mac", "value": "aa:bb"}}}}}'
     fake = FakeHost(answers={NEIGHBOURS.command(): Answer(0, f"{ip_link(**links)}\n@@\n{chassis}\n@@\n{heard}")})
-    failed = [(r.subject, r.actual) for r in checks.cabling(plan, host, fake) if r.status == "fail"]
+    failed = [(r.subject, r.actual) for r in checks.cabling(plan, host, NEIGHBOURS.of(fake)) if r.status == "fail"]
     assert failed == [("enP2p1s0f1np1 (p1)", "-")]
