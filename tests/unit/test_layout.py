@@ -15,7 +15,6 @@ PACKAGE = REPO / "fabric" / "sparkfab"
 #: module -> the test file that exercises it, for the modules no test imports by name
 COVERED = {
     "sparkfab.__main__": "tests/unit/cli/hostile/test_report.py",  # `python -m sparkfab report` in a child
-    "sparkfab.assets": "tests/unit/assets/test_exporter.py",  # the programs run elsewhere
     "sparkfab.assets.collective": "tests/unit/assets/test_collective_stop.py",
     "sparkfab.assets.oracle_cli": "tests/slow/test_oracle.py",  # each engine's oracle, run in its Python
     "sparkfab.assets.vllm_oracle": "tests/slow/test_oracle.py",
