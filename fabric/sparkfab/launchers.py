@@ -88,7 +88,7 @@ class Recipe(BaseModel):
     engine_version: str = ""
     #: the NCCL release the image carries (torch.cuda.nccl.version() inside it), where known:
     #: render and validate warn when a switchless instance's is older than 2.30.7
-    nccl_version: Annotated[str, StringConstraints(pattern=r"^(\d+\.\d+\.\d+)?$")] = ""
+    nccl_version: Annotated[str, StringConstraints(pattern=r"^([0-9]+\.[0-9]+\.[0-9]+)?$")] = ""
     #: the numbers of the checkpoint's config.json that tensor parallelism divides
     #: (num_attention_heads, num_key_value_heads, intermediate_size, vocab_size, ...), for a
     #: checkpoint that is not on this machine; or `config:`, a config.json beside the recipe

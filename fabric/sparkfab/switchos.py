@@ -122,15 +122,15 @@ class Profile:
         if self.os == "routeros":
             return _place_routeros(model, _bare(port_id), legs)
         if self.os == "cumulus":
-            m = re.fullmatch(r"swp(\d+)(?:s(\d+))?", port_id)
+            m = re.fullmatch(r"swp([0-9]+)(?:s([0-9]+))?", port_id)
             return (int(m.group(1)), int(m.group(2) or 0) + 1) if m else None
         if self.os == "sonic":
-            m = re.fullmatch(r"etp(\d+)([a-h]?)", port_id)
+            m = re.fullmatch(r"etp([0-9]+)([a-h]?)", port_id)
             return (int(m.group(1)), ord(m.group(2)) - ord("a") + 1 if m.group(2) else 1) if m else None
-        m = re.fullmatch(r"p(\d+)s(\d+)", port_id)
+        m = re.fullmatch(r"p([0-9]+)s([0-9]+)", port_id)
         if m:
             return int(m.group(1)), int(m.group(2))
-        nums = re.findall(r"\d+", port_id)
+        nums = re.findall(r"[0-9]+", port_id)
         return (int(nums[-2]), int(nums[-1])) if len(nums) >= 2 else None
 
 
@@ -145,7 +145,7 @@ class Announcer:
     mgmt: str | None = None
 
 
-_ROUTEROS_PORT = r"(qsfp56-dd|qsfp56|qsfp28)-(\d+)-(\d+)"
+_ROUTEROS_PORT = r"(qsfp56-dd|qsfp56|qsfp28)-([0-9]+)-([0-9]+)"
 
 
 def _bare(port_id: str) -> str:
@@ -227,11 +227,11 @@ def guess(port_id: str) -> SwitchOS | None:
     """The OS whose naming a port id has (discover: a switch it has not been told about)."""
     if re.fullmatch(_ROUTEROS_PORT, _bare(port_id)):
         return "routeros"
-    if re.fullmatch(r"swp\d+(s\d+)?", port_id):
+    if re.fullmatch(r"swp[0-9]+(s[0-9]+)?", port_id):
         return "cumulus"
-    if re.fullmatch(r"etp\d+[a-h]?", port_id):
+    if re.fullmatch(r"etp[0-9]+[a-h]?", port_id):
         return "sonic"
-    if re.fullmatch(r"p\d+s\d+", port_id):
+    if re.fullmatch(r"p[0-9]+s[0-9]+", port_id):
         return "generic"
     return None
 
@@ -268,7 +268,7 @@ def guessed_switch(system: str, port_ids: list[str], mode: LinkSpeed) -> KnownSw
     if os is None:
         return None
     if os == "routeros":
-        name = "CRS812" if any(re.fullmatch(r"qsfp56-\d+-\d+", _bare(p)) for p in port_ids) else "CRS804"
+        name = "CRS812" if any(re.fullmatch(r"qsfp56-[0-9]+-[0-9]+", _bare(p)) for p in port_ids) else "CRS804"
         return known_switch(system, MODELS[name], os, mode)
-    ports = max(int(re.findall(r"\d+", p)[0]) for p in port_ids)
+    ports = max(int(re.findall(r"[0-9]+", p)[0]) for p in port_ids)
     return known_switch(system, generic(max(32, ports), 400), os, mode)

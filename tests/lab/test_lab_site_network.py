@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sparkfab.lab.spec import shipped_hostname
 from sparkfab.resolve import load_plan
 from tests.conftest import REPO
 from tests.helpers.lab import become_password_file, lab, requires_lab, sparkfab, ssh
@@ -46,8 +47,9 @@ def test_twins_share_one_wire_and_each_address_is_answered_by_its_own_netdev():
             for netdev, info in entry.items():
                 on.setdefault(netdev, set()).add((next(iter(info["chassis"])), info["port"]["id"]["value"]))
         twins = ("enp1s0f1np1", "enP2p1s0f1np1")
-        for mine, other in (twins, twins[::-1]):
-            assert on[mine] == {("spark-a", other), ("spark-b", twins[0]), ("spark-b", twins[1])}, on
+        a_name, b_name = shipped_hostname(cluster, "spark-a"), shipped_hostname(cluster, "spark-b")
+        for mine, other in (twins, twins[::-1]):  # each Spark names itself as shipped, not by its key
+            assert on[mine] == {(a_name, other), (b_name, twins[0]), (b_name, twins[1])}, on
         checked = sparkfab("verify", inv, "--lab", "--format", "json")
         assert checked.code == 0, _failed(checked)
         found = json.loads(sparkfab("discover", "--inventory", inv, "--lab", "--format", "json").out)
@@ -75,7 +77,7 @@ def test_twins_share_one_wire_and_each_address_is_answered_by_its_own_netdev():
             return res.stdout
 
         assert lab_exec("spark-a", "--", "cat", "/proc/1/comm").strip() == "systemd"
-        assert "spark-b" in lab_exec("spark-a", "--", "lldpcli", "show", "neighbors")
+        assert b_name in lab_exec("spark-a", "--", "lldpcli", "show", "neighbors")
         assert lab_exec("--net-only", "spark-a", "--", "cat", "/proc/1/comm") == Path("/proc/1/comm").read_text()
 
 
@@ -96,13 +98,15 @@ def test_a_crs812_at_4x100g_is_discovered_verified_and_a_swap_named(tmp_path):
         green = sparkfab("verify", inv, "--lab", "--format", "json")
         assert green.code == 0, _failed(green)
         rows = [r for r in json.loads(green.out)["results"] if r["check"] == "cabling"]
-        assert len(rows) == 16 and {r["actual"] for r in rows if r["host"] == "spark-03"} == {"sw1:qsfp56-dd-1-5"}
+        # RouterOS names a bridge port by its bridge (the lab's is not RouterOS's default)
+        actual = {r["actual"] for r in rows if r["host"] == "spark-03"}
+        assert len(rows) == 16 and actual == {"sw1:bridge-fabric/qsfp56-dd-1-5"}
         assert sparkfab("lab", "wire", inv, "--swap", "cables[1]", "cables[6]").code == 0
         swapped = sparkfab("verify", inv, "--lab", "--format", "json")
         bad = {(h, want, got) for h, _, want, got in _failed(swapped)}
         assert swapped.code == 4 and bad == {
-            ("spark-02", "sw1:qsfp56-dd-1-3", "sw1:qsfp56-dd-2-5"),
-            ("spark-07", "sw1:qsfp56-dd-2-5", "sw1:qsfp56-dd-1-3"),
+            ("spark-02", "sw1:qsfp56-dd-1-3", "sw1:bridge-fabric/qsfp56-dd-2-5"),
+            ("spark-07", "sw1:qsfp56-dd-2-5", "sw1:bridge-fabric/qsfp56-dd-1-3"),
         }
 
 
@@ -143,12 +147,15 @@ def test_sparks_as_shipped_preflight_discover_validate_apply_verify(tmp_path):
         assert res.code == 0, res.err
         original = yaml.safe_load((REPO / inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
         written = yaml.safe_load(found.read_text())
-        assert _cables(written["all"]["vars"]["sparkfab"]["cables"]) == _cables(original)
+        # from addresses alone, a Spark is named by its hostname, as shipped (not the example's key)
+        named = {k: shipped_hostname(cluster, k) for k in ("spark-a", "spark-b")}
+        renamed = [[named[e.split(":")[0]] + ":" + e.split(":")[1] for e in c] for c in original]
+        assert _cables(written["all"]["vars"]["sparkfab"]["cables"]) == _cables(renamed)
         assert sparkfab("validate", str(found)).code == 0
-        # the lab reaches its Sparks by name; the discovered inventory names them by hostname
-        applied = sparkfab("apply", str(found), "--lab", "-q")
+        # the example's own names for the same Sparks: verify knows each far Spark by its hostname
+        applied = sparkfab("apply", inv, "--lab", "-q")
         assert applied.code == 0, applied.err
-        green = sparkfab("verify", str(found), "--lab", "--format", "json")
+        green = sparkfab("verify", inv, "--lab", "--format", "json")
         assert green.code == 0, _failed(green)
         assert '"type": "ifname"' in ssh(cluster, "spark-a", "lldpcli -f json show neighbors").stdout
 

@@ -25,7 +25,6 @@ LAYERS = (
             "sparkfab.flip",
             "sparkfab.preflight",
             "sparkfab.discover",
-            "sparkfab.discover_inventory",
         ),
     ),
     (

@@ -19,7 +19,6 @@ COVERED = {
     "sparkfab.assets.oracle_cli": "tests/slow/test_oracle.py",  # each engine's oracle, run in its Python
     "sparkfab.assets.vllm_oracle": "tests/slow/test_oracle.py",
     "sparkfab.assets.sglang_oracle": "tests/slow/test_launch_sglang.py",
-    "sparkfab.commands": "tests/unit/cli/test_help.py",  # every verb's parser
     "sparkfab.commands.argtypes": "tests/unit/cli/hostile/test_bench.py",  # the flags' types, by hostile values
     "sparkfab.commands.peer_ssh_cmd": "tests/lab/test_lab_perf.py",
     "sparkfab.commands.preflight_cmd": "tests/lab/test_lab_preflight.py",
@@ -42,7 +41,6 @@ COVERED = {
     "sparkfab.measure.plots": "tests/unit/cli/hostile/test_estimate.py",  # --plot outputs
     "sparkfab.modelcheck": "tests/unit/resolve/test_architecture_checks.py",
     "sparkfab.render.exporter": "tests/unit/render/test_render.py",  # the goldens (pair-1cable's exporter)
-    "sparkfab.render.nccl": "tests/unit/render/test_render.py",  # the goldens
     "sparkfab.render.text": "tests/unit/render/test_injection.py",
     "sparkfab.resolve.cables": "tests/unit/resolve/test_topology.py",  # through load_plan
     "sparkfab.resolve.context": "tests/unit/resolve/test_topology.py",

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.connection import Become, connect
 from sparkfab.discover import Discovery, discover
-from sparkfab.discover_inventory import merge, problems
+from sparkfab.discover.hosts import SWITCH_WAIT_S
+from sparkfab.discover.inventory import merge, problems
 from sparkfab.errors import Exit, Unavailable, UsageError
 from sparkfab.outputs import check_file, write_file
 from sparkfab.verify.lldp import known_switches
@@ -48,6 +50,13 @@ def _args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--settle", type=at.number(0, 120), default=2.5, help="seconds to let LLDP announce after bringing ports up"
+    )
+    p.add_argument(
+        "--wait",
+        type=at.number(0, 600),
+        default=SWITCH_WAIT_S,
+        help=f"the longest a port that has heard no one is listened to (default {SWITCH_WAIT_S:.0f} s: a switch "
+        "announces every 30 s as shipped; Sparks are heard at once)",
     )
     p.add_argument("-o", "--output", type=at.file_path, help="write the inventory to this new file (default stdout)")
     add_format(p, "yaml", "json")
@@ -97,7 +106,15 @@ def _of_inventory(args: argparse.Namespace) -> tuple[str | None, Discovery, str,
     asked = [h for h in plan.hosts if chosen is None or h.name in chosen]
     targets = [(h.name, h.mgmt_address, conn.remote(h.name)) for h in asked]
     beyond = frozenset(h.name for h in plan.hosts) - {h.name for h in asked}
-    result = discover(targets, args.settle, known=known_switches(plan), mode=plan.link_speed, beyond=beyond)
+    result = discover(
+        targets,
+        args.settle,
+        patience_s=args.wait,
+        known=known_switches(plan),
+        mode=plan.link_speed,
+        beyond=beyond,
+        log=_say(args),
+    )
     if chosen is not None:
         sys.stderr.write(f"discover: {len(asked)} of {len(plan.hosts)} Sparks (--limit {args.limit})\n")
     return raw_text, result, plan.cluster, chosen
@@ -111,7 +128,13 @@ def _of_hosts(args: argparse.Namespace) -> tuple[None, Discovery, str, None]:
     targets = [(h, h, connect(h, args.ssh_config)) for h in args.hosts]
     for _, _, th in targets:
         th.sparkfab_become = become  # an inventory gives its own; here the flags say
-    return None, discover(targets, args.settle, by_hostname=True, mode=args.link_speed), args.cluster, None
+    found = discover(targets, args.settle, by_hostname=True, patience_s=args.wait, mode=args.link_speed, log=_say(args))
+    return None, found, args.cluster, None
+
+
+def _say(args: argparse.Namespace) -> Callable[[str], None]:
+    """discover's progress on stderr (what it waits for), unless -q."""
+    return (lambda line: None) if args.quiet else (lambda line: sys.stderr.write(line + "\n"))
 
 
 def _inventory(raw_text: str | None, result: Discovery, cluster: str, asked: set[str] | None) -> str:

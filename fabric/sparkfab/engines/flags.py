@@ -16,7 +16,7 @@ from sparkfab.paths import repo_dir
 
 #: what a flag takes, as the table says
 SWITCHES = ("switch", "bool")
-_SIZE = re.compile(r"^(\d+|\d+(\.\d+)?[kmgt]|\d+[KMGT])\Z")
+_SIZE = re.compile(r"^([0-9]+|[0-9]+(\.[0-9]+)?[kmgt]|[0-9]+[KMGT])\Z")
 
 
 @dataclass(frozen=True)

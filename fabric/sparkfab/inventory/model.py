@@ -226,7 +226,7 @@ class Sparkfab(Strict):
     subnet_pool: Subnet = ipaddress.IPv4Network("192.168.96.0/20")
     rail_prefix: Annotated[int, Field(ge=8, le=30), _NO_BOOL] = 24
     control_plane: Literal["management", "fabric"] = "management"
-    nccl_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "2.30.7"
+    nccl_version: Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")] = "2.30.7"
     nccl_graph: bool | None = None  # default: on for switchless rings (the 4-ring write-up's recipe)
     nccl_channels: Annotated[int, Field(ge=1, le=64), _NO_BOOL] = 8
     master_port: Annotated[int, Field(ge=1024, le=65534), _NO_BOOL] = 29501  # + 1: verify --collective

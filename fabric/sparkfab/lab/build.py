@@ -70,7 +70,6 @@ def _build(
     for m in ms:
         machine.prepare(spec, m, root, spec.paths.keys, line)
         pids[f"{m.node.name}.machine"] = machine.start(spec, m, root, extra)
-    pids |= daemons.start_switches(spec)
     with cf.ThreadPoolExecutor(max_workers=len(ms) or 1) as pool:
         again = pool.map(lambda m: boot.boot(m, lambda: machine.start(spec, m, root, extra)), ms)
         for m, pid in zip(ms, list(again), strict=True):
@@ -78,6 +77,9 @@ def _build(
                 pids[f"{m.node.name}.machine"] = pid
     t["boot_s"] = time.perf_counter() - t0 - t["links_s"]
     daemons.wait_sshd(spec)
+    # the switches start announcing once the Sparks are up: a switch's timer is its own (30 s), and
+    # a lab whose first frame came before any Spark listened would only test the wait
+    pids |= daemons.start_switches(spec)
     if engine.lab.runtime == "docker":  # the lab image into every Spark's Docker
         t1 = time.perf_counter()
         serving.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine)

@@ -25,7 +25,7 @@ from sparkfab.lab.spec import LabSpec, Veth
 from sparkfab.lab.state import LabState
 from sparkfab.spark import LinkSpeed
 
-_REF = re.compile(r"^cables\[(\d+)\](?:\.r([01]))?\Z")
+_REF = re.compile(r"^cables\[([0-9]+)\](?:\.r([01]))?\Z")
 
 
 def current(spec: LabSpec) -> list[Veth]:
@@ -53,9 +53,36 @@ def _select(veths: list[Veth], ref: str) -> list[int]:
 
 
 def _announced(spec: LabSpec, v: Veth) -> tuple[str, str]:
-    """(system name, port id) a netdev of a cable is heard as over LLDP."""
+    """(system name, port id) a netdev of a cable is heard as over LLDP: a Spark by its hostname
+    and the netdev's name (after apply), a switch by what its frame on that port says."""
+    from sparkfab.lldp import frame as lf
+
     node = next(n for n in spec.nodes if n.ns == v.a_ns)
-    return node.system or node.name, v.a_if
+    sent = dict(f.split(" ", 1) for f in node.frames)
+    if v.a_if in sent:
+        return node.system or node.name, lf.decode(bytes.fromhex(sent[v.a_if])).port_text
+    return node.hostname or node.system or node.name, v.a_if
+
+
+def _forgotten(spec: LabSpec, veths: list[Veth], idxs: list[int], timeout_s: float = 5.0) -> None:
+    """Wait (a plug is out for a moment) until the Sparks' lldpd on these netdevs has noticed the
+    carrier go and forgotten what it heard there, as it does when a cable is pulled."""
+    from sparkfab.facts.gather import Reply
+    from sparkfab.facts.neighbours import NEIGHBOURS
+    from sparkfab.lab import machine
+
+    sparks = {m.node.ns: m for m in machine.machines(spec)}
+    left = {(veths[i].a_ns, veths[i].a_if) for i in idxs if veths[i].a_ns in sparks}
+    deadline = time.monotonic() + timeout_s
+    while left and time.monotonic() < deadline:
+        for ns in sorted({ns for ns, _ in left}):
+            res = machine.run(sparks[ns], "sh", "-c", NEIGHBOURS.command())
+            ports = NEIGHBOURS.parse(Reply(res.returncode, res.stdout, res.stderr)).ports
+            if res.returncode != 0:
+                return  # no lldpd there: nothing to forget
+            left -= {(ns, netdev) for n, netdev in list(left) if n == ns and not ports.get(netdev)}
+        if left:
+            time.sleep(0.2)
 
 
 def swap(spec: LabSpec, a: str, b: str) -> list[str]:
@@ -74,6 +101,7 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
         ports = {i: w.link_lookup(ifname=veths[i].b_if)[0] for i in (*ia, *ib)}
         for idx in ports.values():
             w.link("set", index=idx, state="down")
+        _forgotten(spec, veths, [*ia, *ib])
         for moved, to in ((far_a, wire_b), (far_b, wire_a)):
             for i in moved:
                 v = veths[i]
@@ -93,11 +121,11 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
     return done
 
 
-def heard(spec: LabSpec, veths: list[Veth], wires: set[str | None], timeout_s: float = 20.0) -> list[str]:
+def heard(spec: LabSpec, veths: list[Veth], wires: set[str | None], timeout_s: float = 40.0) -> list[str]:
     """Wait until every Spark netdev on these wires (cable bridges) hears the netdevs of other
     nodes on its wire and nothing else over LLDP, as a recabled port does once the new
-    neighbour's announcement arrived and the old one's has aged out (lldpd keeps a neighbour for
-    four announcement intervals). Returns the netdevs still wrong after `timeout_s`."""
+    neighbour's announcement arrived (the Sparks are asked for one now; a switch announces on its
+    own timer, every 30 s). Returns the netdevs still wrong after `timeout_s`."""
     from sparkfab.facts.neighbours import neighbours
     from sparkfab.lab import machine
     from sparkfab.verify import lldp
@@ -113,9 +141,9 @@ def heard(spec: LabSpec, veths: list[Veth], wires: set[str | None], timeout_s: f
     deadline = time.monotonic() + timeout_s
     while want and time.monotonic() < deadline:
         for ns in sorted({ns for ns, _ in want}):
-            res = machine.run(sparks[ns], "lldpcli", "-f", "json", "show", "neighbors")
+            res = machine.run(sparks[ns], "lldpcli", "-f", "json0", "show", "neighbors")
             seen = neighbours(res.stdout) if res.returncode == 0 else {}
-            own = {sparks[ns].node.name}
+            own = {sparks[ns].node.name, sparks[ns].node.hostname} - {""}
             for key in [k for k in want if k[0] == ns]:
                 got = lldp.foreign(seen.get(key[1], []), own)
                 # a Spark as shipped announces its netdev's MAC as port id and its name as the

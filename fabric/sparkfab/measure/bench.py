@@ -26,7 +26,7 @@ import httpx
 
 from sparkfab import __version__, lock, userfile
 from sparkfab.errors import BenchError, ServerError, Unavailable, UsageError
-from sparkfab.measure import http, sampler, traffic, vllmstats
+from sparkfab.measure import http, sampler, served, traffic, vllmstats
 from sparkfab.measure.access import Access
 from sparkfab.measure.plans import Test
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
@@ -34,7 +34,6 @@ from sparkfab.measure.records import Summary, read_lines, read_requests, read_se
 from sparkfab.measure.stream import RequestResult, stream_completion
 
 #: the served checkpoint's config.json, kept in the run directory
-MODEL_CONFIG = "model-config.json"
 #: the run directory's lock, held by the bench that writes it
 LOCK = ".bench.lock"
 
@@ -111,24 +110,7 @@ class Run:
             "metadata": self.opt.metadata,
         }
         (self.opt.out / "run.json").write_text(json.dumps(meta, indent=2))
-        self._keep_model_config(engine.get("model_root"))
-
-    def _keep_model_config(self, root: Any) -> None:
-        """A copy of a local checkpoint's config.json, so that `report --estimate` reads it when
-        the checkpoint is gone (a lab torn down, a cache cleaned)."""
-        if not isinstance(root, str) or not root.startswith("/"):
-            return
-        path = str(Path(root) / "config.json")
-        try:
-            text: str | None = Path(path).read_text(encoding="utf-8")[: 1 << 20]
-        except OSError:  # not on this machine: on the host that serves it
-            text = self.opt.remote_read(path) if self.opt.remote_read else None
-        try:
-            if text is None or not isinstance(json.loads(text), dict):
-                return
-        except ValueError:
-            return
-        (self.opt.out / MODEL_CONFIG).write_text(text)
+        served.keep_config(self.opt.out, engine.get("model_root"), self.opt.model, self.opt.remote_read)
 
     def record(self, res: RequestResult, extra: dict[str, Any]) -> None:
         with self.jsonl.open("a") as f:

@@ -10,7 +10,7 @@ from typing import Any
 
 from sparkfab import userfile
 from sparkfab.errors import SparkfabError, Unavailable, UsageError
-from sparkfab.measure import bench, records
+from sparkfab.measure import records, served
 from sparkfab.measure.vllmstats import percentile
 from sparkfab.spark import FLIP_SPEEDS, SPEEDS
 
@@ -51,17 +51,8 @@ def served_tp(run: SavedRun) -> int | None:
 
 
 def served_config(run: SavedRun) -> Path | None:
-    """The served checkpoint's config.json: bench's copy in the run, else the local directory
-    the server loaded it from."""
-    kept = run.dir / bench.MODEL_CONFIG
-    if kept.is_file():
-        return Path(kept)
-    engine = run.meta.get("engine")
-    roots = [engine.get("model_root") if isinstance(engine, dict) else None, run.meta.get("model")]
-    for root in roots:
-        if isinstance(root, str) and root.startswith("/") and (Path(root) / "config.json").is_file():
-            return Path(root) / "config.json"
-    return None
+    """The served checkpoint's config.json (`served.config_of`)."""
+    return served.config_of(run.dir, run.meta.get("model"))
 
 
 def load_run(path: Path) -> SavedRun:

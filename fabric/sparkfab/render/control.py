@@ -28,6 +28,11 @@ DOCKER_RULE_COMMENT = "sparkfab"
 #: NCCL bootstrap and Gloo listen on ephemeral ports (bind to port 0).
 EPHEMERAL = "32768-60999"
 RAY_PORTS = ("6379", "8265", "10002-19999")
+#: `verify --perf`'s perftest: ib_write_bw/ib_write_lat exchange their queue pairs over TCP to the
+#: far twin's fabric address on these ports (one a twin of a port, `verify.perf`) before the RDMA
+#: test; without them a ring with the control plane over the fabric drops the exchange
+PERFTEST_BASE, PERFTEST_COUNT = 18515, 16
+PERFTEST_PORTS = f"{PERFTEST_BASE}-{PERFTEST_BASE + PERFTEST_COUNT - 1}"
 
 
 def control_ports(plan: Plan, host: Host) -> list[str]:
@@ -38,7 +43,7 @@ def control_ports(plan: Plan, host: Host) -> list[str]:
         ports.append(str(inst.port))
         if inst.backend == "ray":
             ports += list(RAY_PORTS)
-    ports.append(EPHEMERAL)
+    ports += [PERFTEST_PORTS, EPHEMERAL]
     return sorted(set(ports), key=lambda p: int(p.split("-")[0]))
 
 

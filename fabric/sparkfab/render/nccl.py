@@ -51,6 +51,11 @@ def env_vars(plan: Plan, host: Host, inst: Instance | None) -> list[tuple[str, s
         ("NCCL_IB_ROCE_VERSION_NUM", "2"),
         ("NCCL_SOCKET_IFNAME", exact),
         ("GLOO_SOCKET_IFNAME", host.control_if),
+        # the lines verify's transport check reads (NET/IB or a fallback to sockets) are INFO
+        # lines of NCCL's INIT and NET subsystems: those two only, a few dozen lines per
+        # communicator at start-up and nothing per step (NCCL's src/init.cc, net_ib/init.cc)
+        ("NCCL_DEBUG", "INFO"),
+        ("NCCL_DEBUG_SUBSYS", "INIT,NET"),
     ]
     if inst is not None and inst.direct:
         env += [

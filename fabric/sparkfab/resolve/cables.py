@@ -10,7 +10,7 @@ from sparkfab import catalog, spark, switchos
 from sparkfab.inventory import Inventory, split_end, walk
 from sparkfab.resolve.context import SF, Ctx, close
 
-_SW_PORT = re.compile(r"^(\d+)(?:/(\d+))?\Z")
+_SW_PORT = re.compile(r"^([0-9]+)(?:/([0-9]+))?\Z")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ def check_names_and_ports(ctx: Ctx) -> None:
     for name in sf.switches:
         if name in ctx.inv.hosts:
             ctx.add(SF + ("switches", name), f"switch '{name}' has the name of a host", "give the switch its own name")
+    check_identities(ctx)
     engine = {sf.master_port: "master_port", sf.master_port + 1: "master_port + 1 (verify --collective)"}
     for name, inst in sf.instances.items():
         if inst.port in engine:
@@ -81,6 +82,52 @@ def check_names_and_ports(ctx: Ctx) -> None:
                 SF + ("exporter", "port"),
                 f"the exporter's port {sf.exporter.port} is taken by {taken[sf.exporter.port]}",
                 "choose another port, e.g. 9465",
+            )
+
+
+def check_identities(ctx: Ctx) -> None:
+    """Names that would stand for two things: two Sparks whose names a resolver takes as one (DNS
+    names ignore case), two Sparks reached at one address and port (the push would configure one
+    machine twice), two switches announcing one LLDP identity, or one that is a Spark's name (a
+    Spark in the right port of the wrong switch would pass verify)."""
+    seen: dict[str, str] = {}
+    for name in ctx.inv.hosts:
+        other = seen.setdefault(name.casefold(), name)
+        if other != name:
+            ctx.add(("all", "hosts", name), f"hosts '{other}' and '{name}' differ only by case", "name each Spark once")
+    at: dict[tuple[str, str], str] = {}
+    for name, hv in ctx.inv.hosts.items():
+        if hv.ansible_host is None:
+            continue
+        where = (
+            hv.ansible_host.casefold(),
+            str(hv.ansible.get("ansible_port", hv.ansible.get("ansible_ssh_port", 22))),
+        )
+        other = at.setdefault(where, name)
+        if other != name:
+            ctx.add(
+                ("all", "hosts", name, "ansible_host"),
+                f"{name} and {other} are both reached at {hv.ansible_host} port {where[1]}: one machine, pushed twice",
+                "give each Spark its own management address (or its own ansible_port behind a jump host)",
+            )
+    sf = ctx.inv.sparkfab
+    names: dict[str, str] = {}
+    for name, sw in sf.switches.items():
+        identity = sw.lldp_name or name
+        if identity in ctx.inv.hosts:
+            ctx.add(
+                SF + ("switches", name, "lldp_name"),
+                f"switch {name} announces itself as '{identity}', a Spark's name",
+                "set the switch's identity to a name of its own",
+            )
+        other = names.setdefault(identity.casefold(), name)
+        if other != name:
+            ctx.add(
+                SF + ("switches", name),
+                f"switches {other} and {name} both announce themselves as '{identity}' over LLDP: a Spark in the "
+                "right port of the wrong switch would pass verify",
+                f"give each switch its own identity (RouterOS: `/system identity set name={name}`) and drop or "
+                "change `lldp_name`",
             )
 
 

@@ -10,6 +10,7 @@ import time
 
 from sparkfab.facts.remote import Remote
 from sparkfab.plan import Host, Iface, Instance, Plan
+from sparkfab.render.control import PERFTEST_BASE, PERFTEST_COUNT
 from sparkfab.render.launch import export_env
 from sparkfab.spark import SPEEDS
 from sparkfab.verify import hardware
@@ -83,9 +84,9 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
 
 def _rails(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
     out: list[Result] = []
-    port = 18515
+    port = PERFTEST_BASE  # the ports the firewall admits from fabric subnets (render.control)
     for group in rail_pairs(plan):
-        jobs = [(a, ai, b, bi, port + k) for k, (a, ai, b, bi) in enumerate(group)]
+        jobs = [(a, ai, b, bi, port + k % PERFTEST_COUNT) for k, (a, ai, b, bi) in enumerate(group)]
         with cf.ThreadPoolExecutor(max_workers=len(group)) as pool:
             runs = list(pool.map(lambda j: _bw(hosts, *j), jobs))
         total = 0.0

@@ -76,11 +76,20 @@ def log_command(inst: Instance) -> str:
     return f"{source} | grep -E {pattern} | tail -n 2000"
 
 
-def judge(inst: Instance, host: str, t: Transport) -> Result | None:
-    """PASS where NCCL runs over IB/RoCE, FAIL where it fell back to sockets; None where the log
-    says nothing of NCCL (a CPU engine, or NCCL_DEBUG not INFO: nothing to judge)."""
+def judge(inst: Instance, host: str, t: Transport) -> Result:
+    """PASS where NCCL runs over IB/RoCE, FAIL where it fell back to sockets; a row "not judged"
+    where the log says nothing of NCCL's network, never silence: NCCL_DEBUG is not INFO for INIT
+    and NET in the engine's environment, the log was cut, or the engine does not use NCCL (the
+    lab's CPU engines all-reduce with Gloo)."""
     if not t.seen:
-        return None
+        return Result.skip(
+            "nccl-transport",
+            host,
+            inst.name,
+            "not judged: the engine's log has no NCCL INFO line of its network (NCCL_DEBUG=INFO and "
+            "NCCL_DEBUG_SUBSYS=INIT,NET print them at start-up: sparkfab's nccl.env sets both; an engine on "
+            "CPUs, as in the lab, all-reduces with Gloo and has none)",
+        )
     if t.sockets:
         over = ", ".join(f"{n} channel connections over {k}" for k, n in sorted(t.channels.items())) or "no channel"
         return Result(
@@ -98,16 +107,16 @@ def judge(inst: Instance, host: str, t: Transport) -> Result | None:
 
 
 def transports(plan: Plan, hosts: dict[str, Remote], running: list[tuple[str, str]]) -> list[Result]:
-    """One row per running rank (instance, host) whose engine's log names NCCL's network."""
+    """One row per running rank (instance, host): its engine's NCCL network, or why not judged."""
     insts = {i.name: i for i in plan.instances}
 
-    def one(item: tuple[str, str]) -> Result | None:
+    def one(item: tuple[str, str]) -> Result:
         name, host = item
         try:
             res = connection.as_root(hosts[host]).run(log_command(insts[name]))
-        except Exception:  # unreachable meanwhile: the engine row has said what is known
-            return None
+        except Exception as exc:  # unreachable meanwhile
+            return Result.skip("nccl-transport", host, name, f"not judged: its log could not be read ({exc})"[:200])
         return judge(insts[name], host, parse(res.stdout))
 
     with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        return [r for r in pool.map(one, running) if r is not None]
+        return list(pool.map(one, running))

@@ -144,13 +144,15 @@ def _closed_port() -> int:
 
 def test_preflight_names_a_host_it_cannot_reach(cli, tmp_path, monkeypatch):
     """A real ssh to loopback, on a port nothing listens on: a blocker, exit 4."""
-    port = _closed_port()
+    port, other = _closed_port(), _closed_port()
+    while other == port:  # two Sparks at one address and port are refused (one machine)
+        other = _closed_port()
     text = (REPO / "inventory/pair-1cable.yml").read_text()
     text = text.replace(
         "spark-a: {ansible_host: 10.0.0.21}", f"spark-a: {{ansible_host: 127.0.0.1, ansible_port: {port}}}"
     )
     text = text.replace(
-        "spark-b: {ansible_host: 10.0.0.22}", f"spark-b: {{ansible_host: 127.0.0.1, ansible_port: {port}}}"
+        "spark-b: {ansible_host: 10.0.0.22}", f"spark-b: {{ansible_host: 127.0.0.1, ansible_port: {other}}}"
     )
     (tmp_path / "inv.yml").write_text(text)
     monkeypatch.setenv("SPARKFAB_STATE_DIR", str(tmp_path / "state"))

@@ -186,7 +186,8 @@ def test_report_reads_the_lab_rate_tp_and_model_from_the_run(tmp_path):
     model.mkdir()
     (model / "config.json").write_text("{}")
     lab = _run(tmp_path, "200", {"link_gbps": 0.4, "tp": 2, "lab": True}, {"model_root": str(model)})
-    assert link_gbps(lab, 0) == 0.4 and served_tp(lab) == 2 and served_config(lab) == model / "config.json"
+    # the server's word about a path is not followed here (bench keeps the serving host's copy)
+    assert link_gbps(lab, 0) == 0.4 and served_tp(lab) == 2 and served_config(lab) is None
     plain = _run(tmp_path, "100e", None)  # a label is a name: the report's default holds
     assert (
         (link_gbps(plain, 0), link_gbps(plain, 1)) == (200.0, 100.0)

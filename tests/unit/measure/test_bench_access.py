@@ -313,21 +313,35 @@ def test_report_estimate_reads_the_served_models_config(cli, tmp_path):
     assert f"estimate: tiny (--config {model}/config.json: hidden 1024, 2 layers) at TP2" in res.err
 
 
-def test_bench_keeps_the_served_checkpoints_config_for_a_later_report(double, cli, tmp_path):
-    """A lab is torn down after its runs: report --estimate still finds the model in the run."""
-    import shutil
-
+def test_a_servers_word_about_a_local_path_is_kept_as_text_never_followed(double, cli, tmp_path):
+    """A bare URL's server names where it loaded its model from: run.json keeps that text, but
+    nothing at that path on this machine is read or copied into the run (it is the serving host's
+    path: read there through the inventory's connection, `Run._keep_model_config`)."""
     model = tmp_path / "ckpt"
     model.mkdir()
-    config = {"model_type": "tiny", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 16}
-    (model / "config.json").write_text(json.dumps(config))
+    (model / "config.json").write_text(json.dumps({"model_type": "tiny", "secret": "not to be copied"}))
     url = double("--token-interval-s", "0.001", "--root", str(model))
     p = plan(tmp_path, [{"name": "x", "requests": 1, "prompt_tokens": 20, "output_tokens": 4}])
     res = bench(cli, url, p, "--rounds", "1", "--warmup", "0", "--idle-seconds", "0", "-o", str(tmp_path / "a"))
     assert res.code == 0, res.err
     assert json.loads((tmp_path / "a/run.json").read_text())["engine"]["model_root"] == str(model)
-    assert json.loads((tmp_path / "a/model-config.json").read_text()) == config
-    shutil.rmtree(model)
-    rep = cli("report", str(tmp_path / "a"), "--estimate", "--tp", "2", "-o", str(tmp_path / "rep"))
-    assert rep.code == 0, rep.err
-    assert f"estimate: tiny (--config {tmp_path}/a/model-config.json: hidden 1024, 2 layers) at TP2" in rep.err
+    assert not (tmp_path / "a/model-config.json").exists()
+    assert "not to be copied" not in "".join(f.read_text() for f in (tmp_path / "a").iterdir() if f.is_file())
+
+
+def test_bench_keeps_the_checkpoints_config_read_on_the_serving_host(tmp_path):
+    """With the inventory's connection, the served checkpoint's config.json is read on the host
+    that serves it and kept in the run, so that report --estimate finds it after a lab is gone."""
+    from sparkfab.measure import served
+
+    asked: list[str] = []
+    config = {"model_type": "tiny", "hidden_size": 1024}
+
+    def remote_read(path: str) -> str:
+        asked.append(path)
+        return json.dumps(config)
+
+    served.keep_config(tmp_path, "/srv/models/tiny", "sparkfab-lab", remote_read)
+    assert asked == ["/srv/models/tiny/config.json"]
+    assert json.loads((tmp_path / served.MODEL_CONFIG).read_text()) == config
+    assert served.config_of(tmp_path, "sparkfab-lab") == tmp_path / served.MODEL_CONFIG

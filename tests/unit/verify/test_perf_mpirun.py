@@ -29,7 +29,12 @@ if os.environ.get("OMPI_COMM_WORLD_RANK") == "0":
 
 
 def _pair() -> Any:
-    hosts = {"a": {"ansible_host": "127.0.0.1", "mgmt_if": "lo"}, "b": {"ansible_host": "127.0.0.1", "mgmt_if": "lo"}}
+    # two ranks on this machine: one address, two ssh ports (validate refuses two Sparks at one
+    # address and port: one machine pushed twice)
+    hosts = {
+        "a": {"ansible_host": "127.0.0.1", "mgmt_if": "lo"},
+        "b": {"ansible_host": "127.0.0.1", "ansible_port": 2222, "mgmt_if": "lo"},
+    }
     sf = {"cluster": "mpi", "cables": [["a:p1", "b:p1"]], "instances": {"x": {"hosts": ["a", "b"], "tp": 2}}}
     return plan_of({"all": {"hosts": hosts, "vars": {"sparkfab": sf}}})
 

@@ -1,11 +1,14 @@
 """The engine's NCCL network, read from its log: IB/RoCE passes, a fall-back to sockets fails,
-a log without NCCL lines (a CPU engine, NCCL_DEBUG unset) is not judged."""
+a log without NCCL lines (a CPU engine, NCCL_DEBUG unset) is a row that says it is not judged."""
 
 from __future__ import annotations
 
+import pytest
+
+from sparkfab.render import nccl
 from sparkfab.resolve import load_plan
 from sparkfab.verify import transport
-from sparkfab.verify.result import FAIL, PASS
+from sparkfab.verify.result import FAIL, PASS, SKIP
 from tests.conftest import REPO
 
 CAPTURED = REPO / "tests/data/captured"
@@ -42,9 +45,29 @@ def test_a_fall_back_to_sockets_in_a_real_log_fails():
     assert "fell back to TCP sockets" in row.detail
 
 
-def test_a_log_without_nccl_lines_is_not_judged():
+def test_a_log_without_nccl_lines_is_a_row_not_judged_never_silence():
     inst = load_plan(str(REPO / "inventory/ring4.yml")).instances[0]
-    assert transport.judge(inst, "spark-329f", transport.parse("INFO vLLM API server started\n")) is None
+    row = transport.judge(inst, "spark-329f", transport.parse("INFO vLLM API server started\n"))
+    assert row.status == SKIP and row.detail.startswith("not judged: ") and "NCCL_DEBUG_SUBSYS=INIT,NET" in row.detail
+
+
+def test_nccls_own_log_at_sparkfabs_settings_has_what_the_check_reads():
+    """A real NCCL 2.28.9 run (torch 2.11, one H100, sockets on loopback: benchmarks/nccl_debug_lines.py)
+    with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET, as every rendered nccl.env sets them: the
+    network lines are there (95 lines in all against 98 with every subsystem)."""
+    log = (CAPTURED / "nccl_debug_init_net_1xH100.log").read_text()
+    t = transport.parse(log)
+    assert t.networks == ("Socket",) and t.sockets
+    inst = load_plan(str(REPO / "inventory/ring4.yml")).instances[0]
+    assert transport.judge(inst, "spark-329f", t).status == FAIL
+
+
+@pytest.mark.parametrize("inventory", sorted(p.name for p in (REPO / "inventory").glob("*.yml")))
+def test_every_rendered_nccl_env_asks_for_the_lines(inventory):
+    plan = load_plan(str(REPO / "inventory" / inventory))
+    for host in plan.hosts:
+        env = dict(nccl.env_vars(plan, host, plan.instance_of(host.name)))
+        assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_SUBSYS"] == "INIT,NET"
 
 
 def test_the_log_is_read_where_the_runtime_keeps_it():

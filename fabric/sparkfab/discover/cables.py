@@ -1,35 +1,16 @@
-"""Discover the cabling: log in to each Spark, read LLDP on its ConnectX-7 netdevs, and turn
-what every port sees into cables (`discover_inventory` writes them as an inventory's `cables`).
-
-A direct cable is seen from both ends and by both PCIe twins of each port; a switch port is
-seen from the Spark's side only (the switch announces itself by LLDP, and its port ids are read
-through its OS's profile, `sparkfab.switchos`). Twins share a wire, so a netdev also hears its
-own twin and both far twins: its own chassis is left out and the far twins name one port.
-Everything odd is reported: a port with no neighbour, twins that disagree, a neighbour that is
-not in the list, a switch port that no profile places, a cable seen from one end only, a Spark
-that does not answer. With a --limit, the inventory's other Sparks are not asked: a far end is
-one of them when it announces its name (as verify names a far Spark).
-"""
+"""Cables from what every port heard: each Spark's view of its netdevs (its own twins left out),
+a far end per port (a Spark's port, a switch port its OS's profile places, or a port id no
+profile places), and the cables in ring order, with everything odd said."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sparkfab import switchos
-from sparkfab.connection import as_root
-from sparkfab.facts.gather import Reply
-from sparkfab.facts.neighbours import NEIGHBOURS, Neighbour
-from sparkfab.facts.netdevs import LINKS
-from sparkfab.facts.remote import Remote
+from sparkfab.facts.neighbours import Neighbour
 from sparkfab.spark import LinkSpeed, port_of
 from sparkfab.verify import lldp
-
-#: what discover reads of a host in one command: its name, then what lldpd heard (with the
-#: netdevs and the host's own chassis); the command's exit status is lldpcli's
-PROBE = f"hostname; echo @@; {NEIGHBOURS.command()}"
 
 
 @dataclass
@@ -42,6 +23,9 @@ class HostView:
     fabric: list[str] = field(default_factory=list)
     carrier: set[str] = field(default_factory=set)  # fabric netdevs with carrier when last read
     macs: dict[str, str] = field(default_factory=dict)  # fabric netdev's MAC -> netdev
+    own_macs: set[str] = field(default_factory=set)  # every MAC of the host (its twins' frames)
+    lldpd: bool = False  # whether lldpd answered on it
+    odd: list[str] = field(default_factory=list)  # what it heard that cannot be trusted
     error: str = ""
 
 
@@ -69,40 +53,6 @@ class Discovery:
                 for k, v in self.hosts.items()
             },
         }
-
-
-def bring_up(th: Remote, view: HostView) -> None:
-    """Root, and the fabric netdevs up (no addresses needed); a failure is kept on the view."""
-    try:
-        as_root(th)
-        view.fabric = sorted(name for name in LINKS.of(th) if port_of(name))
-        for name in view.fabric:
-            th.run(f"ip link set {name} up")
-    except Exception as exc:
-        view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-
-
-def probe(th: Remote, view: HostView, settle_s: float) -> None:
-    """Ask lldpd to announce now, wait `settle_s` for the neighbours' announcements, read what
-    it learned into `view` (the ports with carrier and their neighbours). discover() brings
-    every host's netdevs up before any announces: a port that comes up after its neighbour
-    announced hears nothing until the next interval, 30 s later."""
-    if view.error:
-        return
-    try:
-        th.run("lldpcli update")
-        time.sleep(settle_s)
-        hostname, _, rest = th.check_output(PROBE).partition("@@")
-    except Exception as exc:
-        view.error = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        return
-    heard = NEIGHBOURS.parse(Reply(0, rest.lstrip("\n"), ""))
-    listing = heard.links or {}
-    view.carrier = {name for name, link in listing.items() if port_of(name) and link.carrier}
-    view.macs = {link.address: name for name, link in listing.items() if port_of(name) and link.address}
-    view.hostname = hostname.strip()
-    view.chassis |= heard.own
-    view.ports = {k: v for k, v in heard.ports.items() if port_of(k)}
 
 
 def own(view: HostView) -> set[str]:
@@ -230,6 +180,7 @@ def derive(
     `beyond`: the inventory's Sparks a --limit left out, not asked: a far end is one of them when
     it announces that name, as verify names a far Spark, and its cables are seen from one end)."""
     odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
+    odd += [line for v in views.values() for line in v.odd]
     switches = _switches(views, known or {}, mode, beyond)
     ends = _ends(views, odd, switches, beyond)
     cables: dict[frozenset[str], list[str]] = {}
@@ -268,35 +219,3 @@ def _ring_order(cables: list[list[str]], order: list[str]) -> list[list[str]]:
         left.remove(mine[0])
         here = node(c[1]) if node(c[1]) in rank else here
     return out + sorted(left)
-
-
-def discover(
-    targets: list[tuple[str, str, Any]],
-    settle_s: float = 2.5,
-    by_hostname: bool = False,
-    patience_s: float = 10.0,
-    round_s: float = 1.0,
-    known: dict[str, switchos.KnownSwitch] | None = None,
-    mode: LinkSpeed = "200",
-    beyond: frozenset[str] = frozenset(),
-) -> Discovery:
-    """targets: (label, address, testinfra host) for each Spark, in the order given. With
-    by_hostname (only addresses were given), Sparks are named by their hostnames. `beyond`:
-    the inventory's Sparks a --limit leaves out (`derive`).
-
-    Every host announces and listens in rounds: after the first (`settle_s`), while a port
-    with carrier has heard nobody, all hosts announce again and listen `round_s` more, for up
-    to `patience_s` (a netdev made anew, by a recabling or a driver reload, is picked up by
-    lldpd a little later; a port that stays silent is reported, not waited on forever)."""
-    views = [HostView(label, address) for label, address, _ in targets]
-    pairs = [(t[2], v) for t, v in zip(targets, views, strict=True)]
-    with cf.ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(lambda p: bring_up(*p), pairs))  # every port up before any host announces
-        list(pool.map(lambda p: probe(p[0], p[1], settle_s), pairs))
-        deadline = time.monotonic() + patience_s
-        while any(unheard(v) for v in views) and time.monotonic() < deadline:
-            list(pool.map(lambda p: probe(p[0], p[1], round_s), pairs))
-    if by_hostname:
-        for v in views:
-            v.label = v.hostname or v.address
-    return derive({v.label: v for v in views}, [v.label for v in views], known, mode, beyond)

@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from sparkfab import catalog
-from sparkfab.discover import HostView, derive
-from sparkfab.discover_inventory import merge, problems
+from sparkfab.discover.cables import HostView, derive
+from sparkfab.discover.inventory import merge, problems
 from sparkfab.facts.neighbours import Neighbour, local_chassis, neighbours
 from sparkfab.facts.netdevs import links as link_listing
 from sparkfab.switchos import known_switch
@@ -83,63 +83,6 @@ def test_switch_ports_and_merge_keeps_comments():
     )
     out = merge(text, r, "x")
     assert "# keep me" in out and "# and me" in out and "- [s1:p1, sw1:2/1]" in out
-
-
-class _Spark:
-    """A protocol double of a Spark's shell for discover: lldpd on both PCIe twins of p1, whose
-    announcements reach the peer only from the `late`-th `lldpcli update` on (a netdev made
-    anew is picked up by lldpd a little later)."""
-
-    NETDEVS = ("enp1s0f1np1", "enP2p1s0f1np1")
-
-    def __init__(self, name: str, late: int = 1) -> None:
-        self.name, self.late, self.updates, self.peer = name, late, 0, None
-
-    def run(self, cmd: str):
-        from types import SimpleNamespace
-
-        if cmd == "lldpcli update":
-            self.updates += 1
-        out = "root\n0\n" if cmd.startswith("id ") else self._answer(cmd)
-        return SimpleNamespace(rc=0, stdout=out, stderr="")
-
-    def check_output(self, cmd: str) -> str:
-        return self.run(cmd).stdout
-
-    def _answer(self, cmd: str) -> str:
-        import json
-
-        links = json.dumps([{"ifname": n, "flags": ["BROADCAST", "UP", "LOWER_UP"]} for n in self.NETDEVS])
-        if cmd.startswith("hostname;"):  # discover's probe: the name, then what lldpd heard
-            heard = self.peer.updates >= self.peer.late
-            ifaces = [
-                {n: {"chassis": {self.peer.name: {}}, "port": {"id": {"value": n}}}} for n in self.NETDEVS if heard
-            ]
-            neigh = {"lldp": {"interface": ifaces}}
-            chassis = {"local-chassis": {"chassis": {self.name: {"id": {"value": "00:11"}}}}}
-            return f"{self.name}\n@@\n{links}\n@@\n{json.dumps(chassis)}\n@@\n{json.dumps(neigh)}"
-        return links if cmd == "ip -j link show" else ""
-
-
-def _pair(late_b: int) -> list:
-    a, b = _Spark("a"), _Spark("b", late=late_b)
-    a.peer, b.peer = b, a
-    return [("a", "addr-a", a), ("b", "addr-b", b)]
-
-
-def test_discover_listens_again_while_a_port_with_carrier_has_heard_nobody():
-    from sparkfab.discover import discover
-
-    r = discover(_pair(late_b=3), settle_s=0, patience_s=30, round_s=0.01)
-    assert r.cables == [["a:p1", "b:p1"]] and r.odd == []
-
-
-def test_discover_reports_a_port_that_stays_silent_after_its_patience():
-    from sparkfab.discover import discover
-
-    r = discover(_pair(late_b=10**6), settle_s=0, patience_s=0.2, round_s=0.01)
-    assert "a:enp1s0f1np1 has no LLDP neighbour" in r.odd
-    assert any("seen from one end only" in o for o in r.odd)
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
