@@ -114,6 +114,14 @@ def http_url(text: str) -> str:
         raise argparse.ArgumentTypeError(f"'{text}': give the server's base URL, without a query or fragment")
     if not text.isascii() or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(f"'{text}': a URL is ASCII without spaces")
+    if u.username is not None or u.password is not None:
+        # the URL is written into the run's files (run.json, the report): a password would be
+        # kept at rest there; the message does not repeat it
+        shown = f"{u.scheme}://***@{u.hostname}{f':{port}' if port else ''}{u.path}"
+        raise argparse.ArgumentTypeError(
+            f"'{shown}' carries a login in the URL, which sparkfab would write into the run's files: "
+            "give the server's key with --api-key-env NAME instead"
+        )
     del port
     return text.rstrip("/")
 

@@ -81,7 +81,9 @@ class LabServing:
 
 
 def flag_argv(flags: Mapping[str, Any]) -> list[str]:
-    """Recipe flags as argv: true is the bare flag, false its --no- form, None left out."""
+    """Recipe flags as argv: true is the bare flag, false its --no- form, None left out. A value
+    that begins with '-' is written `--key=value`: an argparse parser (vLLM's, SGLang's) then takes
+    it as the value, never as a flag of its own (a value `--headless` would otherwise be one)."""
     out: list[str] = []
     for key, value in flags.items():
         if value is None:
@@ -90,6 +92,8 @@ def flag_argv(flags: Mapping[str, Any]) -> list[str]:
             out.append(f"--{key}")
         elif value is False:
             out.append(f"--no-{key}")
+        elif str(value).startswith("-"):
+            out.append(f"--{key}={value}")
         else:
             out += [f"--{key}", str(value)]
     return out

@@ -89,6 +89,8 @@ def value_problem(engine: Engine, name: str, value: object) -> str | None:
             return f"--{name} has no --no-{name} form: false would render a flag {engine.name} does not have"
         return None
     text = str(value)
+    if text.split("=", 1)[0] in known and text.startswith("-"):
+        return f"{text!r} is a flag of {engine.name}, not a value of --{name}: give each flag its own key"
     if flag.takes in SWITCHES:
         return f"--{name} is a switch: write true{' or false' if flag.takes == 'bool' else ''}, not {text!r}"
     if flag.choices and text not in flag.choices:
