@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(openssh-server openssh-client netplan.io lldpd nftables iproute2 iputils-ping
               ethtool systemd procps util-linux gcc python3-dev iptables sudo openmpi-bin
-              systemd-container mmdebstrap docker.io prometheus fish zsh)
+              systemd-container mmdebstrap docker.io prometheus fish zsh graphviz chromium fonts-dejavu-core)
 . scripts/pythonenv.sh
 UV=.venv/bin/uv
 # compiled as pip compiles them: uv leaves the .pyc files to the first import by default, which

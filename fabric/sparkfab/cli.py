@@ -25,6 +25,7 @@ from sparkfab.commands import (
     discover_cmd,
     estimate_cmd,
     exporter_cmd,
+    graph_cmd,
     init_cmd,
     inventory_cmds,
     lab_cmds,
@@ -43,6 +44,7 @@ VERBS: tuple[Verb, ...] = (
     *inventory_cmds.VERBS,  # validate, plan, schema
     *init_cmd.VERBS,
     *render_cmds.VERBS,
+    *graph_cmd.VERBS,
     *lab_cmds.VERBS,
     *preflight_cmd.VERBS,
     *deploy_cmds.VERBS,  # apply, linkspeed, reset

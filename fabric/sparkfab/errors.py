@@ -40,6 +40,19 @@ class Exit(IntEnum):
     TERMINATED = 143  # SIGTERM (128 + SIGTERM)
 
 
+#: what each exit code means, for people (the CLI reference is generated from it)
+EXIT_MEANING: dict[Exit, str] = {
+    Exit.OK: "done: everything checked passed, everything asked was done",
+    Exit.BUG: "an internal error: one line, and where its traceback was written",
+    Exit.USAGE: "bad input: an invalid inventory (every problem at once), flag or file",
+    Exit.DEPLOY: "Ansible (or the lab's build) failed on a host: the host and the task are named",
+    Exit.CHECK: "a check failed (verify, preflight, discover's odd findings, the quality battery)",
+    Exit.UNAVAILABLE: "something sparkfab needs is missing or busy (a program, a file, another verb's lock)",
+    Exit.INTERRUPTED: "interrupted with Ctrl-C: half-written outputs removed, children ended",
+    Exit.TERMINATED: "ended by SIGTERM, as Ctrl-C ends it",
+}
+
+
 @dataclass(frozen=True)
 class Problem:
     """One user-facing problem: where it is, what is wrong, how to fix it."""

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from sparkfab.paths import lab_dir
+from sparkfab.render import graph
 from tests.conftest import REPO
 from tests.helpers.lab import become_password_file, in_machine, lab, mgmt_ip, requires_lab, silence_sshd, sparkfab, ssh
 
@@ -205,7 +206,7 @@ def test_down_after_a_crash_finds_everything_by_name():
     assert _leftovers("pair2") == []
 
 
-def test_verify_names_swapped_and_cut_cables():
+def test_verify_names_swapped_and_cut_cables(tmp_path):
     inv = "inventory/switch8-crs804-200.yml"
     with lab(inv, "sw8"):
         assert sparkfab("apply", inv, "--lab", "-q").code == 0
@@ -223,15 +224,24 @@ def test_verify_names_swapped_and_cut_cables():
             if r["check"] == "cabling" and r["status"] == "fail"
         }
         # the switch announces its RouterOS identity and names a 2x200G leg by its first lane
+        # (a bridge port: RouterOS names it by its bridge, the lab's `bridge-fabric`)
         assert bad == {
-            ("spark-03", "enp1s0f1np1 (p1)", "MikroTik:qsfp56-dd-2-1", "MikroTik:qsfp56-dd-2-5"),
-            ("spark-03", "enP2p1s0f1np1 (p1)", "MikroTik:qsfp56-dd-2-1", "MikroTik:qsfp56-dd-2-5"),
-            ("spark-04", "enp1s0f1np1 (p1)", "MikroTik:qsfp56-dd-2-5", "MikroTik:qsfp56-dd-2-1"),
-            ("spark-04", "enP2p1s0f1np1 (p1)", "MikroTik:qsfp56-dd-2-5", "MikroTik:qsfp56-dd-2-1"),
+            ("spark-03", "enp1s0f1np1 (p1)", "MikroTik:qsfp56-dd-2-1", "MikroTik:bridge-fabric/qsfp56-dd-2-5"),
+            ("spark-03", "enP2p1s0f1np1 (p1)", "MikroTik:qsfp56-dd-2-1", "MikroTik:bridge-fabric/qsfp56-dd-2-5"),
+            ("spark-04", "enp1s0f1np1 (p1)", "MikroTik:qsfp56-dd-2-5", "MikroTik:bridge-fabric/qsfp56-dd-2-1"),
+            ("spark-04", "enP2p1s0f1np1 (p1)", "MikroTik:qsfp56-dd-2-5", "MikroTik:bridge-fabric/qsfp56-dd-2-1"),
         }
         cut = sparkfab("lab", "wire", inv, "--cut", "cables[5].r1")
         assert cut.code == 0
-        dead = json.loads(sparkfab("verify", inv, "--lab", "--format", "json").out)["results"]
+        found = sparkfab("verify", inv, "--lab", "--format", "json")
+        dead = json.loads(found.out)["results"]
+        # the picture of this run: the cut cable red with its failed checks, the others green
+        (tmp_path / "verify.json").write_text(found.out)
+        drawn = sparkfab("graph", inv, "--verify", str(tmp_path / "verify.json"), "-o", str(tmp_path / "sw8.svg"))
+        assert drawn.code == 0, drawn.err
+        picture = (tmp_path / "sw8.svg").read_text()
+        assert "FAILED: cabling, carrier" in picture and picture.count(graph.FAIL_COLOUR) >= 2
+        assert graph.PASS_COLOUR in picture
         named = {(r["check"], r["host"], r["subject"]) for r in dead if r["status"] == "fail"}
         assert ("carrier", "spark-06", "enP2p1s0f1np1") in named
         assert ("cabling", "spark-06", "enP2p1s0f1np1 (p1)") in named

@@ -19,13 +19,11 @@ COVERED = {
     "sparkfab.assets.oracle_cli": "tests/slow/test_oracle.py",  # each engine's oracle, run in its Python
     "sparkfab.assets.vllm_oracle": "tests/slow/test_oracle.py",
     "sparkfab.assets.sglang_oracle": "tests/slow/test_launch_sglang.py",
-    "sparkfab.commands.argtypes": "tests/unit/cli/hostile/test_bench.py",  # the flags' types, by hostile values
     "sparkfab.commands.peer_ssh_cmd": "tests/lab/test_lab_perf.py",
     "sparkfab.commands.preflight_cmd": "tests/lab/test_lab_preflight.py",
     "sparkfab.commands.serve_cmd": "tests/lab/test_lab_converge.py",
     "sparkfab.commands.tables": "tests/lab/test_lab.py",  # verify's report table
     "sparkfab.commands.verify_cmd": "tests/lab/test_lab.py",
-    "sparkfab.engines.base": "tests/unit/resolve/test_engines.py",  # the engine seam, per engine
     "sparkfab.engines.collective": "tests/unit/resolve/test_engines.py",
     "sparkfab.engines.sglang": "tests/unit/resolve/test_engines.py",
     "sparkfab.engines.vllm": "tests/unit/resolve/test_engines.py",

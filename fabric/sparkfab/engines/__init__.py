@@ -1,7 +1,7 @@
 """The engine seam: every serving engine sparkfab can launch, by the name recipes use.
 
 Adding one is a module here (a subclass of `Engine` with its argv, flags and probes), its entry
-in `ENGINES`, and recipes in `launchers/`; docs/architecture.md walks it.
+in `ENGINES`, and recipes in `launchers/`; docs/explanation/architecture.md walks it.
 """
 
 from __future__ import annotations

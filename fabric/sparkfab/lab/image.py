@@ -13,7 +13,7 @@
   second.
 
 What the lab cannot give a Spark on this machine is made up inside the image, each piece named
-in `docs/architecture.md`: the hardware's facts per mode (`sparkfab-lab-hw`, a small daemon
+in `docs/explanation/architecture.md`: the hardware's facts per mode (`sparkfab-lab-hw`, a small daemon
 that keeps a sysfs-shaped RDMA tree and the netdevs' speeds), writable cgroups for Docker
 (`sparkfab-lab-cgroup`), a runc that clamps rlimits this machine cannot raise, a GPU hook
 that lets `docker run --gpus all` start without a GPU, and a `udevadm` that does not wait for

@@ -26,7 +26,11 @@ def test_every_argument_has_help():
 
 def test_format_says_which_is_for_people():
     helps = {a.help for verb, a in _arguments(parser()) if "--format" in a.option_strings}
-    assert helps == {"table for people (default), json for programs", "yaml for people (default), json for programs"}
+    assert helps == {
+        "table for people (default), json for programs",
+        "yaml for people (default), json for programs",
+        "svg for people (default), dot for programs",  # graph: a picture, or its Graphviz text
+    }
 
 
 def test_version_says_what_runs(monkeypatch):
