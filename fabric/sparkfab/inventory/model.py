@@ -74,7 +74,7 @@ def hostname(v: str) -> str:
         raise ValueError(f"{v!r} is not the address of one host (unspecified, multicast or broadcast)")
     scope = getattr(addr, "scope_id", None)
     if scope is not None and not _SCOPE.match(scope):
-        raise ValueError(f"{v!r}: an IPv6 scope is an interface name ([A-Za-z0-9_.:-], at most 15), not {scope!r}")
+        raise ValueError(f"{v!r}: an IPv6 scope is an interface name ([A-Za-z0-9_.:-], at most 15)")
     return v
 
 

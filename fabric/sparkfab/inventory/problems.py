@@ -366,7 +366,9 @@ def _message(err: Any) -> str:
             return f"'{value}' is not a valid {str(loc[-3]).removesuffix('s')} name"
         return f"'{value}' is not a valid {loc[-1] if isinstance(loc[-1], str) else 'value'}"
     text = str(err["msg"]).removeprefix("Value error, ")
-    return f"{text} (got {value!r})" if not isinstance(value, dict | list) else text
+    if isinstance(value, dict | list) or repr(value) in text:  # a validator that named the value already
+        return text
+    return f"{text} (got {value!r})"
 
 
 _HINTS = {
