@@ -94,6 +94,9 @@ class Recipe(BaseModel):
     #: checkpoint that is not on this machine; or `config:`, a config.json beside the recipe
     architecture: dict[str, int] = Field(default_factory=dict)
     config: str = ""
+    #: where `architecture` comes from when it is not the model's own published config.json
+    #: (validate says so: the TP it allows is only as right as these numbers)
+    architecture_unverified: str = ""
     #: how long `serve` waits for rank 0's health (default: the engine's own start-up timeout,
     #: VLLM_ENGINE_READY_TIMEOUT_S or vLLM's 600 s, plus the API server's start)
     health_wait_s: int | None = None
@@ -127,6 +130,18 @@ class Recipe(BaseModel):
                 raise ValueError(f"config {self.config}: {exc}") from None
             return (data, str(path)) if isinstance(data, dict) else None
         return (dict(self.architecture), f"recipe {self.name}'s architecture") if self.architecture else None
+
+    def notes(self) -> list[str]:
+        """What validate says of the recipe itself: numbers it declares without the model's own
+        config, and settings its engine is known to ignore."""
+        out = []
+        if self.architecture and self.architecture_unverified:
+            out.append(
+                f"recipe {self.name}'s architecture is not its model's published config ("
+                f"{self.architecture_unverified}): the TP it is checked against may be wrong; put the "
+                "checkpoint's config.json beside the recipe (`config:`) to check the real one"
+            )
+        return out + [f"recipe {self.name} {why}" for why in self.engine_spec.ignored(self.flags)]
 
     @field_validator("engine")
     @classmethod

@@ -38,6 +38,19 @@ def _int(config: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+#: the heads of hybrid models' linear-attention and state-space layers, which vLLM splits as it
+#: splits attention heads: Qwen3-Next's gated delta net, Mamba2's heads, Kimi Linear's KDA
+LINEAR_HEADS = ("linear_num_key_heads", "linear_num_value_heads", "mamba_n_heads", "linear_num_heads")
+
+
+def _linear_heads(c: dict[str, Any]) -> dict[str, int]:
+    out = {k: n for k in LINEAR_HEADS if (n := _int(c, k))}
+    nested = c.get("linear_attn_config")
+    if isinstance(nested, dict) and (n := _int(nested, "num_heads")):
+        out["linear_attn_config.num_heads"] = n
+    return out
+
+
 def tp_problems(config: dict[str, Any], tp: int) -> list[str]:
     """Why a checkpoint of this architecture cannot run at tensor-parallel size `tp` (empty: it can)."""
     c = text_config(config)
@@ -52,6 +65,11 @@ def tp_problems(config: dict[str, Any], tp: int) -> list[str]:
         size = _int(c, key)
         if size and size % tp:
             out.append(f"its {key} {size} does not divide by {tp}")
+    for key, n in _linear_heads(c).items():
+        if n % tp:
+            out.append(
+                f"its {key} {n} (linear-attention or state-space heads, split across ranks) do not divide by {tp}"
+            )
     vocab = _int(c, "vocab_size")
     if vocab:
         padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING

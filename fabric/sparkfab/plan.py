@@ -168,6 +168,7 @@ class PerfTools:
 
     nccl_tests: str = "~/nccl-tests/build"
     nccl: str = "~/nccl/build"
+    busbw_min_gbps: float | None = None  # the inventory's all_reduce_perf mark, where it sets one
 
 
 @dataclass(frozen=True)

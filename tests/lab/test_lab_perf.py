@@ -71,7 +71,7 @@ def test_verify_perf_runs_mpirun_across_sparks_with_each_ranks_env():
         assert rows["ib_write_bw"]["status"] == "skip"  # perftest is not installed: said, not failed
         ar = rows["all_reduce_perf"]
         assert ar["detail"] == "", ar  # nccl-tests' table came back and was read
-        assert ar["expected"] == "busbw >= 180 Gb/s" and ar["actual"].endswith("GB/s)")
+        assert ar["expected"] == "busbw >= 166.2 Gb/s" and ar["actual"].endswith("GB/s)")
         # the lab's cables run at 1:500 of a Spark's: the mark is a Spark's, the lab cannot meet it
         assert ar["status"] == "fail" and res.code == 4
         # every rank ran where mpirun put it, with its own nccl.env and MPI pinned to management

@@ -76,5 +76,5 @@ def test_the_captured_hostile_listings_read_as_they_did():
     """lldpd 1.0.16's own output for that frame (2026-12-06): `-f json` is not JSON, json0 is."""
     with pytest.raises(Unreadable):
         neighbours((CAPTURED / "lldpcli-hostile-json.txt").read_text())
-    [(netdev, [n])] = neighbours((CAPTURED / "lldpcli-hostile-json0.json").read_text()).items()
+    [(_netdev, [n])] = neighbours((CAPTURED / "lldpcli-hostile-json0.json").read_text()).items()
     assert n.system == 'sw"1\\\n- x: y' and n.port.startswith('p"o\nrt:')

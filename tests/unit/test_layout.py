@@ -37,7 +37,6 @@ COVERED = {
     "sparkfab.measure.access": "tests/unit/measure/test_bench_access.py",
     "sparkfab.measure.http": "tests/slow/test_realserver.py",
     "sparkfab.measure.plots": "tests/unit/cli/hostile/test_estimate.py",  # --plot outputs
-    "sparkfab.modelcheck": "tests/unit/resolve/test_architecture_checks.py",
     "sparkfab.render.exporter": "tests/unit/render/test_render.py",  # the goldens (pair-1cable's exporter)
     "sparkfab.render.text": "tests/unit/render/test_injection.py",
     "sparkfab.resolve.cables": "tests/unit/resolve/test_topology.py",  # through load_plan
@@ -46,7 +45,6 @@ COVERED = {
     "sparkfab.resolve.instances": "tests/unit/resolve/test_engines.py",
     "sparkfab.resolve.rails": "tests/unit/resolve/test_topology.py",
     "sparkfab.resolve.ranks": "tests/unit/resolve/test_topology.py",
-    "sparkfab.spark": "tests/unit/verify/test_checks.py",  # the mode table, as the checks expect it
     "sparkfab.verify.mesh": "tests/lab/test_lab_control.py",
     "sparkfab.facts.remote": "tests/unit/verify/test_host_checks.py",
     "sparkfab.verify.run": "tests/lab/test_lab.py",

@@ -39,7 +39,7 @@ def test_sparkfabs_lock_is_inside_its_ranges():
         *(r for extra in ("dev", "plots", "lab") for r in project["optional-dependencies"][extra]),
     ]
     pins = _pins("sparkfab.txt")
-    env = {"python_version": "%d.%d" % sys.version_info[:2], "extra": ""}
+    env = {"python_version": f"{sys.version_info[0]}.{sys.version_info[1]}", "extra": ""}
     for line in wanted:
         req = Requirement(line)
         if req.marker is not None and not req.marker.evaluate(env):

@@ -18,6 +18,8 @@ Output: one JSON line per frame heard, {"netdev": NAME, "frame": HEX}, and at th
 {"silent": [netdevs that heard no other host], "dropped": {netdev: frames not printed}}.
 """
 
+from __future__ import annotations
+
 import json
 import select
 import socket
@@ -31,7 +33,7 @@ SOL_PACKET, PACKET_ADD_MEMBERSHIP, PACKET_MR_MULTICAST = 263, 1, 0
 PACKET_OUTGOING = 4
 
 
-def open_socket(netdev):
+def open_socket(netdev: str) -> socket.socket:
     """A raw socket on `netdev` for LLDP, with the LLDP group address joined while it is open
     (a NIC filters multicast; the membership ends with the socket: nothing stays changed)."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_LLDP))
@@ -42,13 +44,13 @@ def open_socket(netdev):
     return s
 
 
-def frame_for(sock, lldpdu):
-    mac = sock.getsockname()[4]
+def frame_for(sock: socket.socket, lldpdu: bytes) -> bytes:
+    mac: bytes = sock.getsockname()[4]
     frame = NEAREST_BRIDGE + mac + struct.pack("!H", ETH_P_LLDP) + lldpdu
     return frame.ljust(60, b"\x00")
 
 
-def say(obj):
+def say(obj: object) -> None:
     sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
     sys.stdout.flush()
 
@@ -57,11 +59,13 @@ class Heard:
     """What the listened netdevs heard from other hosts: each distinct frame printed once, at
     most `limit` per netdev (the rest counted)."""
 
-    def __init__(self, own, limit):
+    def __init__(self, own: set[bytes], limit: int) -> None:
         self.own, self.limit = own, limit
-        self.netdevs, self.seen, self.dropped = set(), {}, {}
+        self.netdevs: set[str] = set()
+        self.seen: dict[str, set[bytes]] = {}
+        self.dropped: dict[str, int] = {}
 
-    def take(self, data, addr):
+    def take(self, data: bytes, addr: tuple[str, int, int, int, bytes]) -> None:
         name, pkttype = addr[0], addr[2]
         if pkttype == PACKET_OUTGOING or len(data) < 14 or data[6:12] in self.own:
             return
@@ -76,7 +80,7 @@ class Heard:
         say({"netdev": name, "frame": data.hex()})
 
 
-def send_all(socks, frames):
+def send_all(socks: dict[str, socket.socket], frames: dict[str, bytes]) -> None:
     for name, frame in frames.items():
         try:
             socks[name].send(frame)
@@ -84,7 +88,7 @@ def send_all(socks, frames):
             pass  # a netdev without carrier: nothing to send on
 
 
-def main():
+def main() -> None:
     cfg = json.loads(sys.argv[1])
     send = {name: bytes.fromhex(du) for name, du in cfg.get("send", {}).items()}
     listen = set(cfg.get("listen", []))

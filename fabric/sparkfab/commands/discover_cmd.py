@@ -134,7 +134,11 @@ def _of_hosts(args: argparse.Namespace) -> tuple[None, Discovery, str, None]:
 
 def _say(args: argparse.Namespace) -> Callable[[str], None]:
     """discover's progress on stderr (what it waits for), unless -q."""
-    return (lambda line: None) if args.quiet else (lambda line: sys.stderr.write(line + "\n"))
+    def say(line: str) -> None:
+        if not args.quiet:
+            sys.stderr.write(line + "\n")
+
+    return say
 
 
 def _inventory(raw_text: str | None, result: Discovery, cluster: str, asked: set[str] | None) -> str:

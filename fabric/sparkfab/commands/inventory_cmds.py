@@ -70,7 +70,9 @@ def _validate(source: str, plan: Plan, quiet: bool, known: Known | None = None) 
     from sparkfab.render.nccl import warnings
 
     verdict = oracle.check(plan, None if quiet else _note, known)
-    for w in [] if quiet else warnings(plan):
+    recipes = {i.recipe.name: i.recipe for i in plan.instances if i.recipe is not None}
+    notes = [n for r in recipes.values() for n in r.notes()]
+    for w in [] if quiet else [*warnings(plan), *notes]:
         sys.stderr.write(f"warning: {w}\n")
     n_if = sum(len(h.ifaces) for h in plan.hosts)
     if not quiet:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -36,6 +37,13 @@ def _args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve an instance planned on Ray with Ray (vLLM's CPU build then stops at its platform check: "
         "rehearses Ray's start order); by default the lab serves it with vLLM's own backend",
+    )
+    up.add_argument(
+        "--shipped",
+        choices=("lldpd", "bare"),
+        default="lldpd",
+        help="how the Sparks arrive: with lldpd as its package configures it (default), or without it "
+        "(apply installs it from the lab's mirror; discover needs nothing installed)",
     )
     up.add_argument("--dry-run", action="store_true", help="print what `up` would create")
     up.set_defaults(lab_action=_up)
@@ -147,6 +155,7 @@ def _serving(plan: Plan, sp: LabSpec, st: build.LabStatus) -> dict[str, build.Se
 
 
 def _up(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
+    sp = dataclasses.replace(sp, shipped=args.shipped)
     if args.dry_run:
         sys.stdout.write("\n".join(sp.describe()) + "\n")
         return Exit.OK

@@ -103,6 +103,11 @@ class Engine:
     """The defaults are those of an OpenAI-compatible server in a container image; each engine
     module overrides what differs."""
 
+    def ignored(self, flags: Mapping[str, Any]) -> list[str]:
+        """Settings among `flags` the engine takes and is known to ignore, each said as a clause
+        ("sets X, which ... ignores: what happens instead"); none by default."""
+        return []
+
     #: the name recipes write (`engine:`)
     name: str = ""
     #: what the command line starts with (the oracle checks it, the docs show it)

@@ -215,6 +215,9 @@ class PerfToolsBlock(Strict):
 
     nccl_tests: ToolDir = "~/nccl-tests/build"
     nccl: ToolDir = "~/nccl/build"
+    #: all_reduce_perf's pass mark in Gb/s of bus bandwidth (default: the link-speed mode's,
+    #: `spark.SPEEDS`: healthy clusters' measured range less a margin)
+    busbw_min_gbps: Annotated[float, Field(gt=0, le=1000), _NO_BOOL] | None = None
 
 
 class Sparkfab(Strict):

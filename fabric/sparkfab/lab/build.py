@@ -39,7 +39,7 @@ def up(
     check_inotify(len(machine.machines(spec)))
     t: dict[str, float] = {}
     t0 = time.perf_counter()
-    root = image.machine_root()
+    root = image.machine_root(spec.shipped)
     t["image_s"] = time.perf_counter() - t0
     spec.dir.mkdir(parents=True, exist_ok=True)
     try:

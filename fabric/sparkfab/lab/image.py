@@ -126,15 +126,29 @@ def _locked(name: str) -> Iterator[None]:
         yield
 
 
-def machine_root() -> Path:
-    """The machine root, built on first use (about a minute, 650 MB) and cached by digest."""
-    name = f"spark-{_digest('machine', list(MACHINE_PACKAGES))}"
+#: how a lab Spark arrives: with lldpd as its Debian package configures it (the default), or
+#: without it (whether DGX OS ships lldpd is not known: discover must work either way, and apply
+#: installs it from the lab's mirror)
+SHIPPED = {"lldpd": (), "bare": ("lldpd",)}
+
+
+def _name(variant: str) -> str:
+    digest = _digest("machine", list(MACHINE_PACKAGES))
+    return f"spark-{digest}" if variant == "lldpd" else f"spark-{digest}-{variant}"
+
+
+def machine_root(variant: str = "lldpd") -> Path:
+    """The machine root of a variant of `SHIPPED`, built on first use (about a minute, 650 MB)
+    and cached by digest."""
+    if variant not in SHIPPED:
+        raise LabError(f"no lab image {variant!r}: one of {', '.join(SHIPPED)}")
+    name = _name(variant)
     root = base() / name
     if (root / ".complete").exists():
         return root
     with _locked(name):
         if not (root / ".complete").exists():
-            _build(root, list(MACHINE_PACKAGES), _customize_machine)
+            _build(root, list(MACHINE_PACKAGES), lambda r: _customize_machine(r, SHIPPED[variant]))
     return root
 
 
@@ -229,7 +243,7 @@ def _prune(keep: str) -> None:
 
     if any(n.startswith("sf-") for n in netns.listnetns()):
         return
-    digest = keep.split("-", 1)[1]
+    digest = keep.split("-")[1]  # every variant of the current image stays
     for old in [*base().glob("spark-*"), *base().glob("container-*"), *base().glob(".*.lock")]:
         if digest not in old.name:
             if old.is_dir():
@@ -245,16 +259,18 @@ def _install(root: Path, name: str, dest: str, mode: int = 0o644) -> None:
     os.chmod(target, mode)
 
 
-def _customize_machine(root: Path) -> None:
-    """What turns a Debian root into a lab Spark (the per-Spark part is `lab.machine`'s)."""
-    mirror.make(root)
+def _customize_machine(root: Path, without: tuple[str, ...] = ()) -> None:
+    """What turns a Debian root into a lab Spark (the per-Spark part is `lab.machine`'s), the
+    packages `without` left for the mirror."""
+    mirror.make(root, without)
     _install(root, "sparkfab-lab-hw", "/usr/local/sbin/sparkfab-lab-hw", 0o755)
     _install(root, "sparkfab-lab-hw.service", "/etc/systemd/system/sparkfab-lab-hw.service")
     _install(root, "sparkfab-lab-cgroup.service", "/etc/systemd/system/sparkfab-lab-cgroup.service")
     _install(root, "sparkfab-lab-runc", "/usr/local/sbin/sparkfab-lab-runc", 0o755)
     _install(root, "nvidia-container-runtime-hook", "/usr/local/bin/nvidia-container-runtime-hook", 0o755)
     _install(root, "udevadm", "/usr/local/bin/udevadm", 0o755)
-    _install(root, "lldpd.conf", "/etc/lldpd.d/sparkfab-lab.conf")
+    if "lldpd" not in without:
+        _install(root, "lldpd.conf", "/etc/lldpd.d/sparkfab-lab.conf")
     _install(root, "sshd.conf", "/etc/ssh/sshd_config.d/sparkfab-lab.conf")
     for key in (root / "etc/ssh").glob("ssh_host_*"):
         key.unlink()  # each Spark gets its own (lab.machine)

@@ -59,17 +59,19 @@ def index(folder: Path) -> None:
     (folder / "Release").write_text(_release(packages))
 
 
-def make(root: Path) -> None:
-    """Move `SHIPPED_WITHOUT` out of the image `root` (built with its apt cache kept) into its
-    mirror, point its apt at the mirror alone, and empty the cache."""
+def make(root: Path, also: tuple[str, ...] = ()) -> None:
+    """Move `SHIPPED_WITHOUT` (and `also`: a variant's own, lldpd for a Spark shipped without it)
+    out of the image `root` (built with its apt cache kept) into its mirror, point its apt at the
+    mirror alone, and empty the cache."""
+    without = (*SHIPPED_WITHOUT, *also)
     archives = root / "var/cache/apt/archives"
     debs = {_field(d, "Package"): d for d in archives.glob("*.deb")}
-    missing = [p for p in SHIPPED_WITHOUT if p not in debs]
+    missing = [p for p in without if p not in debs]
     if missing:
         raise LabError(f"the lab image's build kept no .deb of {', '.join(missing)} for the lab's mirror")
     mirror = root / MIRROR
     mirror.mkdir(parents=True, exist_ok=True)
-    for name in SHIPPED_WITHOUT:
+    for name in without:
         shutil.copy2(debs[name], mirror / debs[name].name)
     index(mirror)
     for d in archives.glob("*.deb"):
@@ -81,4 +83,4 @@ def make(root: Path) -> None:
     res = subprocess.run([*chroot, "apt-get", "update", "-qq"], capture_output=True, text=True, timeout=300)
     if res.returncode != 0:
         raise LabError(f"apt-get update on the lab's mirror failed: {(res.stderr or res.stdout).strip()[-800:]}")
-    proc.run([*chroot, "dpkg", "--purge", *SHIPPED_WITHOUT])
+    proc.run([*chroot, "dpkg", "--purge", *without])

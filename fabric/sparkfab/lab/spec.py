@@ -107,6 +107,8 @@ class LabSpec:
     nodes: tuple[Node, ...]
     veths: tuple[Veth, ...]
     switch_bridges: tuple[tuple[str, str, int], ...] = field(default_factory=tuple)  # ns, bridge, mtu
+    #: how its Sparks arrive: with lldpd as packaged, or "bare" (`lab.image.SHIPPED`)
+    shipped: str = "lldpd"
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)

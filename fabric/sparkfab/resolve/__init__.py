@@ -100,12 +100,19 @@ def check_ray(ctx: Ctx, hosts: dict[str, Host], resolved: list[ResolvedInstance]
             differ.append("NCCL_IB_HCA (" + ", ".join(f"{n}: {v}" for n, v in hcas.items()) + ")")
         if differ:
             where = ("instances", ri.name, "backend") if spec.backend else ("instances", ri.name, "launcher")
+            switched = all(i.switch for h in ranks for i in h.ifaces)
+            fix = (
+                "cable the same port of every Spark to the switch (p1 on each: one HCA list for all), or use "
+                "backend: mp (vLLM's own multi-node start, each rank with its own env file)"
+                if switched
+                else "use backend: mp (vLLM's own multi-node start, each rank with its own env file), or put the "
+                "Sparks on a switch, each by the same port"
+            )
             ctx.add(
                 SF + where,
                 f"backend ray copies rank 0's NCCL_* variables to every Ray worker, and the ranks of {ri.name} "
                 f"need their own: {'; '.join(differ)}",
-                "use backend: mp (vLLM's own multi-node start, each rank with its own env file), or put the "
-                "Sparks on a switch",
+                fix,
             )
 
 
@@ -189,7 +196,7 @@ def assemble(
             if sf.exporter is not None
             else None
         ),
-        perf_tools=PerfTools(sf.perf_tools.nccl_tests, sf.perf_tools.nccl),
+        perf_tools=PerfTools(sf.perf_tools.nccl_tests, sf.perf_tools.nccl, sf.perf_tools.busbw_min_gbps),
     )
 
 

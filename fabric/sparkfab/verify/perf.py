@@ -291,10 +291,15 @@ def _run_all_reduce(plan: Plan, inst: Instance, head: Remote, want: float) -> Re
     )
 
 
+def busbw_mark(plan: Plan, inst: Instance) -> float:
+    """all_reduce_perf's pass mark: the inventory's `perf_tools.busbw_min_gbps`, else the mode's."""
+    return plan.perf_tools.busbw_min_gbps or SPEEDS[plan.mode_of(inst.hosts[0])].busbw_pass_gbps
+
+
 def _all_reduce(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
     return [
         row
         for inst in plan.instances
         if len(inst.hosts) > 1
-        for row in all_reduce(plan, inst, hosts, SPEEDS[plan.mode_of(inst.hosts[0])].busbw_pass_gbps)
+        for row in all_reduce(plan, inst, hosts, busbw_mark(plan, inst))
     ]

@@ -1,0 +1,71 @@
+"""First contact with Sparks as shipped without lldpd (the lab's "bare" image): discover finds every
+cable of a ring and of a switched cluster with frames of its own, nothing installed, and the
+Sparks' package list and every file under /etc are the same afterwards; apply then installs lldpd
+(from the lab site's mirror) and verify is green. The switch is a SONiC one (an alias, subtype
+local, every 30 s), the Sparks named as shipped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
+
+pytestmark = [pytest.mark.lab, requires_lab]
+
+#: what a Spark is that discover must not change: its packages, and every file under /etc
+SNAPSHOT = (
+    "dpkg-query -W -f='${Package} ${Version} ${Status}\\n' | sha256sum; "
+    "find /etc -xdev -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum; "
+    "command -v lldpd lldpcli || echo no-lldpd"
+)
+
+
+def _cables(doc) -> set[frozenset[str]]:
+    return {frozenset(c["ends"] if isinstance(c, dict) else c) for c in doc["all"]["vars"]["sparkfab"]["cables"]}
+
+
+def _sonic_pair(tmp_path) -> str:
+    doc = {
+        "all": {
+            "hosts": {f"spark-{i}": {"ansible_host": f"10.0.9.{i}"} for i in (1, 2)},
+            "vars": {
+                "sparkfab": {
+                    "cluster": "fcsonic",
+                    "subnet_pool": "192.168.242.0/23",
+                    "switches": {"leaf": {"model": "generic", "ports": 32, "os": "sonic", "lldp_name": "sonic"}},
+                    "cables": [["spark-1:p1", "leaf:1/1"], ["spark-2:p1", "leaf:3/1"]],
+                    "instances": {"main": {"hosts": ["spark-1", "spark-2"], "tp": 2, "launcher": "lab-collective"}},
+                }
+            },
+        }
+    }
+    inv = tmp_path / "fcsonic.yml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(inv)
+
+
+@pytest.mark.parametrize("layout", ["ring4", "sonic"])
+def test_discover_needs_nothing_installed_and_changes_nothing(tmp_path, layout):
+    inv, cluster = ("inventory/ring4.yml", "ring4") if layout == "ring4" else (_sonic_pair(tmp_path), "fcsonic")
+    written = yaml.safe_load((REPO / inv).read_text())  # REPO / an absolute path is that path
+    hosts = list(written["all"]["hosts"])
+    with lab(inv, cluster, "collective", "--shipped", "bare"):
+        before = {h: ssh(cluster, h, SNAPSHOT).stdout for h in hosts}
+        assert all("no-lldpd" in b for b in before.values()), before
+        found = tmp_path / "found.yml"
+        res = sparkfab("discover", "--inventory", inv, "--lab", "-o", str(found))
+        assert res.code == 0, res.err
+        assert "discover: listening for LLDP on" in res.err  # it says what it waits for
+        assert _cables(yaml.safe_load(found.read_text())) == _cables(written)
+        assert sparkfab("validate", str(found)).code == 0
+        after = {h: ssh(cluster, h, SNAPSHOT).stdout for h in hosts}
+        assert after == before  # nothing installed, nothing under /etc changed
+        applied = sparkfab("apply", inv, "--lab", "-q")  # installs lldpd from the site's mirror
+        assert applied.code == 0, applied.err
+        green = sparkfab("verify", inv, "--lab", "--format", "json")
+        failed = [r for r in json.loads(green.out)["results"] if r["status"] == "fail"]
+        assert green.code == 0, failed
