@@ -7,10 +7,13 @@ local, every 30 s), the Sparks named as shipped."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import yaml
 
+from sparkfab.render import control
+from sparkfab.resolve import load_plan
 from tests.conftest import REPO
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
@@ -69,3 +72,25 @@ def test_discover_needs_nothing_installed_and_changes_nothing(tmp_path, layout):
         green = sparkfab("verify", inv, "--lab", "--format", "json")
         failed = [r for r in json.loads(green.out)["results"] if r["status"] == "fail"]
         assert green.code == 0, failed
+        if layout == "ring4":  # the control plane over the fabric: sparkfab's own firewall is on
+            _perftest_ports_pass_the_firewall(cluster, inv)
+
+
+def _perftest_ports_pass_the_firewall(cluster: str, inv: str) -> None:
+    """perftest's out-of-band exchange (TCP to the far twin's fabric address, `verify --perf`)
+    passes sparkfab's firewall on a ring; a port it does not admit is dropped. The lab has no RDMA
+    devices for ib_write_bw itself: the same ports and protocol are shown with a listener."""
+    plan = load_plan(str(REPO / inv))
+    a = plan.hosts[0]
+    iface = next(i for i in a.ifaces if i.peer_host)
+    listen = (
+        'timeout 15 python3 -c "import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, '
+        "socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', {port})); s.listen(4); [s.accept()[0].close() for _ in "
+        'range(1)]" >/dev/null 2>&1 &'
+    )
+    connect = "python3 -c \"import socket; socket.create_connection(('{ip}', {port}), 3).close(); print('open')\""
+    for port, admitted in ((control.PERFTEST_BASE, True), (control.PERFTEST_BASE + 200, False)):
+        ssh(cluster, str(iface.peer_host), listen.format(port=port))
+        time.sleep(1)
+        res = ssh(cluster, a.name, connect.format(ip=iface.peer_address, port=port), timeout=20)
+        assert ("open" in res.stdout) is admitted, (port, res.stdout, res.stderr[-300:])

@@ -123,3 +123,45 @@ def test_chromium_draws_the_home_a_verb_page_a_topology_and_the_report(site, tmp
         if os.environ.get("SPARKFAB_REGEN") == "1":
             shutil.copyfile(png, kept / name)
     assert all((kept / n).is_file() for n in shots)
+
+
+#: verbs a guide's command runs here as written (they read files, write files, reach no host)
+RUNS_HERE = {"init", "validate", "plan", "render", "graph", "schema", "estimate", "completion", "exporter"}
+
+
+def _commands(page: Path) -> list[str]:
+    """The `sparkfab ...` commands of a page's shell blocks, comments cut, `&&` chains split."""
+    out, inside = [], False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            inside = not inside and line.strip() in ("```sh", "```bash", "```shell")
+            continue
+        if inside:
+            for part in line.split("#", 1)[0].split("&&"):
+                if part.strip().startswith("sparkfab "):
+                    out.append(part.strip())
+    return out
+
+
+@pytest.mark.parametrize("page", sorted((REPO / "docs").glob("[th]*/*.md")), ids=lambda p: p.stem)
+def test_the_guides_commands_parse_and_those_that_can_run_here_run(page, tmp_path):
+    """Every command of the tutorial and the how-to guides is one sparkfab's own parser takes;
+    the ones that reach no host run here, in order, in a folder holding the examples."""
+    import shlex
+
+    from sparkfab.cli import parser
+
+    shutil.copytree(REPO / "inventory", tmp_path / "inventory")
+    for command in _commands(page):
+        words = shlex.split(command)[1:]
+        if ">" in words:  # a redirection: the command's own words before it
+            words = words[: words.index(">")]
+        parser().parse_args(words)  # exits 2 on a command line it does not take
+        if words[0] not in RUNS_HERE or (words[0] == "exporter" and words[1] not in ("prometheus", "dashboard")):
+            out = next((words[i + 1] for i, w in enumerate(words) if w in ("-o", "--output")), None)
+            if out and (tmp_path / "site.yml").exists():  # what a host-reaching verb writes: its inventory
+                shutil.copyfile(tmp_path / "site.yml", tmp_path / out)
+            continue
+        res = subprocess.run([sys.executable, "-m", "sparkfab", *words], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "SPARKFAB_ORACLE": "off"})  # fmt: skip
+        assert res.returncode == 0, (command, res.stderr[-1500:])
