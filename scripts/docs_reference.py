@@ -149,8 +149,23 @@ def collection_page(out: Path) -> dict[Path, str]:
     return {out / "collection.md": "\n".join(body).rstrip() + "\n"}
 
 
+def results_page(out: Path) -> dict[Path, str]:
+    """Every measured figure's file in benchmarks/results, with what its own header says of it
+    (what was measured, on which machine, at which commit); the figures themselves stay there."""
+    body = [HEADER, "# Measured figures", "", "Each file of `benchmarks/results` as its header describes it: what "
+            "was measured, where, and at which commit. The guides cite these files; the figures are not copied.", ""]
+    for path in sorted((REPO / "benchmarks" / "results").glob("*.txt")):
+        head = []
+        for line in path.read_text().splitlines():
+            if not line.startswith("#"):
+                break
+            head.append(line.lstrip("# ").rstrip())
+        body += [f"## {path.name}", "", " ".join(head) or "(no header)", ""]
+    return {out / "measured.md": "\n".join(body).rstrip() + "\n"}
+
+
 def pages(out: Path) -> dict[Path, str]:
-    return {**cli_pages(out), **inventory_page(out), **exit_page(out), **collection_page(out)}
+    return {**cli_pages(out), **inventory_page(out), **exit_page(out), **collection_page(out), **results_page(out)}
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ COVERED = {
     "sparkfab.inventory.problems": "tests/unit/inventory/test_inventory.py",
     "sparkfab.inventory.read": "tests/unit/inventory/test_reader_properties.py",
     "sparkfab.lab.cgroups": "tests/lab/test_lab_machines.py",  # Docker in a booted Spark
-    "sparkfab.lab.daemons": "tests/lab/test_lab.py",  # the switches' lldpd; down after a crash
     "sparkfab.lab.ready": "tests/lab/test_lab_machines.py",  # a reboot keeps the fabric
     "sparkfab.measure.access": "tests/unit/measure/test_bench_access.py",
     "sparkfab.measure.http": "tests/slow/test_realserver.py",

@@ -7,7 +7,8 @@ sender of the frames its OS puts on the wire, at its interval). sparkfab builds 
 decodes what was heard (`sparkfab.lldp.frame`); this program only relays octets.
 
 Its one argument is JSON:
-  send     {netdev: hex of an LLDPDU}: sent from that netdev's own MAC to 01:80:c2:00:00:0e
+  send     {netdev: hex of an LLDPDU, or a list of them}: sent from that netdev's own MAC to
+           01:80:c2:00:00:0e, each every round
   listen   [netdev]: netdevs whose frames from other hosts are printed
   own      [MAC]: this host's MACs, whose frames (its own twins') are not printed
   every    seconds between two sends
@@ -80,22 +81,26 @@ class Heard:
         say({"netdev": name, "frame": data.hex()})
 
 
-def send_all(socks: dict[str, socket.socket], frames: dict[str, bytes]) -> None:
-    for name, frame in frames.items():
-        try:
-            socks[name].send(frame)
-        except OSError:
-            pass  # a netdev without carrier: nothing to send on
+def send_all(socks: dict[str, socket.socket], frames: dict[str, list[bytes]]) -> None:
+    for name, batch in frames.items():
+        for frame in batch:
+            try:
+                socks[name].send(frame)
+            except OSError:
+                pass  # a netdev without carrier: nothing to send on
 
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
-    send = {name: bytes.fromhex(du) for name, du in cfg.get("send", {}).items()}
+    send = {
+        name: [bytes.fromhex(d) for d in (du if isinstance(du, list) else [du])]
+        for name, du in cfg.get("send", {}).items()
+    }
     listen = set(cfg.get("listen", []))
     own = {bytes.fromhex(m.replace(":", "")) for m in cfg.get("own", [])}
     every, seconds, linger = float(cfg.get("every", 1)), float(cfg.get("seconds", 10)), float(cfg.get("linger", 2))
     socks = {name: open_socket(name) for name in sorted(set(send) | listen)}
-    frames = {name: frame_for(socks[name], du) for name, du in send.items()}
+    frames = {name: [frame_for(socks[name], d) for d in dus] for name, dus in send.items()}
     heard = Heard(own, int(cfg.get("limit", 64)))
     start = time.monotonic()
     next_send, end = start, start + seconds if seconds else float("inf")

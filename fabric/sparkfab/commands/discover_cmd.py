@@ -14,7 +14,7 @@ from sparkfab.connection import Become, connect
 from sparkfab.discover import Discovery, discover
 from sparkfab.discover.hosts import SWITCH_WAIT_S
 from sparkfab.discover.inventory import merge, problems
-from sparkfab.errors import Exit, Unavailable, UsageError
+from sparkfab.errors import Exit, Unavailable, UsageError, readable
 from sparkfab.outputs import check_file, write_file
 from sparkfab.verify.lldp import known_switches
 
@@ -72,7 +72,7 @@ def discover_cmd(args: argparse.Namespace) -> int:
         raise Unavailable(f"--ssh-config {args.ssh_config}: no such file")
     raw_text, result, cluster, asked = _of_inventory(args) if args.inventory else _of_hosts(args)
     for line in result.odd:
-        sys.stderr.write(f"odd: {line}\n")
+        sys.stderr.write(readable(f"odd: {line}") + "\n")
     text = (
         json.dumps(result.to_dict(), indent=2) + "\n"
         if args.format == "json"
@@ -147,7 +147,7 @@ def _inventory(raw_text: str | None, result: Discovery, cluster: str, asked: set
     inventory that validate refuses behind an exit status of 0)."""
     text = merge(raw_text, result, cluster, asked)
     for line in problems(text):
-        sys.stderr.write(f"odd: the inventory written is not valid yet: {line}\n")
+        sys.stderr.write(readable(f"odd: the inventory written is not valid yet: {line}") + "\n")
         result.odd.append(f"the inventory written is not valid yet: {line}")
     return text
 

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from sparkfab.errors import readable
 from sparkfab.verify.result import FAIL, PASS, SKIP, WARN, Report
 
 
@@ -19,9 +20,10 @@ def print_report(report: Report, show_all: bool, verb: str = "verify") -> None:
     for r in report.results:
         if r.status == FAIL or show_all or (verb != "verify" and r.status != PASS):
             color = {PASS: "green", FAIL: "red", SKIP: "yellow", WARN: "magenta"}[r.status]
-            # what hosts answered is text, never markup ("[/]" in a message would break the table)
-            cells = (Text(str(x)) for x in (r.check, r.host, r.subject, r.expected, r.actual))
-            t.add_row(*cells, Text(r.status, style=color), Text(str(r.detail)))
+            # what hosts answered is text, never markup ("[/]" in a message would break the table),
+            # and a control character a neighbour announced is shown, not obeyed (errors.readable)
+            cells = (Text(readable(str(x))) for x in (r.check, r.host, r.subject, r.expected, r.actual))
+            t.add_row(*cells, Text(r.status, style=color), Text(readable(str(r.detail))))
     if t.row_count:
         console.print(t)
     for name, c in (report.collective or {}).items():

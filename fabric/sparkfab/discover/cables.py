@@ -4,6 +4,7 @@ profile places), and the cables in ring order, with everything odd said."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -79,7 +80,8 @@ class FarEnd:
     kind: Literal["spark", "switch", "unknown"] = "spark"
 
     def __str__(self) -> str:
-        return f"{self.node}:{self.port}" if self.kind != "unknown" else f"{self.node} (port id {self.port})"
+        node, port = shown(self.node), shown(self.port)  # what a device announced, escaped
+        return f"{node}:{port}" if self.kind != "unknown" else f"{node} (port id {port})"
 
 
 Ends = dict[tuple[str, str], dict[int, FarEnd]]  # (host, port) -> root -> far end
@@ -125,6 +127,67 @@ def _by_mac(views: dict[str, HostView], n: Neighbour) -> Neighbour:
     return n
 
 
+def shown(text: str, width: int = 64) -> str:
+    """A name a device announced, as a message may show it: as it is when it is a plain name,
+    else quoted with every unusual character escaped (a newline, an escape sequence, a bidi
+    control), and cut."""
+    plain = text.isascii() and text.isprintable() and " " not in text and len(text) <= width
+    return text if plain and text else ascii(text)[: width + 2] + ("..." if len(ascii(text)) > width + 2 else "")
+
+
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
+
+
+def _untrusted(system: str, heard: list[Neighbour], chassis: set[str]) -> str:
+    """Why a name no answering Spark has cannot be trusted (empty: it can)."""
+    if len(chassis) > 1:
+        return f"{len(chassis)} devices (chassis {', '.join(shown(c) for c in sorted(chassis)[:3])}) announce it"
+    if len({"spark" if port_of(n.port) or port_of(n.descr) else "switch" for n in heard}) > 1:
+        return "it is heard both as a Spark's netdev and as a switch port"
+    return "" if _KEY.match(system) else "it could be no inventory's name"
+
+
+def _heard_where(views: dict[str, HostView]) -> dict[str, list[tuple[str, str, Neighbour]]]:
+    """Every neighbour by the name it announced: (host, netdev, neighbour) each time it was heard."""
+    where: dict[str, list[tuple[str, str, Neighbour]]] = {}
+    for v in views.values():
+        for netdev, found in v.ports.items():
+            for n in found:
+                where.setdefault(n.system, []).append((v.label, netdev, n))
+    return where
+
+
+def distrust(views: dict[str, HostView], beyond: frozenset[str], odd: list[str]) -> None:
+    """Take out of every view what cannot be trusted, saying what was heard where: a device that
+    announces an answering Spark's name from a chassis that is not that Spark's; a name that two
+    devices announce (two chassis); one heard both as a Spark's netdev and as a switch port; a name
+    that could be no inventory's key. Never a silent choice between them."""
+    sparks = {n: v for v in views.values() if not v.error for n in own(v)}
+    where = _heard_where(views)
+    bad: set[tuple[str, str]] = set()  # (system, chassis); chassis "*": every neighbour of that name
+    for system, heard_at in sorted(where.items()):
+        at = ", ".join(sorted({f"{h}:{d}" for h, d, _ in heard_at})[:4])
+        chassis = {n.chassis for _, _, n in heard_at if n.chassis}
+        if system in sparks:
+            s = sparks[system]  # its chassis can be told only where its every MAC was read
+            mine = {x.lower() for x in s.chassis | s.own_macs} if s.own_macs else None
+            for c in sorted(chassis - (mine or set()) - {x.upper() for x in mine or ()}) if mine else ():
+                odd.append(
+                    f"a device (chassis {shown(c)}) announces the name of {sparks[system].label} on {at}: not trusted"
+                )
+                bad.add((system, c))
+            continue
+        if system in beyond:
+            continue
+        why = _untrusted(system, [n for _, _, n in heard_at], chassis)
+        if why:
+            odd.append(f"the name {shown(system)} heard on {at} is not trusted: {why}; no cable through it")
+            bad.add((system, "*"))
+    for v in views.values():
+        for netdev, found in v.ports.items():
+            v.ports[netdev] = [n for n in found if (n.system, "*") not in bad and (n.system, n.chassis) not in bad]
+
+
 def _ends(
     views: dict[str, HostView],
     odd: list[str],
@@ -139,8 +202,12 @@ def _ends(
             fars = sorted({_far_end(by_name, switches, _by_mac(views, n)) for n in heard(v, netdev)}, key=str)
             if not fars:
                 continue
-            if len(fars) > 1:
-                odd.append(f"{v.label}:{netdev} hears several far ends: {', '.join(map(str, fars))}")
+            if len(fars) > 1:  # a leak between switch ports, a second device on the wire: never a choice
+                odd.append(
+                    f"{v.label}:{netdev} hears several far ends: {', '.join(str(f) for f in fars[:6])}"
+                    f"{' and more' if len(fars) > 6 else ''}; no cable from it"
+                )
+                continue
             port, root = port_of(netdev) or ("", 0)
             ends.setdefault((v.label, port), {})[root] = fars[0]
     return ends
@@ -181,6 +248,7 @@ def derive(
     it announces that name, as verify names a far Spark, and its cables are seen from one end)."""
     odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
     odd += [line for v in views.values() for line in v.odd]
+    distrust(views, beyond, odd)
     switches = _switches(views, known or {}, mode, beyond)
     ends = _ends(views, odd, switches, beyond)
     cables: dict[frozenset[str], list[str]] = {}
