@@ -9,6 +9,7 @@ import shlex
 import pytest
 import yaml
 
+from sparkfab.lab.spec import shipped_hostname
 from sparkfab.paths import lab_dir
 from sparkfab.render import graph
 from tests.conftest import REPO
@@ -348,11 +349,14 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
     original = yaml.safe_load((REPO / inventory).read_text())["all"]["vars"]["sparkfab"]
     # a switch no inventory named yet is written under the name it announces
     announced = {k: v.get("lldp_name", k) for k, v in (original.get("switches") or {}).items()}
+    # and a Spark, from its address alone, by its hostname as shipped (not the example's key)
+    hosts = load_plan(inventory).instances[0].hosts
+    announced |= {h: shipped_hostname(cluster, h) for h in hosts}
     ends = [c["ends"] if isinstance(c, dict) else c for c in original["cables"]]
     expected = [[announced.get(e.split(":")[0], e.split(":")[0]) + ":" + e.split(":")[1] for e in c] for c in ends]
     assert _cable_set(found["cables"]) == _cable_set(expected)
     assert sparkfab("validate", str(out)).code == 0
-    assert load_plan(str(out)).instances[0].hosts == load_plan(inventory).instances[0].hosts
+    assert load_plan(str(out)).instances[0].hosts == tuple(announced[h] for h in hosts)
 
 
 def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
@@ -395,10 +399,13 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
         data = json.loads(res.out)
         assert res.code == 4
         assert any(o.startswith(f"{mgmt_ip('ring4', 'spark-c049')} (") and "does not answer" in o for o in data["odd"])
-        # its cables are still found, from the other ends
+        # its cables are still found, from the other ends; every Spark named by its hostname
         original = yaml.safe_load((REPO / inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
-        assert _cable_set(data["cables"]) == _cable_set(original)
-        assert sum("seen from one end only (spark-c049 did not answer" in o for o in data["odd"]) == 2
+        named = {h: shipped_hostname("ring4", h) for h in ("spark-329f", "spark-355d", "spark-3d38", "spark-c049")}
+        renamed = [[named[e.split(":")[0]] + ":" + e.split(":")[1] for e in c] for c in original]
+        assert _cable_set(data["cables"]) == _cable_set(renamed)
+        silent = named["spark-c049"]
+        assert sum(f"seen from one end only ({silent} did not answer" in o for o in data["odd"]) == 2
         # --limit leaves the silent Spark out: not asked, its cables named by what it announces
         limited = tmp_path / "limited.yml"
         res = sparkfab("discover", "--inventory", inv, "--lab", "--limit", "all:!spark-c049", "-o", str(limited))

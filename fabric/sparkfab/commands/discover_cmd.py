@@ -106,6 +106,8 @@ def _of_inventory(args: argparse.Namespace) -> tuple[str | None, Discovery, str,
     asked = [h for h in plan.hosts if chosen is None or h.name in chosen]
     targets = [(h.name, h.mgmt_address, conn.remote(h.name)) for h in asked]
     beyond = frozenset(h.name for h in plan.hosts) - {h.name for h in asked}
+    # where the inventory cables an asked Spark to one left out: that one is not asked its name
+    planned = {(h.name, i.netdev): str(i.peer_host) for h in asked for i in h.ifaces if i.peer_host in beyond}
     result = discover(
         targets,
         args.settle,
@@ -114,6 +116,7 @@ def _of_inventory(args: argparse.Namespace) -> tuple[str | None, Discovery, str,
         mode=plan.link_speed,
         beyond=beyond,
         log=_say(args),
+        planned=planned,
     )
     if chosen is not None:
         sys.stderr.write(f"discover: {len(asked)} of {len(plan.hosts)} Sparks (--limit {args.limit})\n")

@@ -235,12 +235,31 @@ def _cable(
     return [f"{host}:{port}", str(far)]
 
 
+def _name_beyond(views: dict[str, HostView], planned: dict[tuple[str, str], str], beyond: frozenset[str]) -> None:
+    """A Spark a --limit left out is not asked, so its name as shipped (what it announces) is not
+    known: on a netdev the inventory cables to it (`planned`: (host, netdev) -> its key), the Spark
+    heard there is taken for it, named by its key."""
+    asked = {n for v in views.values() for n in own(v)}
+    alias: dict[str, str] = {}
+    for (host, netdev), key in planned.items():
+        view = views.get(host)
+        if view is None or key not in beyond:
+            continue
+        for n in heard(view, netdev):
+            if n.system not in asked and n.system not in beyond and (port_of(n.port) or port_of(n.descr)):
+                alias.setdefault(n.system, key)
+    for v in views.values():
+        for netdev, found in v.ports.items():
+            v.ports[netdev] = [n._replace(system=alias.get(n.system, n.system)) for n in found]
+
+
 def derive(
     views: dict[str, HostView],
     order: list[str],
     known: dict[str, switchos.KnownSwitch] | None = None,
     mode: LinkSpeed = "200",
     beyond: frozenset[str] = frozenset(),
+    planned: dict[tuple[str, str], str] | None = None,
 ) -> Discovery:
     """The cables from what every port heard (`known`: the inventory's switches by the name each
     announces; `mode`: the link speed, which says how many legs a switch port breaks out into;
@@ -248,6 +267,7 @@ def derive(
     it announces that name, as verify names a far Spark, and its cables are seen from one end)."""
     odd = [f"{v.label} ({v.address}) does not answer: {v.error}" for v in views.values() if v.error]
     odd += [line for v in views.values() for line in v.odd]
+    _name_beyond(views, planned or {}, beyond)
     distrust(views, beyond, odd)
     switches = _switches(views, known or {}, mode, beyond)
     ends = _ends(views, odd, switches, beyond)

@@ -145,6 +145,7 @@ def discover(
     mode: LinkSpeed = "200",
     beyond: frozenset[str] = frozenset(),
     log: Callable[[str], None] = lambda s: None,
+    planned: dict[tuple[str, str], str] | None = None,
 ) -> Discovery:
     """targets: (label, address, testinfra host) for each Spark, in the order given. With
     by_hostname (only addresses were given), Sparks are named by their hostnames. `beyond`:
@@ -172,4 +173,4 @@ def discover(
     if by_hostname:
         for v in views:
             v.label = v.hostname or v.address
-    return derive({v.label: v for v in views}, [v.label for v in views], known, mode, beyond)
+    return derive({v.label: v for v in views}, [v.label for v in views], known, mode, beyond, planned)
