@@ -203,3 +203,11 @@ def test_a_limited_discovery_names_far_sparks_it_did_not_ask_and_keeps_their_cab
     # without the limit, the same view is two one-ended cables
     alone = derive({"c": c}, ["c"])
     assert len([o for o in alone.odd if "seen from one end only" in o]) == 2
+
+
+def test_a_spark_left_out_by_a_limit_is_named_by_the_inventorys_cable_to_it():
+    """Not asked, it announces its hostname as shipped (`spark-9f1e`), not its key: the netdev the
+    inventory cables to it names it."""
+    c = on_wire("c", [Neighbour("spark-9f1e", t, "mac-x") for t in TWINS])
+    r = derive({"c": c}, ["c"], beyond=frozenset({"spark-b"}), planned={("c", t): "spark-b" for t in TWINS})
+    assert r.cables == [["c:p1", "spark-b:p1"]] and not any("not in the list" in o for o in r.odd)
