@@ -213,7 +213,8 @@ def test_verify_names_swapped_and_cut_cables(tmp_path):
         assert sparkfab("apply", inv, "--lab", "-q").code == 0
         res = sparkfab("lab", "wire", inv, "--swap", "cables[2]", "cables[3]")
         assert (
-            res.code == 0 and "spark-03:enP2p1s0f1np1, spark-03:enp1s0f1np1 now meets MikroTik:qsfp56-dd-2-5" in res.out
+            res.code == 0
+            and "spark-03:enP2p1s0f1np1, spark-03:enp1s0f1np1 now meets MikroTik:bridge-fabric/qsfp56-dd-2-5" in res.out
         )
         swapped = sparkfab("verify", inv, "--lab", "--format", "json")
         assert swapped.code == 4

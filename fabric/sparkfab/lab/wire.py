@@ -21,7 +21,7 @@ from sparkfab import proc
 from sparkfab.errors import UsageError
 from sparkfab.lab.links import BOOT_MTU, make_veth, netns
 from sparkfab.lab.rates import RATE_MBIT, rate_text
-from sparkfab.lab.spec import LabSpec, Veth
+from sparkfab.lab.spec import LabSpec, Node, Veth
 from sparkfab.lab.state import LabState
 from sparkfab.spark import LinkSpeed
 
@@ -52,12 +52,16 @@ def _select(veths: list[Veth], ref: str) -> list[int]:
     return idx
 
 
+def _node(spec: LabSpec, v: Veth) -> Node:
+    return next(n for n in spec.nodes if n.ns == v.a_ns)
+
+
 def _announced(spec: LabSpec, v: Veth) -> tuple[str, str]:
     """(system name, port id) a netdev of a cable is heard as over LLDP: a Spark by its hostname
     and the netdev's name (after apply), a switch by what its frame on that port says."""
     from sparkfab.lldp import frame as lf
 
-    node = next(n for n in spec.nodes if n.ns == v.a_ns)
+    node = _node(spec, v)
     sent = dict(f.split(" ", 1) for f in node.frames)
     if v.a_if in sent:
         return node.system or node.name, lf.decode(bytes.fromhex(sent[v.a_if])).port_text
@@ -112,7 +116,8 @@ def swap(spec: LabSpec, a: str, b: str) -> list[str]:
     _save(spec, veths)
     done = []
     for near, far in ((ia, far_b), (ib, far_a)):
-        here = sorted({":".join(_announced(spec, veths[i])) for i in near if veths[i].end == 0})
+        # the Sparks by the inventory's names; what they now meet as it announces itself
+        here = sorted({f"{_node(spec, veths[i]).name}:{veths[i].a_if}" for i in near if veths[i].end == 0})
         there = sorted({":".join(_announced(spec, veths[i])) for i in far})
         done.append(f"{', '.join(here)} now meets {', '.join(there)}")
     silent = heard(spec, veths, {wire_a, wire_b} - {None})
