@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from sparkfab.lab.spec import shipped_hostname
 from tests.conftest import REPO
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
@@ -81,7 +82,8 @@ def test_verify_perf_runs_mpirun_across_sparks_with_each_ranks_env():
             ranks[host] = json.loads(out)
             nccl = ssh(CLUSTER, host, "grep ^NCCL_IB_HCA= /etc/sparkfab/nccl.env").stdout.strip()
             assert ranks[host]["NCCL_IB_HCA"] == nccl.split("=", 1)[1]
-            assert ranks[host]["UCX_NET_DEVICES"] == "enP7s7" and ranks[host]["host"] == host
+            # the rank's own hostname: as DGX OS names a Spark, not the inventory's key
+            assert ranks[host]["UCX_NET_DEVICES"] == "enP7s7" and ranks[host]["host"] == shipped_hostname(CLUSTER, host)
         assert sorted(r["rank"] for r in ranks.values()) == [0, 1]
         assert ranks["spark-a"]["uid"] == 0  # a root login: mpirun with OpenMPI's permission
         assert shlex.split("-b 1M -e 256M -f 4 -d bfloat16") == ranks["spark-b"]["argv"]
