@@ -10,6 +10,7 @@ Its one argument is JSON:
   send     {netdev: hex of an LLDPDU, or a list of them}: sent from that netdev's own MAC to
            01:80:c2:00:00:0e, each every round
   listen   [netdev]: netdevs whose frames from other hosts are printed
+  need     [netdev]: those that must hear another host before the end (default: listen)
   own      [MAC]: this host's MACs, whose frames (its own twins') are not printed
   every    seconds between two sends
   seconds  how long to run at most (0: until ended, sending only)
@@ -97,6 +98,7 @@ def main() -> None:
         for name, du in cfg.get("send", {}).items()
     }
     listen = set(cfg.get("listen", []))
+    need = set(cfg.get("need", listen)) & listen
     own = {bytes.fromhex(m.replace(":", "")) for m in cfg.get("own", [])}
     every, seconds, linger = float(cfg.get("every", 1)), float(cfg.get("seconds", 10)), float(cfg.get("linger", 2))
     socks = {name: open_socket(name) for name in sorted(set(send) | listen)}
@@ -113,7 +115,7 @@ def main() -> None:
         ready, _, _ = select.select([socks[n] for n in listen], [], [], max(0.0, min(next_send - now, 0.25)))
         for s in ready:
             heard.take(*s.recvfrom(65535))
-        if listen and not lingering and listen <= heard.netdevs:
+        if listen and not lingering and need <= heard.netdevs:
             end, lingering = min(end, time.monotonic() + linger), True
     say({"silent": sorted(listen - heard.netdevs), "dropped": heard.dropped})
 

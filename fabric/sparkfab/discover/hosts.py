@@ -91,14 +91,17 @@ def own_frame(view: HostView, netdev: str) -> lf.Frame:
 
 def listen(th: Remote, view: HostView, wait_s: float) -> None:
     """Send this Spark's frames on its fabric netdevs and hear its neighbours' with the relay,
-    until every port with carrier heard another host (then 3 s more, for late listeners) or
-    `wait_s` passed; each frame decoded here, a malformed one named, a flood counted."""
+    until every port with carrier heard another host, here or in lldpd's table (then 3 s more,
+    for late listeners), or `wait_s` passed; each frame decoded here, a malformed one named, a
+    flood counted. What a netdev hears now replaces what lldpd's table held for it: lldpd keeps a
+    neighbour for its TTL (120 s), after a recabling too."""
     if view.error:
         return
-    listening = sorted(n for n in view.fabric if n in view.carrier and not heard(view, n)) if view.carrier else []
+    live = sorted(n for n in view.fabric if n in view.carrier) if view.carrier else list(view.fabric)
     config = {
         "send": {n: lf.lldpdu(own_frame(view, n)).hex() for n in view.fabric},
-        "listen": listening if view.carrier else list(view.fabric),
+        "listen": live,
+        "need": [n for n in live if not heard(view, n)],
         "own": sorted(view.own_macs),
         "every": 1.0,
         "seconds": wait_s,
@@ -109,8 +112,13 @@ def listen(th: Remote, view: HostView, wait_s: float) -> None:
     except Exception as exc:
         view.error = f"the LLDP relay failed: {_first_line(exc)}"
         return
+    cached = {n: list(found) for n, found in view.ports.items()}
+    view.ports = {}
     for line in out.splitlines():
         _take(view, line)
+    for netdev, found in cached.items():  # lldpd's word only where nothing was heard now
+        if not heard(view, netdev):
+            _add(view, netdev, found)
 
 
 def _take(view: HostView, line: str) -> None:

@@ -77,3 +77,28 @@ def test_discover_reports_a_port_that_stays_silent_after_its_patience():
     r = discover(_pair(10**6), settle_s=0, patience_s=0.2)
     assert "a:enp1s0f1np1 has no LLDP neighbour" in r.odd
     assert any("seen from one end only" in o for o in r.odd)
+
+
+def test_what_a_netdev_hears_now_replaces_lldpds_stale_entry():
+    """After a recabling lldpd still lists the old neighbour for its TTL: the relay's fresh frame
+    wins where it heard one; lldpd's word stays where it heard nothing now."""
+    import json
+
+    from sparkfab.discover.hosts import HostView, listen
+    from sparkfab.facts.neighbours import Neighbour
+    from sparkfab.lldp import frame as lf
+
+    fresh = lf.Frame(lf.CHASSIS_MAC, bytes(6), lf.PORT_IFNAME, b"enp1s0f0np0", 120, b"enp1s0f0np0", b"new")
+    line = json.dumps({"netdev": "enp1s0f1np1", "frame": (bytes(12) + b"\x88\xcc" + lf.lldpdu(fresh)).hex()})
+
+    class Host:
+        def check_output(self, cmd: str, *args: str) -> str:
+            return line + "\n" + json.dumps({"silent": [], "dropped": {}}) + "\n"
+
+    stale = Neighbour("old", "enp1s0f0np0", "aa")
+    switch = Neighbour("sw1", "swp1s0", "bb")
+    view = HostView("a", "addr", hostname="a", fabric=["enp1s0f1np1", "enP2p1s0f1np1"],
+                    ports={"enp1s0f1np1": [stale], "enP2p1s0f1np1": [switch]})  # fmt: skip
+    listen(Host(), view, 1.0)
+    assert [n.system for n in view.ports["enp1s0f1np1"]] == ["new"]
+    assert view.ports["enP2p1s0f1np1"] == [switch]
