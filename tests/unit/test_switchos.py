@@ -123,3 +123,22 @@ def test_the_reviews_f1_feed_passes():
     seen = {"enp1s0f1np1": [Neighbour("MikroTik", "bridge/qsfp56-dd-1-5", "04:f4:1c:00:00:01", "")]}
     rows = {r.subject.split()[0]: r for r in lldp.check_host(plan, h, seen)}
     assert rows["enp1s0f1np1"].status == PASS
+
+
+def test_verify_knows_a_far_spark_by_what_it_says_of_itself_or_by_the_plan_when_not_asked():
+    """ring4 named as shipped: a far Spark that was asked is known by its own LLDP name; one a
+    --limit left out by the plan's cable (a name no asked Spark claims)."""
+    plan = load_plan(str(REPO / "inventory/ring4.yml"))
+    h = plan.hosts[0]
+    i = next(x for x in h.ifaces if x.peer_host)
+    far = Neighbour("spark-77aa", i.peer_netdev or "", "cc:cc")
+    seen = {i.netdev: [far]}
+    asked = {i.peer_host: frozenset({"spark-77aa", "cc:cc"}), h.name: frozenset({"spark-0001"})}
+    row = next(r for r in lldp.check_host(plan, h, seen, None, asked) if r.subject.startswith(i.netdev))
+    assert row.status == PASS
+    impostor = {h.name: frozenset({"spark-0001"}), "other": frozenset({"spark-77aa"})}  # another claims it
+    row = next(r for r in lldp.check_host(plan, h, seen, None, impostor) if r.subject.startswith(i.netdev))
+    assert row.status != PASS
+    limited = {h.name: frozenset({"spark-0001"})}  # the far one not asked
+    row = next(r for r in lldp.check_host(plan, h, seen, None, limited) if r.subject.startswith(i.netdev))
+    assert row.status == PASS

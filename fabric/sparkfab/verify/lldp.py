@@ -71,8 +71,11 @@ def _matches(
     if iface.switch:
         return n.system == want[0] and _placed(plan, iface, n, known)
     far = spark.port_of(n.port) or spark.port_of(n.descr)  # a Spark as shipped: a MAC, its name in descr
-    names = selves.get(want[0]) or {want[0]}
-    heard_from = n.system in names or (bool(n.chassis) and n.chassis in names)
+    names = selves.get(want[0])
+    if names:
+        heard_from = n.system in names or (bool(n.chassis) and n.chassis in names)
+    else:  # not asked (a --limit): its key, or a name no Spark that was asked says is its own
+        heard_from = n.system == want[0] or not any(n.system in s or n.chassis in s for s in selves.values())
     return heard_from and far is not None and far[0] == iface.peer_port
 
 
