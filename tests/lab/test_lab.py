@@ -403,7 +403,8 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
         # its cables are still found, from the other ends; every Spark named by its hostname
         original = yaml.safe_load((REPO / inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
         named = {h: shipped_hostname("ring4", h) for h in ("spark-329f", "spark-355d", "spark-3d38", "spark-c049")}
-        renamed = [[named[e.split(":")[0]] + ":" + e.split(":")[1] for e in c] for c in original]
+        ends = [c["ends"] if isinstance(c, dict) else c for c in original]
+        renamed = [[named[e.split(":")[0]] + ":" + e.split(":")[1] for e in c] for c in ends]
         assert _cable_set(data["cables"]) == _cable_set(renamed)
         silent = named["spark-c049"]
         assert sum(f"seen from one end only ({silent} did not answer" in o for o in data["odd"]) == 2
