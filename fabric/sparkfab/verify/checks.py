@@ -193,6 +193,8 @@ def cabling(plan: Plan, host: Host, heard: Heard, selves: Mapping[str, Set[str]]
                 "lldpd must run on the Spark: apply installs it and sets its port ids (or `apt-get install lldpd`)",
             )
         ]
+    if heard.unreadable:  # lldpd answered, but its listing does not parse: say so, not "missing"
+        return [Result("cabling", host.name, "lldpd", "a readable listing", "unreadable", FAIL, heard.unreadable)]
     carrier = heard.carrier if heard.carrier is not None else set(_netdevs(host))
     # a neighbour lldpd still lists on a port without carrier is what it heard before the cable went
     seen = {k: v for k, v in heard.ports.items() if k in carrier}

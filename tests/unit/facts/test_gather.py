@@ -79,3 +79,14 @@ def test_a_neighbour_heard_before_the_carrier_went_is_missing():
     fake = FakeHost(answers={NEIGHBOURS.command(): Answer(0, f"{ip_link(**links)}\n@@\n{chassis}\n@@\n{heard}")})
     failed = [(r.subject, r.actual) for r in checks.cabling(plan, host, NEIGHBOURS.of(fake)) if r.status == "fail"]
     assert failed == [("enP2p1s0f1np1 (p1)", "-")]
+
+
+def test_a_listing_lldpcli_could_not_write_as_json_is_one_row_not_every_port_missing():
+    from tests.doubles.host import ip_link
+
+    plan = load_plan(str(REPO / "inventory/ring4.yml"))
+    host = plan.host("spark-329f")
+    bad = (REPO / "tests/data/captured/lldpcli-hostile-json.txt").read_text()  # lldpd 1.0.16's own -f json
+    fake = FakeHost(answers={NEIGHBOURS.command(): Answer(0, f"{ip_link()}\n@@\n{{}}\n@@\n{bad}")})
+    rows = checks.cabling(plan, host, NEIGHBOURS.of(fake))
+    assert [(r.subject, r.actual, r.status) for r in rows] == [("lldpd", "unreadable", "fail")]
