@@ -22,6 +22,7 @@ def table(spark_name: str, switch_name: str | None = None) -> dict[str, list[byt
     rows: dict[str, list[bytes]] = {
         "specials": [_frame(SPECIALS[:60], SPECIALS, descr=SPECIALS)],
         "full TLVs of any bytes": [_frame(os.urandom(255), os.urandom(255), descr=os.urandom(255))],
+        "every byte value": [_frame(bytes(range(1, 256)), bytes(range(255, 0, -1)), descr=bytes(range(256)))],
         "a Spark's identity from another chassis": [_frame(spark_name.encode(), b"enp1s0f0np0")],
         "malformed": [
             lf._tlv(lf.CHASSIS, b"\x04\x02") + lf._tlv(lf.PORT, b"\x05p0"),  # no TTL, no End

@@ -72,9 +72,23 @@ def test_a_hostile_frames_listing_is_readable_in_json0_only():
     )
 
 
+def test_a_raw_0x1f_in_lldpds_json0_is_read():
+    """lldpd before 1.0.22 writes byte 0x1F raw inside a json0 string (every other control byte
+    as \\u00XX): the listing is still read, the byte kept."""
+    unit = lf.Frame(lf.CHASSIS_MAC, bytes.fromhex("020000000002"), lf.PORT_LOCAL, b"p\x1fort\x01", 120,
+                    b"unit\x1fsep", b"sw\x1f2", b"descr")  # fmt: skip
+    with lldpd_wire() as wire:
+        wire.send([lf.lldpdu(unit)])
+        listing = wire.neighbours_json0()
+    [n] = neighbours(listing)[wire.near_if]
+    assert (n.system, n.port, n.descr) == ("sw\x1f2", "p\x1fort\x01", "unit\x1fsep")
+
+
 def test_the_captured_hostile_listings_read_as_they_did():
     """lldpd 1.0.16's own output for that frame (2026-12-06): `-f json` is not JSON, json0 is."""
     with pytest.raises(Unreadable):
         neighbours((CAPTURED / "lldpcli-hostile-json.txt").read_text())
     [(_netdev, [n])] = neighbours((CAPTURED / "lldpcli-hostile-json0.json").read_text()).items()
     assert n.system == 'sw"1\\\n- x: y' and n.port.startswith('p"o\nrt:')
+    [(_netdev, [n])] = neighbours((CAPTURED / "lldpcli-0x1f-json0.json").read_text()).items()
+    assert (n.system, n.port) == ("sw\x1f2", "p\x1fort\x01")

@@ -4,8 +4,11 @@ cabling check, discover and the lab's drills read.
 lldpcli is asked for `-f json0`, where every announced text is a JSON value: its `-f json` writes
 a neighbour's system name as an object key without escaping it, so one neighbour whose name holds
 a quote or a newline made the whole listing unreadable (lldpd 1.0.16, tried:
-tests/data/captured/lldpcli-hostile-*). `-f json`'s own shape (one item a dict, several a list)
-is read as well. A listing that is still not JSON is no answer, never a crash."""
+tests/data/captured/lldpcli-hostile-*). json0 escapes control bytes as \\u00XX except 0x1F, which
+lldpd before 1.0.22 writes raw (its json_writer.c tested `c < 0x1f`; fixed upstream in 6f55f7a,
+May 2026; Ubuntu 24.04 ships 1.0.18, Debian 12 1.0.16): a raw control byte inside a string is
+accepted. `-f json`'s own shape (one item a dict, several a list) is read as well. A listing that
+is still not JSON is no answer, never a crash."""
 
 from __future__ import annotations
 
@@ -84,7 +87,7 @@ class Unreadable(ValueError):
 
 def _load(text: str) -> dict[str, Any]:
     try:
-        data = json.loads(text or "{}")
+        data = json.loads(text or "{}", strict=False)  # strict=False: lldpd's raw 0x1F (see above)
     except ValueError:
         raise Unreadable(f"lldpcli printed what is not JSON: {text[:80]!r}") from None
     return data if isinstance(data, dict) else {}

@@ -72,3 +72,9 @@ def test_lldp_neighbours_single_interface_is_a_dict():
 def test_the_local_chassis_is_what_the_twins_hear_from_each_other():
     text = '{"local-chassis": {"chassis": {"spark-a": {"id": {"type": "mac", "value": "aa:bb"}}}}}'
     assert local_chassis(text) == {"spark-a", "aa:bb"}
+
+
+def test_lldpds_raw_0x1f_inside_a_json0_string_is_read():
+    """lldpd before 1.0.22 writes byte 0x1F raw in json0 (captured from 1.0.16): still a listing."""
+    [(_netdev, [n])] = neighbours((CAPTURED / "lldpcli-0x1f-json0.json").read_text()).items()
+    assert (n.system, n.port, n.descr) == ("sw\x1f2", "p\x1fort\x01", "unit\x1fsep")
