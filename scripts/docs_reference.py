@@ -7,7 +7,9 @@ cannot drift from it (tests/quality/test_docs.py fails when one is stale):
   (docs/reference/cli/notes/<verb>.md);
 - docs/reference/inventory-schema.md: the inventory's keys from its JSON Schema;
 - docs/reference/exit-codes.md: from `sparkfab.errors.EXIT_MEANING`;
-- docs/reference/collection.md: each module of the collection as `ansible-doc --json` reads it.
+- docs/reference/collection.md: each module of the collection as `ansible-doc --json` reads it;
+- docs/reference/fit.md: what `sparkfab fit` says of every preset on 1, 2, 4 and 8 Sparks, and of
+  the public recipes' own settings (PUBLIC below, each with its source).
 
     .venv/bin/python scripts/docs_reference.py [OUT]    # OUT: docs/reference (default)
 """
@@ -164,8 +166,59 @@ def results_page(out: Path) -> dict[Path, str]:
     return {out / "measured.md": "\n".join(body).rstrip() + "\n"}
 
 
+#: launch settings public Spark recipes run, where they say them: (who, source, preset, TP, flags)
+PUBLIC = (
+    ("the 200 vs 100 Gb/s paper", "../shared/seeds: Appendix B; launchers/glm-5.3-tp8.yml", "glm-5.3", 8,
+     {"gpu-memory-utilization": 0.726, "max-model-len": 262144, "max-num-seqs": 8, "kv-cache-dtype": "fp8"}),
+    ("NVIDIA's two-Spark vLLM playbook", "dgx-spark-playbooks nvidia/vllm/README.md", "llama-3.3-70b", 2,
+     {"gpu-memory-utilization": 0.8, "max-model-len": 2048}),
+    ("sparkfab's recipe", "launchers/llama-3.3-70b-tp2.yml", "llama-3.3-70b", 2,
+     {"gpu-memory-utilization": 0.8, "max-model-len": 32768}),
+)
+
+
+def fit_page(out: Path) -> dict[Path, str]:
+    from sparkfab import fit
+    from sparkfab.fit import plan as fp
+    from sparkfab.fit.check import human_int, vllm_problems
+
+    memory = fp.Memory()
+    body = [HEADER, "# What fits on 1, 2, 4 and 8 Sparks", "",
+            f"`sparkfab fit` for every preset at 32,768 tokens per request, a Spark's {memory.total / 1e9:.2f} GB, "
+            f"gpu-memory-utilization {memory.fraction:g} and {memory.runtime / 2**30:g} GiB for the engine's runtime "
+            "(an assumption: vLLM's start-up log says its own), KV cache in the model's dtype. The best layout is "
+            "the widest TP that holds 8 requests at once (the paper's max-num-seqs), else the one holding the "
+            "most. How the figures are made: [the fit planner](../explanation/fit.md).", "",
+            "| model | Sparks | best layout | weights / Spark | KV cache / Spark | requests of 32K at once "
+            "| longest context |", "|---|---|---|---|---|---|---|"]
+    for name, (shape, _source) in fit.presets().items():
+        for n in (1, 2, 4, 8):
+            options = fp.layouts(shape, n, min(32768, shape.max_context), memory)
+            best = fp.recommend(options)
+            if best is None:
+                why = fp.verdict(options[0], memory)
+                body.append(f"| {name} | {n} | none fits | | | | {_cell(why)} |")
+                continue
+            body.append(f"| {name} | {n} | TP{best.tp} x PP{best.pp} | {best.weights / 1e9:,.1f} GB | "
+                        f"{best.kv_cache / 1e9:,.1f} GB | {int(best.concurrency)} | {best.longest:,} |")
+    body += ["", "## Beside the public recipes' settings", "",
+             "Each recipe's own flags, sized the same way (`validate` warns when they do not fit):", "",
+             "| who | source | model, TP | their settings | requests of their context at once | fit says |",
+             "|---|---|---|---|---|---|"]
+    for who, source, preset, tp, flags in PUBLIC:
+        shape = fit.presets()[preset][0]
+        kv = 1 if str(flags.get("kv-cache-dtype", "")).startswith("fp8") else None
+        context = human_int(flags["max-model-len"]) or shape.max_context
+        x = fp.layout(shape, tp, 1, context, fp.Memory(fraction=float(flags["gpu-memory-utilization"]), kv_bytes=kv))
+        said = "; ".join(vllm_problems(shape, tp, flags)) or "fits"
+        shown = ", ".join(f"{k} {v}" for k, v in flags.items())
+        body.append(f"| {who} | {source} | {preset}, TP{tp} | {shown} | {x.concurrency:,.1f} | {_cell(said)} |")
+    return {out / "fit.md": "\n".join(body).rstrip() + "\n"}
+
+
 def pages(out: Path) -> dict[Path, str]:
-    return {**cli_pages(out), **inventory_page(out), **exit_page(out), **collection_page(out), **results_page(out)}
+    return {**cli_pages(out), **inventory_page(out), **exit_page(out), **collection_page(out), **results_page(out),
+            **fit_page(out)}
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from sparkfab.commands import (
     discover_cmd,
     estimate_cmd,
     exporter_cmd,
+    fit_cmd,
     graph_cmd,
     init_cmd,
     inventory_cmds,
@@ -54,6 +55,7 @@ VERBS: tuple[Verb, ...] = (
     *verify_cmd.VERBS,
     *discover_cmd.VERBS,
     *estimate_cmd.VERBS,
+    *fit_cmd.VERBS,
     *sample_cmds.VERBS,  # sample, traffic
     *bench_cmds.VERBS,  # bench, battery, report
     *collection_cmd.VERBS,

@@ -97,6 +97,10 @@ class Recipe(BaseModel):
     #: where `architecture` comes from when it is not the model's own published config.json
     #: (validate says so: the TP it allows is only as right as these numbers)
     architecture_unverified: str = ""
+    #: the `sparkfab fit` preset of the recipe's model (its published config: sizes, attention
+    #: and weight format), which validate sizes the recipe's memory settings with when the
+    #: checkpoint is not on this machine
+    fit: str = ""
     #: how long `serve` waits for rank 0's health (default: the engine's own start-up timeout,
     #: VLLM_ENGINE_READY_TIMEOUT_S or vLLM's 600 s, plus the API server's start)
     health_wait_s: int | None = None

@@ -108,6 +108,7 @@ class Instance:
     hf_cache: str | None = None  # host directory mounted as the container's Hugging Face cache
     recipe: Recipe | None = None  # the launcher's recipe, read at resolve time (rendering reads no files)
     tp_unchecked: str = ""  # why TP could not be checked against the model's architecture ("" : it was, or no recipe)
+    memory: tuple[str, ...] = ()  # why its memory settings do not fit its Sparks (validate warns)
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -111,6 +111,30 @@ def _no_token_anywhere(cluster: str) -> None:
         assert f"HF_TOKEN={TOKEN}" in env, (host, pid)
 
 
+def _kv_capacity_is_fits(cluster: str, head: str, instance: str, tp: int) -> None:
+    """vLLM's own KV accounting against `sparkfab fit`'s: the tokens rank 0 logs for the lab
+    recipe's --kv-cache-memory-bytes and --max-model-len, within 2 % (blocks of 128 on CPU)."""
+    import re
+
+    import yaml
+
+    from sparkfab.fit import from_dict
+    from sparkfab.fit import plan as fp
+    from sparkfab.paths import lab_paths
+
+    flags = yaml.safe_load((REPO / "launchers/lab-vllm.yml").read_text())["flags"]
+    size = str(flags["kv-cache-memory-bytes"])  # vLLM's human_readable_int: M is 2**20, m 10**6
+    kv_bytes = int(size[:-1]) * {"K": 2**10, "M": 2**20, "G": 2**30, "k": 10**3, "m": 10**6, "g": 10**9}[size[-1]]
+    log = ssh(cluster, head, f"docker logs sparkfab-{instance} 2>&1").stdout
+    found = re.search(r"KV cache size: ([0-9,]+) tokens", log)
+    assert found, log[-3000:]
+    logged = int(found.group(1).replace(",", ""))
+    shape = from_dict(json.loads((lab_paths(cluster).model / "config.json").read_text()))
+    mine = fp.engine_tokens(shape, tp, kv_bytes, 128, int(flags["max-model-len"]))
+    print(f"KV cache at TP{tp}: vLLM {logged:,} tokens, sparkfab fit {mine:,}")
+    assert abs(mine - logged) <= 0.02 * logged, (mine, logged)
+
+
 def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
     from sparkfab.measure.estimate import Setup, bytes_per_token
     from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
@@ -125,6 +149,7 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         status = json.loads(sparkfab("lab", "status", INV, "--format", "json").out)
         head = status["serving"]["llama"]
         assert head["engine"] == "vllm" and head["tp"] == 2
+        _kv_capacity_is_fits(CLUSTER, head["head"], "llama", 2)
         _no_token_anywhere(CLUSTER)
 
         # the same launch path as on a Spark: the docker launch script, rank 1 headless, the master
@@ -276,6 +301,7 @@ def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
         status = json.loads(sparkfab("lab", "status", inv, "--format", "json").out)
         s = status["serving"]["glm"]
         assert s["tp"] == 4
+        _kv_capacity_is_fits(cluster, s["head"], "glm", 4)
         cmd = [
             sys.executable,
             "-m",
@@ -339,6 +365,7 @@ def test_real_vllm_tp8_behind_the_switch(tmp_path):
         assert started.code == 0, started.err
         s = json.loads(sparkfab("lab", "status", inv, "--format", "json").out)["serving"]["glm"]
         assert s["tp"] == 8
+        _kv_capacity_is_fits(cluster, s["head"], "glm", 8)
         cmd = [sys.executable, "-m", "sparkfab", "lab", "exec", inv, "--net-only", s["head"], "--"]
         cmd += [sys.executable, "-m", "sparkfab", "bench", "--url", s["url"], "--model", s["model"]]
         cmd += ["--plan", "L1,L4", "--rounds", "1", "--warmup", "0", "--idle-seconds", "1", "--inventory", inv]

@@ -49,6 +49,7 @@ LAYERS = (
             "sparkfab.launchers",
             "sparkfab.engines",
             "sparkfab.modelcheck",
+            "sparkfab.fit",
             "sparkfab.catalog",
             "sparkfab.switchos",
             "sparkfab.ansiblecfg",

@@ -72,7 +72,8 @@ def _validate(source: str, plan: Plan, quiet: bool, known: Known | None = None) 
     verdict = oracle.check(plan, None if quiet else _note, known)
     recipes = {i.recipe.name: i.recipe for i in plan.instances if i.recipe is not None}
     notes = [n for r in recipes.values() for n in r.notes()]
-    for w in [] if quiet else [*warnings(plan), *notes]:
+    memory = [f"instance {i.name}: {m}" for i in plan.instances for m in i.memory]
+    for w in [] if quiet else [*warnings(plan), *notes, *memory]:
         sys.stderr.write(f"warning: {w}\n")
     n_if = sum(len(h.ifaces) for h in plan.hosts)
     if not quiet:

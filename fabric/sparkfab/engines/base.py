@@ -108,6 +108,11 @@ class Engine:
         ("sets X, which ... ignores: what happens instead"); none by default."""
         return []
 
+    def memory_problems(self, shape: Any, tp: int, flags: Mapping[str, Any], on_disk: int | None) -> list[str]:
+        """Why the engine's memory settings among `flags` cannot fit a model of `shape`
+        (`sparkfab.fit.shape.Shape`) at TP `tp` on Sparks; none by default (not sized)."""
+        return []
+
     #: the name recipes write (`engine:`)
     name: str = ""
     #: what the command line starts with (the oracle checks it, the docs show it)

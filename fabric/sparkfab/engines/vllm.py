@@ -69,6 +69,11 @@ class VLLM(Engine):
             "at the target's TP, and its all-reduces cross the fabric"
         ]
 
+    def memory_problems(self, shape: Any, tp: int, flags: Mapping[str, Any], on_disk: int | None) -> list[str]:
+        from sparkfab.fit.check import vllm_problems
+
+        return vllm_problems(shape, tp, dict(flags), on_disk)
+
     def argv(self, r: RankArgs) -> list[str]:
         argv = [
             *self.command,

@@ -157,6 +157,7 @@ def assemble(
                 secrets=tuple(spec.secrets),
                 hf_cache=spec.hf_cache,
                 tp_unchecked=ctx.tp_unchecked.get(ri.name, ""),
+                memory=ctx.memory.get(ri.name, ()),
             )
         )
     switches = tuple(

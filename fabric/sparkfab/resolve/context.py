@@ -22,6 +22,8 @@ class Ctx:
     recipe_dirs: tuple[Path, ...] | None = None
     #: instance -> why its TP size could not be checked against the model's architecture
     tp_unchecked: dict[str, str] = field(default_factory=dict)
+    #: instance -> why its memory settings do not fit its Sparks (sparkfab.fit.check)
+    memory: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def recipes(self) -> dict[str, Recipe]:
         return recipes(self.recipe_dirs)

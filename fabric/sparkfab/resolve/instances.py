@@ -113,6 +113,16 @@ def _check_launcher(ctx: Ctx, name: str, launcher: str | None) -> None:
         _check_flags(ctx, name, recipe)
     if spec.needs_image:
         _check_architecture(ctx, name, recipe)
+    _check_memory(ctx, name, recipe)
+
+
+def _local_checkpoint(ctx: Ctx, name: str, recipe: Recipe) -> Any:
+    """The instance's checkpoint directory on this machine (through the recipe's volumes and the
+    instance's Hugging Face cache), or None."""
+    inst = ctx.inv.sparkfab.instances[name]
+    volumes = [v for v in recipe.volumes if not (inst.hf_cache and v.split(":")[1:2] == [modelcheck.HF_CACHE])]
+    volumes += [f"{inst.hf_cache}:{modelcheck.HF_CACHE}"] if inst.hf_cache else []
+    return modelcheck.local_checkpoint(inst.model or recipe.model, volumes, inst.runtime or "docker")
 
 
 def _check_architecture(ctx: Ctx, name: str, recipe: Recipe) -> None:
@@ -120,10 +130,7 @@ def _check_architecture(ctx: Ctx, name: str, recipe: Recipe) -> None:
     the checkpoint on this machine, else what the recipe declares for its own model."""
     inst = ctx.inv.sparkfab.instances[name]
     model = inst.model or recipe.model
-    runtime = inst.runtime or "docker"
-    volumes = [v for v in recipe.volumes if not (inst.hf_cache and v.split(":")[1:2] == [modelcheck.HF_CACHE])]
-    volumes += [f"{inst.hf_cache}:{modelcheck.HF_CACHE}"] if inst.hf_cache else []
-    found = modelcheck.local_checkpoint(model, volumes, runtime)
+    found = _local_checkpoint(ctx, name, recipe)
     config: tuple[dict[str, Any], str] | None = None
     if found is not None:
         data = modelcheck.read_config(found)
@@ -152,6 +159,34 @@ def _check_architecture(ctx: Ctx, name: str, recipe: Recipe) -> None:
             f"{recipe.engine} stops every rank before a weight loads: choose a TP size the checkpoint divides into, "
             f"or a checkpoint padded for TP {inst.tp}",
         )
+
+
+def _check_memory(ctx: Ctx, name: str, recipe: Recipe) -> None:
+    """The recipe's memory settings against a Spark (sparkfab.fit), from the checkpoint's own
+    config.json and bytes where this machine holds it, else the recipe's `fit:` preset."""
+    from sparkfab import fit
+    from sparkfab.fit.shape import ShapeError, weights_on_disk
+
+    inst = ctx.inv.sparkfab.instances[name]
+    known = fit.presets()
+    if recipe.fit and recipe.fit not in known:
+        ctx.add(SF + ("instances", name, "launcher"), f"recipe {recipe.name}: fit: no preset '{recipe.fit}'",
+                close(recipe.fit, list(known)))  # fmt: skip
+        return
+    found = _local_checkpoint(ctx, name, recipe)
+    on_disk = None
+    try:
+        if found is not None and (data := modelcheck.read_config(found)) is not None:
+            shape, on_disk, where = fit.from_dict(data), weights_on_disk(found), str(found / "config.json")
+        elif recipe.fit and (inst.model or recipe.model) == recipe.model:
+            shape, where = known[recipe.fit][0], f"`sparkfab fit` preset {recipe.fit}"
+        else:
+            return
+    except ShapeError:
+        return
+    problems = recipe.engine_spec.memory_problems(shape, inst.tp, {**recipe.flags, **inst.flags}, on_disk)
+    if problems:
+        ctx.memory[name] = tuple(f"{p} (sized from {where})" for p in problems)
 
 
 def _check_flags(ctx: Ctx, name: str, recipe: Recipe) -> None:
