@@ -40,10 +40,11 @@ def _args(p: argparse.ArgumentParser) -> None:
     )
     up.add_argument(
         "--shipped",
-        choices=("lldpd", "bare"),
+        choices=("lldpd", "bare", "nm"),
         default="lldpd",
-        help="how the Sparks arrive: with lldpd as its package configures it (default), or without it "
-        "(apply installs it from the lab's mirror; discover needs nothing installed)",
+        help="how the Sparks arrive: with lldpd as its package configures it (default), without it "
+        "(apply installs it from the lab's mirror; discover needs nothing installed), or with NetworkManager "
+        "rendering netplan as on Ubuntu 24.04 desktop and DGX OS (the inventory's netplan_renderer: NetworkManager)",
     )
     up.add_argument("--dry-run", action="store_true", help="print what `up` would create")
     up.set_defaults(lab_action=_up)

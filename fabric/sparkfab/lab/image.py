@@ -32,6 +32,7 @@ import subprocess
 import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -126,14 +127,35 @@ def _locked(name: str) -> Iterator[None]:
         yield
 
 
-#: how a lab Spark arrives: with lldpd as its Debian package configures it (the default), or
-#: without it (whether DGX OS ships lldpd is not known: discover must work either way, and apply
-#: installs it from the lab's mirror)
-SHIPPED = {"lldpd": (), "bare": ("lldpd",)}
+@dataclass(frozen=True)
+class Shipped:
+    """How a lab Spark arrives: packages left out of it (for the lab's mirror, apply installs
+    them), packages added, and which network service renders netplan."""
+
+    without: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    network_manager: bool = False
+
+
+#: the variants: lldpd as its Debian package configures it (the default); without it (whether DGX
+#: OS ships lldpd is not known: discover must work either way); and NetworkManager rendering
+#: netplan, as Ubuntu 24.04 desktop and DGX OS do (systemd-networkd installed but not enabled,
+#: /etc/netplan/01-network-manager-all.yaml, the management address an NM profile of its own)
+SHIPPED = {
+    "lldpd": Shipped(),
+    "bare": Shipped(without=("lldpd",)),
+    "nm": Shipped(extra=("network-manager",), network_manager=True),
+}
+
+#: what Ubuntu's desktop installer writes (ubuntu-settings' 01-network-manager-all.yaml): every
+#: device to NetworkManager, nothing else
+NM_NETPLAN = (
+    "# Let NetworkManager manage all devices on this system\nnetwork:\n  version: 2\n  renderer: NetworkManager\n"
+)
 
 
 def _name(variant: str) -> str:
-    digest = _digest("machine", list(MACHINE_PACKAGES))
+    digest = _digest("machine", [*MACHINE_PACKAGES, repr(sorted(SHIPPED.items()))])
     return f"spark-{digest}" if variant == "lldpd" else f"spark-{digest}-{variant}"
 
 
@@ -148,7 +170,8 @@ def machine_root(variant: str = "lldpd") -> Path:
         return root
     with _locked(name):
         if not (root / ".complete").exists():
-            _build(root, list(MACHINE_PACKAGES), lambda r: _customize_machine(r, SHIPPED[variant]))
+            how = SHIPPED[variant]
+            _build(root, [*MACHINE_PACKAGES, *how.extra], lambda r: _customize_machine(r, how))
     return root
 
 
@@ -259,9 +282,10 @@ def _install(root: Path, name: str, dest: str, mode: int = 0o644) -> None:
     os.chmod(target, mode)
 
 
-def _customize_machine(root: Path, without: tuple[str, ...] = ()) -> None:
-    """What turns a Debian root into a lab Spark (the per-Spark part is `lab.machine`'s), the
-    packages `without` left for the mirror."""
+def _customize_machine(root: Path, how: Shipped = Shipped()) -> None:
+    """What turns a Debian root into a lab Spark (the per-Spark part is `lab.machine`'s), as the
+    variant `how` arrives."""
+    without = how.without
     mirror.make(root, without)
     _install(root, "sparkfab-lab-hw", "/usr/local/sbin/sparkfab-lab-hw", 0o755)
     _install(root, "sparkfab-lab-hw.service", "/etc/systemd/system/sparkfab-lab-hw.service")
@@ -275,9 +299,13 @@ def _customize_machine(root: Path, without: tuple[str, ...] = ()) -> None:
     for key in (root / "etc/ssh").glob("ssh_host_*"):
         key.unlink()  # each Spark gets its own (lab.machine)
     systemctl = ["systemctl", f"--root={root}"]
-    proc.run(
-        [*systemctl, "enable", "systemd-networkd.service", "sparkfab-lab-hw.service", "sparkfab-lab-cgroup.service"]
-    )
+    network = "NetworkManager.service" if how.network_manager else "systemd-networkd.service"
+    proc.run([*systemctl, "enable", network, "sparkfab-lab-hw.service", "sparkfab-lab-cgroup.service"])
+    if how.network_manager:
+        proc.run([*systemctl, "disable", "systemd-networkd.service", "systemd-networkd.socket"])
+        (root / "etc/netplan").mkdir(parents=True, exist_ok=True)
+        (root / "etc/netplan/01-network-manager-all.yaml").write_text(NM_NETPLAN)
+        os.chmod(root / "etc/netplan/01-network-manager-all.yaml", 0o600)
     proc.run([*systemctl, "mask", *MASKED])
     proc.run(["chroot", str(root), "useradd", "--uid", str(LOGIN_UID), "--create-home", "--shell", "/bin/bash", LOGIN])
     proc.run(["chroot", str(root), "chpasswd"], input_text=f"{LOGIN}:{LOGIN_PASSWORD}\n")

@@ -107,6 +107,13 @@ def prepare(spec: LabSpec, m: Machine, lower: Path, keys: Path, line_gbps: int) 
     hw = {"line_gbps": line_gbps, "devices": {spark.rdma_device(p, r): d for d, (p, r) in spark.NETDEVS.items()}}
     _put(m, lower, "/etc/sparkfab-lab/hw.json", json.dumps(hw, indent=1) + "\n", 0o644)
     _put(m, lower, "/etc/default/lldpd", f'DAEMON_ARGS="-I {",".join(spark.NETDEVS)}"\n', 0o644)
+    if image.SHIPPED[spec.shipped].network_manager:
+        # as a site configures a Spark's management port under NetworkManager: a profile of its own
+        profile = (
+            f"[connection]\nid=management\ntype=ethernet\ninterface-name={n.mgmt_if}\nautoconnect=true\n\n"
+            f"[ipv4]\nmethod=manual\naddress1={n.mgmt_ip}/24\n\n[ipv6]\nmethod=ignore\n"
+        )
+        _put(m, lower, "/etc/NetworkManager/system-connections/management.nmconnection", profile, 0o600)
 
 
 def host_paths() -> list[Path]:

@@ -34,6 +34,9 @@ description:
     whole configuration of the netdev.
   - With C(take_over), files under C(/etc/netplan) are moved into C(backup_dir) (never
     overwriting an earlier backup); files elsewhere cannot be moved and are refused.
+  - Refuses a planned file for NetworkManager where NetworkManager does not run (nothing would
+    read the profiles netplan writes for it), and one for networkd where a running NetworkManager
+    holds a fabric netdev with a connection of its own (both would configure it).
   - Supports check mode and diff mode.
 options:
   netdevs:
@@ -385,8 +388,69 @@ def drift(module):
     return out
 
 
+def _active(unit):
+    rc, out = _cmd(["systemctl", "is-active", unit])
+    return rc != 127 and out.strip() == "active"
+
+
+def nm_held(netdevs):
+    """The fabric netdevs NetworkManager holds with a connection of its own (not one netplan
+    wrote, which netplan apply replaces): {netdev: its connection}."""
+    rc, out = _cmd(["nmcli", "-t", "-f", "DEVICE,STATE,CONNECTION", "device"])
+    if rc != 0:
+        return {}
+    held = {}
+    for line in out.splitlines():
+        dev, _, rest = line.partition(":")
+        state, _, conn = rest.partition(":")
+        conn = conn.replace("\\:", ":")
+        # "connected (externally)": configured by another (networkd), which NetworkManager only watches
+        if (
+            dev in netdevs
+            and state != "unmanaged"
+            and "externally" not in state
+            and conn
+            and not conn.startswith("netplan-")
+        ):
+            held[dev] = conn
+    return held
+
+
+def renderer_refusal(module):
+    """The planned netplan's renderer against the network services of this host. The profiles
+    netplan writes for NetworkManager are read only where NetworkManager runs. A file for networkd
+    beside a running NetworkManager is refused only where NetworkManager holds a fabric netdev with
+    a connection of its own (Ubuntu's automatic "Wired connection" runs DHCP on every port with
+    carrier): netplan apply would have systemd-networkd configure the netdev while NetworkManager
+    keeps its own activation on it (NetworkManager reads netplan's list of netdevs to leave only
+    when it restarts, which a networkd file does not make it do)."""
+    if module.params["root"] != "/":  # a scratch root (tests): no services to ask
+        return ""
+    wanted = set()
+    for _dest, content, _mode in planned(module):
+        lines = (line.strip() for line in content.splitlines())
+        wanted.update(line.split(":", 1)[1].strip() for line in lines if line.startswith("renderer:"))
+    nm = _active("NetworkManager.service")
+    # short enough for one line of sparkfab's summary (a host's message is cut past 300 characters)
+    if "NetworkManager" in wanted and not nm:
+        return (
+            "NetworkManager does not run on this host, and the fabric's netplan is for it: set netplan_renderer: "
+            "networkd under sparkfab:, or start NetworkManager"
+        )
+    held = nm_held(module.params["netdevs"]) if "networkd" in wanted and nm else {}
+    if held:
+        return (
+            f"NetworkManager holds {', '.join(sorted(held))} with its own connections: set netplan_renderer: "
+            "NetworkManager under sparkfab: (networkd would take them too)"
+        )
+    return ""
+
+
 def check(module):
     result = foreign_files(module)
+    why = renderer_refusal(module)
+    if why:
+        module.fail_json(msg=why, **result)
     result["changed"] = record_before(module) if module.params["record_before"] else False
     result["changed"] = result["changed"] or bool(result["moved"])
     result["engine_running"] = (
