@@ -26,10 +26,11 @@ LINK_SPEEDS: tuple[LinkSpeed, ...] = get_args(LinkSpeed)
 FLIP_SPEEDS: tuple[LinkSpeed, ...] = ("200", "100e")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Speed:
     """What one link-speed mode means for a Spark: what it runs at, what the hardware shows, and
-    the marks `verify --perf` holds it to. Every reader of a mode reads this table."""
+    the marks `verify --perf` holds it to. Every reader of a mode reads this table; each value is
+    given by its name (nine numbers in a row say nothing of which is which)."""
 
     gbps: float  # the rate NCCL gets: 100e is what one root measured, not its name
     nominal_gbps: float  # the rate it stands for (the lab scales this one down)
@@ -65,12 +66,42 @@ BUSBW_MARGIN = 0.05
 _BUSBW_200 = round(BUSBW_MEASURED_200[0] * (1 - BUSBW_MARGIN), 1)
 
 SPEEDS: dict[LinkSpeed, Speed] = {
-    "200": Speed(PORT_GBPS, 200.0, 200, ROOTS, "200 Gb/s", 200, 95.0, 180.0, _BUSBW_200),
+    "200": Speed(
+        gbps=PORT_GBPS,
+        nominal_gbps=200.0,
+        lane_gbps=200,
+        roots=ROOTS,
+        text="200 Gb/s",
+        line_gbps=200,
+        root_pass_gbps=95.0,
+        port_pass_gbps=180.0,
+        busbw_pass_gbps=_BUSBW_200,
+    ),
     # the same cables and link as 200; only NCCL's device list changes (one root carries ~109 Gb/s)
-    "100e": Speed(ROOT_GBPS, 100.0, 200, (0,), "emulated 100 Gb/s", 200, 95.0, 180.0, 95.0),
+    "100e": Speed(
+        gbps=ROOT_GBPS,
+        nominal_gbps=100.0,
+        lane_gbps=200,
+        roots=(0,),
+        text="emulated 100 Gb/s",
+        line_gbps=200,
+        root_pass_gbps=95.0,
+        port_pass_gbps=180.0,
+        busbw_pass_gbps=95.0,
+    ),
     # a real 100G lane (a 4x100G breakout) or a 100G cable (QSFP28) between two Sparks: both
     # twins share 100 Gb/s, so each carries about half of it
-    "100": Speed(100.0, 100.0, 100, ROOTS, "100 Gb/s (100G lanes or cables)", 100, 45.0, 90.0, 90.0),
+    "100": Speed(
+        gbps=100.0,
+        nominal_gbps=100.0,
+        lane_gbps=100,
+        roots=ROOTS,
+        text="100 Gb/s (100G lanes or cables)",
+        line_gbps=100,
+        root_pass_gbps=45.0,
+        port_pass_gbps=90.0,
+        busbw_pass_gbps=90.0,
+    ),
 }
 #: The link rate of each mode, Gb/s.
 LINK_GBPS: dict[LinkSpeed, float] = {m: s.gbps for m, s in SPEEDS.items()}
