@@ -47,14 +47,17 @@ def _heard(hosts: dict[str, Remote], names: list[str]) -> dict[str, Heard]:
         return dict(zip(names, pool.map(lambda h: NEIGHBOURS.of(hosts[h]), names), strict=True))
 
 
-def _patience(plan: Plan, failed: list[Result]) -> float:
+def _patience(plan: Plan, failed: list[Result], heard: dict[str, Heard]) -> float:
     """How long cabling may wait for what is missing: a few seconds for Sparks (they are asked to
     announce now), a switch's whole interval for a switch port that heard nobody yet (a switch
-    announces on its own timer: 30 s as its OS is shipped; nobody can ask it for a frame now)."""
+    announces on its own timer: 30 s as its OS is shipped; nobody can ask it for a frame now),
+    unless the netdev has no carrier (nothing will be heard on it, however long)."""
     wait = LLDP_WAIT_S
     for r in failed:
         iface = next((i for i in plan.host(r.host).ifaces if r.subject.startswith(i.netdev + " ")), None)
-        if iface is not None and iface.switch and r.actual == "-":
+        carrier = heard[r.host].carrier if r.host in heard else None
+        dark = carrier is not None and iface is not None and iface.netdev not in carrier
+        if iface is not None and iface.switch and r.actual == "-" and not dark:
             os = cast(switchos.SwitchOS, plan.switch(iface.switch).os)
             wait = max(wait, switchos.profile(os).wire.interval_s + LLDP_WAIT_S)
     return wait
@@ -71,7 +74,7 @@ def _cabling(plan: Plan, hosts: dict[str, Remote], reachable: set[str], log: Cal
         selves = {h: frozenset(v.own) for h, v in heard.items() if v.answered and v.own}
         results = [r for h in names for r in checks.cabling(plan, plan.host(h), heard[h], selves)]
         failed = [r for r in results if r.status == FAIL]
-        patience = _patience(plan, failed)
+        patience = _patience(plan, failed, heard)
         waited = time.monotonic() - start
         if not failed or waited > patience:
             return results
