@@ -46,7 +46,6 @@ COVERED = {
     "sparkfab.resolve.ranks": "tests/unit/resolve/test_topology.py",
     "sparkfab.verify.mesh": "tests/lab/test_lab_control.py",
     "sparkfab.facts.remote": "tests/unit/verify/test_host_checks.py",
-    "sparkfab.verify.run": "tests/lab/test_lab.py",
     "sparkfab.yamlload": "tests/unit/inventory/test_reader_properties.py",
 }
 
