@@ -79,3 +79,26 @@ def localhost(folder: Path) -> Path:
     path = folder / "inventory.yml"
     path.write_text("all:\n  hosts:\n    local: {ansible_connection: local, ansible_python_interpreter: python3}\n")
     return path
+
+
+def switched_pair(folder: Path, cluster: str, os: str, lldp_name: str, legs: tuple[str, str], pool: str) -> str:
+    """Two Sparks (spark-1, spark-2) on one generic 32-port switch running `os` under `lldp_name`,
+    each port 1 cabled to a leg of `legs` ("1/1", "1/2"...), one collective instance across them:
+    the inventory file's path, for the lab's per-OS tests."""
+    doc = {
+        "all": {
+            "hosts": {f"spark-{i}": {"ansible_host": f"10.0.9.{i}"} for i in (1, 2)},
+            "vars": {
+                "sparkfab": {
+                    "cluster": cluster,
+                    "subnet_pool": pool,
+                    "switches": {"leaf": {"model": "generic", "ports": 32, "os": os, "lldp_name": lldp_name}},
+                    "cables": [["spark-1:p1", f"leaf:{legs[0]}"], ["spark-2:p1", f"leaf:{legs[1]}"]],
+                    "instances": {"main": {"hosts": ["spark-1", "spark-2"], "tp": 2, "launcher": "lab-collective"}},
+                }
+            },
+        }
+    }
+    inv = folder / f"{cluster}.yml"
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(inv)

@@ -15,6 +15,7 @@ import yaml
 from sparkfab.render import control
 from sparkfab.resolve import load_plan
 from tests.conftest import REPO
+from tests.helpers.inventories import switched_pair
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
@@ -32,23 +33,7 @@ def _cables(doc) -> set[frozenset[str]]:
 
 
 def _sonic_pair(tmp_path) -> str:
-    doc = {
-        "all": {
-            "hosts": {f"spark-{i}": {"ansible_host": f"10.0.9.{i}"} for i in (1, 2)},
-            "vars": {
-                "sparkfab": {
-                    "cluster": "fcsonic",
-                    "subnet_pool": "192.168.242.0/23",
-                    "switches": {"leaf": {"model": "generic", "ports": 32, "os": "sonic", "lldp_name": "sonic"}},
-                    "cables": [["spark-1:p1", "leaf:1/1"], ["spark-2:p1", "leaf:3/1"]],
-                    "instances": {"main": {"hosts": ["spark-1", "spark-2"], "tp": 2, "launcher": "lab-collective"}},
-                }
-            },
-        }
-    }
-    inv = tmp_path / "fcsonic.yml"
-    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(inv)
+    return switched_pair(tmp_path, "fcsonic", "sonic", "sonic", ("1/1", "3/1"), "192.168.242.0/23")
 
 
 @pytest.mark.parametrize("layout", ["ring4", "sonic"])

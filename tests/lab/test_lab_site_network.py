@@ -15,6 +15,7 @@ import yaml
 from sparkfab.lab.spec import shipped_hostname
 from sparkfab.resolve import load_plan
 from tests.conftest import REPO
+from tests.helpers.inventories import switched_pair
 from tests.helpers.lab import become_password_file, lab, requires_lab, sparkfab, ssh
 
 pytestmark = [pytest.mark.lab, requires_lab]
@@ -163,27 +164,13 @@ def test_sparks_as_shipped_preflight_discover_validate_apply_verify(tmp_path):
 def test_a_cumulus_switch_names_its_breakout_legs_swpNsM(tmp_path):
     """The second profile: a generic 400G switch running Cumulus Linux, its legs swp1s0 and swp1s1,
     its hostname its system name: discover merges the cables, verify is green."""
-    doc = {
-        "all": {
-            "hosts": {f"spark-{i}": {"ansible_host": f"10.0.9.{i}"} for i in (1, 2)},
-            "vars": {
-                "sparkfab": {
-                    "cluster": "cum2",
-                    "subnet_pool": "192.168.240.0/23",
-                    "switches": {"leaf": {"model": "generic", "ports": 32, "os": "cumulus", "lldp_name": "leaf01"}},
-                    "cables": [["spark-1:p1", "leaf:1/1"], ["spark-2:p1", "leaf:1/2"]],
-                    "instances": {"main": {"hosts": ["spark-1", "spark-2"], "tp": 2, "launcher": "lab-collective"}},
-                }
-            },
-        }
-    }
-    inv = tmp_path / "cum2.yml"
-    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    inv = switched_pair(tmp_path, "cum2", "cumulus", "leaf01", ("1/1", "1/2"), "192.168.240.0/23")
+    cables = yaml.safe_load(Path(inv).read_text())["all"]["vars"]["sparkfab"]["cables"]
     with lab(str(inv), "cum2"):
         heard = ssh("cum2", "spark-1", "lldpcli -f json show neighbors").stdout
         assert '"leaf01"' in heard and '"swp1s0"' in heard
         found = json.loads(sparkfab("discover", "--inventory", str(inv), "--lab", "--format", "json").out)
-        assert found["odd"] == [] and _cables(found["cables"]) == _cables(doc["all"]["vars"]["sparkfab"]["cables"])
+        assert found["odd"] == [] and _cables(found["cables"]) == _cables(cables)
         assert sparkfab("apply", str(inv), "--lab", "-q").code == 0
         green = sparkfab("verify", str(inv), "--lab", "--format", "json")
         assert green.code == 0, _failed(green)
