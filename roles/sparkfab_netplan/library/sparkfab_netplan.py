@@ -401,8 +401,8 @@ def nm_held(netdevs):
         return {}
     held = {}
     for line in out.splitlines():
-        dev, _, rest = line.partition(":")
-        state, _, conn = rest.partition(":")
+        dev, rest = (line.split(":", 1) + [""])[:2]
+        state, conn = (rest.split(":", 1) + [""])[:2]
         conn = conn.replace("\\:", ":")
         # "connected (externally)": configured by another (networkd), which NetworkManager only watches
         if (
