@@ -6,9 +6,11 @@ within 2 % of vLLM's (it is whole blocks of 128 tokens, or 16 for MLA on CPU).""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -19,7 +21,7 @@ from sparkfab.fit import from_dict
 from sparkfab.fit import plan as fp
 from sparkfab.lab.model import make
 from tests.conftest import REPO
-from tests.helpers.server import ended, free_port
+from tests.helpers.server import free_port
 
 pytestmark = pytest.mark.slow
 VLLM_PY = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")
@@ -82,7 +84,12 @@ def _logged_tokens(models: list[tuple[Path, tuple[str, ...]]], root: Path) -> li
             cmd += ["--dtype", "bfloat16", "--kv-cache-memory-bytes", str(KV_BYTES), *extra]
             log = root / f"{model.name}.log"
             with log.open("w") as out:
-                running.append((subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root), log))
+                # its own session: the engine core and its workers outlive an API server ended
+                # mid-start (seen: orphans of an earlier version of this test), so the group ends
+                proc = subprocess.Popen(
+                    cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root, start_new_session=True
+                )
+                running.append((proc, log))
         found: dict[Path, int] = {}
         deadline = time.monotonic() + 300
         while len(found) < len(running) and time.monotonic() < deadline:
@@ -95,9 +102,37 @@ def _logged_tokens(models: list[tuple[Path, tuple[str, ...]]], root: Path) -> li
             time.sleep(0.5)
     finally:
         for proc, _log in running:
-            ended(proc, 30)
+            _end_group(proc)
+    assert not [p for proc, _log in running for p in _group(proc.pid)], "vLLM left processes behind"
     assert len(found) == len(running), "vLLM logged no KV cache size within 300 s"
     return [found[log] for _proc, log in running]
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (the session this test started)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to every process of the server's group, SIGKILL to what is left after 30 s."""
+    for sig, wait in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        deadline = time.monotonic() + wait
+        while _group(proc.pid) and time.monotonic() < deadline:
+            proc.poll()
+            time.sleep(0.2)
+        if not _group(proc.pid):
+            break
+    proc.wait(timeout=10)
 
 
 def _lab_model(root: Path) -> Path:
