@@ -179,8 +179,9 @@ PUBLIC = (
 
 def fit_page(out: Path) -> dict[Path, str]:
     from sparkfab import fit
+    from sparkfab.engines.flags import size_value
     from sparkfab.fit import plan as fp
-    from sparkfab.fit.check import human_int, vllm_problems
+    from sparkfab.fit.check import vllm_problems
 
     memory = fp.Memory()
     body = [HEADER, "# What fits on 1, 2, 4 and 8 Sparks", "",
@@ -208,7 +209,7 @@ def fit_page(out: Path) -> dict[Path, str]:
     for who, source, preset, tp, flags in PUBLIC:
         shape = fit.presets()[preset][0]
         kv = 1 if str(flags.get("kv-cache-dtype", "")).startswith("fp8") else None
-        context = human_int(flags["max-model-len"]) or shape.max_context
+        context = size_value(flags["max-model-len"]) or shape.max_context
         x = fp.layout(shape, tp, 1, context, fp.Memory(fraction=float(flags["gpu-memory-utilization"]), kv_bytes=kv))
         said = "; ".join(vllm_problems(shape, tp, flags)) or "fits"
         shown = ", ".join(f"{k} {v}" for k, v in flags.items())

@@ -118,13 +118,14 @@ def _kv_capacity_is_fits(cluster: str, head: str, instance: str, tp: int) -> Non
 
     import yaml
 
+    from sparkfab.engines.flags import size_value
     from sparkfab.fit import from_dict
     from sparkfab.fit import plan as fp
     from sparkfab.paths import lab_paths
 
     flags = yaml.safe_load((REPO / "launchers/lab-vllm.yml").read_text())["flags"]
-    size = str(flags["kv-cache-memory-bytes"])  # vLLM's human_readable_int: M is 2**20, m 10**6
-    kv_bytes = int(size[:-1]) * {"K": 2**10, "M": 2**20, "G": 2**30, "k": 10**3, "m": 10**6, "g": 10**9}[size[-1]]
+    kv_bytes = size_value(flags["kv-cache-memory-bytes"])  # as vLLM reads it: M is 2**20, m 10**6
+    assert kv_bytes, flags
     log = ssh(cluster, head, f"docker logs sparkfab-{instance} 2>&1").stdout
     found = re.search(r"KV cache size: ([0-9,]+) tokens", log)
     assert found, log[-3000:]

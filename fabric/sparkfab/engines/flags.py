@@ -17,6 +17,18 @@ from sparkfab.paths import repo_dir
 #: what a flag takes, as the table says
 SWITCHES = ("switch", "bool")
 _SIZE = re.compile(r"^([0-9]+|[0-9]+(\.[0-9]+)?[kmgt]|[0-9]+[KMGT])\Z")
+_SCALE = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def size_value(value: object) -> int | None:
+    """A `size` flag's value as vLLM's `human_readable_int` reads it (1k = 1,000, 1K = 1,024, a
+    decimal only with a lower-case suffix); None when vLLM would refuse it."""
+    text = str(value).strip()
+    if not _SIZE.match(text):
+        return None
+    if text[-1] in _SCALE:
+        return int(float(text[:-1]) * _SCALE[text[-1]])
+    return int(text)
 
 
 @dataclass(frozen=True)
@@ -105,7 +117,7 @@ def _fits(takes: str, text: str) -> bool:
         elif takes == "float":
             float(text)
         elif takes in ("size", "size|auto"):
-            return bool(_SIZE.match(text.strip())) or (takes == "size|auto" and text.strip().lower() in ("auto", "-1"))
+            return size_value(text) is not None or (takes == "size|auto" and text.strip().lower() in ("auto", "-1"))
         elif takes == "json":
             json.loads(text)
     except ValueError:

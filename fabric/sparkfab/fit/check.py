@@ -2,15 +2,16 @@
 context it asks for, against what its memory fraction leaves (what `validate` warns of).
 
 vLLM's settings are read as vLLM reads them: `gpu-memory-utilization` (0.92 when not given, its
-default in 0.32's vllm/config/cache.py), `max-model-len` (the model's own positions when not given), `kv-cache-dtype`,
-`pipeline-parallel-size`, and `kv-cache-memory-bytes`, which replaces the fraction's KV share with
-a fixed size (vLLM's `human_readable_int`: 1K = 1,024, 1k = 1,000)."""
+default in 0.32's vllm/config/cache.py), `max-model-len` (the model's own positions when not
+given), `kv-cache-dtype`, `pipeline-parallel-size`, and `kv-cache-memory-bytes`, which replaces
+the fraction's KV share with a fixed size (sizes as vLLM reads them: `engines.flags.size_value`)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
+from sparkfab.engines.flags import size_value
 from sparkfab.fit import plan as fp
 from sparkfab.fit.shape import Shape
 
@@ -18,18 +19,6 @@ from sparkfab.fit.shape import Shape
 VLLM_FRACTION = 0.92
 #: the largest fraction a suggestion names: unified memory is the OS's too (at 0.9 it keeps 12 GB)
 SUGGEST_MAX = 0.9
-_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
-def human_int(value: Any) -> int | None:
-    """vLLM's human-readable integer ("128M", "2g", "4096"); None when it is not one."""
-    text = str(value).strip()
-    try:
-        if text and text[-1] in _SUFFIX:
-            return int(float(text[:-1]) * _SUFFIX[text[-1]])
-        return int(text)
-    except ValueError:
-        return None
 
 
 def _number(value: Any, default: float) -> float:
@@ -43,13 +32,13 @@ def vllm_problems(shape: Shape, tp: int, flags: dict[str, Any], on_disk: int | N
     """Why vLLM's settings `flags` cannot fit `shape` on Sparks at TP `tp` (empty: they fit)."""
     fraction = _number(flags.get("gpu-memory-utilization"), VLLM_FRACTION)
     pp = int(_number(flags.get("pipeline-parallel-size"), 1)) or 1
-    context = human_int(flags.get("max-model-len")) or shape.max_context
+    context = size_value(flags.get("max-model-len")) or shape.max_context
     kv_bytes = 1 if str(flags.get("kv-cache-dtype", "auto")).startswith("fp8") else None
     memory = fp.Memory(fraction=fraction, kv_bytes=kv_bytes)
     if not context:
         return []
     x = fp.layout(shape, tp, pp, context, memory, on_disk)
-    fixed = human_int(flags.get("kv-cache-memory-bytes"))
+    fixed = size_value(flags.get("kv-cache-memory-bytes"))
     room = float(fixed) if fixed else x.kv_cache
     if x.weights + memory.runtime <= memory.engine and x.sequence <= room:
         return []

@@ -7,20 +7,17 @@ from __future__ import annotations
 import yaml
 
 from sparkfab import fit
-from sparkfab.fit.check import human_int, vllm_problems
+from sparkfab.engines.flags import size_value
+from sparkfab.fit.check import vllm_problems
 from tests.helpers.inventories import plan_of
 from tests.unit.resolve.test_architecture_checks import _switched
 
 
-def test_vllms_human_readable_integers():
-    assert [human_int(x) for x in ("128M", "128m", "1K", "2g", "4096", "x1")] == [
-        128 * 2**20,
-        128 * 10**6,
-        1024,
-        2 * 10**9,
-        4096,
-        None,
-    ]
+def test_sizes_are_read_as_vllms_human_readable_int():
+    """vLLM 0.32's argparse_utils.human_readable_int: a lower-case suffix is decimal and takes a
+    fraction, an upper-case one binary and does not."""
+    said = ["128M", "128m", "1K", "2g", "25.6k", "4096", "1.5K", "x1", ""]
+    assert [size_value(x) for x in said] == [128 * 2**20, 128 * 10**6, 1024, 2 * 10**9, 25600, 4096, None, None, None]
 
 
 def test_the_papers_settings_fit_and_smaller_fractions_do_not():
