@@ -147,8 +147,9 @@ SHIPPED = {
     "nm": Shipped(extra=("network-manager",), network_manager=True),
 }
 
-#: what Ubuntu's desktop installer writes (ubuntu-settings' 01-network-manager-all.yaml): every
-#: device to NetworkManager, nothing else
+#: /etc/netplan/01-network-manager-all.yaml as an Ubuntu desktop install carries it (quoted
+#: verbatim in public Ubuntu 18.04-24.04 notes; no DGX OS copy at hand): every device to
+#: NetworkManager, nothing else
 NM_NETPLAN = (
     "# Let NetworkManager manage all devices on this system\nnetwork:\n  version: 2\n  renderer: NetworkManager\n"
 )

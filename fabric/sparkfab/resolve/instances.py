@@ -168,7 +168,7 @@ def _check_memory(ctx: Ctx, name: str, recipe: Recipe) -> None:
     from sparkfab.fit.shape import ShapeError, weights_on_disk
 
     inst = ctx.inv.sparkfab.instances[name]
-    known = fit.presets()
+    known = fit.presets() if recipe.fit else {}
     if recipe.fit and recipe.fit not in known:
         ctx.add(SF + ("instances", name, "launcher"), f"recipe {recipe.name}: fit: no preset '{recipe.fit}'",
                 close(recipe.fit, list(known)))  # fmt: skip
