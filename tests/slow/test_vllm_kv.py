@@ -19,6 +19,7 @@ import pytest
 
 from sparkfab.fit import from_dict
 from sparkfab.fit import plan as fp
+from sparkfab.fit.shape import weights_on_disk
 from sparkfab.lab.model import make
 from tests.conftest import REPO
 from tests.helpers.server import free_port
@@ -169,3 +170,16 @@ def test_gqa_and_mla_at_tp1(vllm_py, tmp_path):
     print(f"GQA TP1: vLLM {logged[0]:,} tokens, sparkfab fit {mine[0]:,}; MLA: vLLM {logged[1]:,}, fit {mine[1]:,}")
     for ours, theirs in zip(mine, logged, strict=True):
         assert abs(ours - theirs) <= 0.02 * theirs
+
+
+def test_a_checkpoints_own_bytes_and_fit_on_its_directory(tmp_path, cli):
+    """transformers writes the lab model (a float32 checkpoint); its parameters as fit counts them
+    are its safetensors' bytes less the header, and `fit --config DIR` reads the directory."""
+    folder = make(tmp_path / "m", hidden=128, heads=2, kv_heads=1, layers=2)
+    shape = from_dict(json.loads((folder / "config.json").read_text()))
+    on_disk = weights_on_disk(folder)
+    assert on_disk is not None and 0 <= on_disk - shape.params * 4 <= 0.01 * on_disk
+    res = cli("fit", "--config", str(folder), "--sparks", "1", "--format", "json")
+    assert res.code == 0, res.err
+    [found] = json.loads(res.out)["fits"]
+    assert found["weights_on_disk"] == on_disk and found["layouts"][0]["fits"]
