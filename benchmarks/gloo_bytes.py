@@ -52,7 +52,7 @@ def main() -> None:
     p.add_argument("--inventory", default="inventory/ring4.yml")
     p.add_argument("--reps", type=int, default=20)
     args = p.parse_args()
-    from sparkfab.launchers import recipes
+    from sparkfab.engines.recipes import recipes
     from sparkfab.measure.estimate import ring_factor
     from sparkfab.measure.gloo import gloo_bytes_per_allreduce
     from sparkfab.render.launch import gloo_endpoints

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import yaml
 
+from sparkfab.assets import shipped
 from sparkfab.render.tree import render
+from sparkfab.render.writer import write_tree
 from sparkfab.resolve import load_plan
-from sparkfab.writer import assets, write_tree
 
 
 def inventory(n: int = 256) -> dict:
@@ -53,7 +54,7 @@ def main() -> None:
             t0 = time.perf_counter()
             plan = load_plan(str(inv))
             t1 = time.perf_counter()
-            tree = render(plan, assets())
+            tree = render(plan, shipped())
             t2 = time.perf_counter()
             write_tree(tree, Path(tmp) / "out")
             t3 = time.perf_counter()

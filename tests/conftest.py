@@ -30,7 +30,7 @@ REGEN = os.environ.get("SPARKFAB_REGEN") == "1"
 @pytest.fixture(scope="session")
 def collections(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A collections path holding sparkfab.fabric as sparkfab's own runs lay it out."""
-    from sparkfab import collection
+    from sparkfab.push import collection
 
     dest = tmp_path_factory.mktemp("collections")
     collection.assemble(dest)

@@ -99,7 +99,7 @@ BECOME_PASSWORDS = ("ansible_become_password", "ansible_become_pass", "ansible_s
 def become_of(plan: Plan) -> dict[str, Become]:
     """Each host's become method and password as its variables say; a vaulted password is
     opened by Ansible in a child process (`inventory.ansible.decrypt`) and kept in memory."""
-    from sparkfab import yamlload
+    from sparkfab.files import yamlload
 
     def vaulted(value: Any) -> bool:
         return isinstance(value, yamlload.Tagged) and value.tag == "!vault"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sparkfab.spark import LINK_SPEEDS, LinkSpeed
 
 if TYPE_CHECKING:
-    from sparkfab.launchers import Recipe
+    from sparkfab.engines.recipes import Recipe
 
 #: How an instance's Sparks are joined: one Spark, switchless (a cable between each pair of
 #: neighbours: pair, triangle, ring) or through a switch.
@@ -39,7 +39,7 @@ class Iface:
     peer_address: str | None = None  # without prefix
     switch: str | None = None
     switch_port: str | None = None  # "port/lane"
-    #: the port id the switch announces for that lane, as its OS names it (`sparkfab.switchos`)
+    #: the port id the switch announces for that lane, as its OS names it (`sparkfab.switches.profiles`)
     switch_port_id: str | None = None
 
     @property
@@ -135,7 +135,7 @@ class Switch:
     model: str
     capacity: dict[LinkSpeed, int]  # link-speed mode -> Sparks it carries
     used: int
-    os: str = "generic"  # how it names its ports (`sparkfab.switchos`)
+    os: str = "generic"  # how it names its ports (`sparkfab.switches.profiles`)
     lldp_name: str = ""  # the system name it announces (its key unless the inventory says another)
     ports: int = 0  # front ports (a generic switch's; a catalog model knows its own)
     port_gbps: int = 0  # a generic switch's port speed

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkfab import __version__, collection
+from sparkfab import __version__
+from sparkfab.push import collection
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkfab.engines.recipes import recipes
 from sparkfab.errors import InventoryError
-from sparkfab.launchers import recipes
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
 from tests.conftest import EXAMPLES, REPO

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from sparkfab.engines import ENGINES
+from sparkfab.engines.recipes import recipes
 from sparkfab.errors import InventoryError
-from sparkfab.launchers import recipes
 from sparkfab.render.tree import render
 from sparkfab.resolve import load_plan
 from tests.conftest import EXAMPLES, REPO
@@ -147,7 +147,7 @@ def test_recipes_pin_their_image_and_name_their_model(name):
 
 
 def test_a_recipe_with_latest_or_no_org_is_refused(tmp_path, monkeypatch):
-    from sparkfab import launchers
+    from sparkfab.engines import recipes
     from sparkfab.errors import RenderError
 
     (tmp_path / "launchers").mkdir()
@@ -155,16 +155,16 @@ def test_a_recipe_with_latest_or_no_org_is_refused(tmp_path, monkeypatch):
         (tmp_path / "launchers" / table).write_text((REPO / "launchers" / table).read_text())
     (tmp_path / "launchers/bad.yml").write_text("description: x\nimage: vllm/vllm-openai:latest\nmodel: org/m\n")
     monkeypatch.setenv("SPARKFAB_HOME", str(tmp_path))
-    launchers.recipes.cache_clear()
+    recipes.recipes.cache_clear()
     try:
         with pytest.raises(RenderError, match=r"bad\.yml: .*pin a tag or digest"):
-            launchers.recipes()
+            recipes.recipes()
         (tmp_path / "launchers/bad.yml").write_text("description: x\nimage: vllm/vllm-openai:v1\nmodel: GLM\n")
-        launchers.recipes.cache_clear()
+        recipes.recipes.cache_clear()
         with pytest.raises(RenderError, match=r"model 'GLM': a Hugging Face id"):
-            launchers.recipes()
+            recipes.recipes()
     finally:
-        launchers.recipes.cache_clear()
+        recipes.recipes.cache_clear()
 
 
 def test_instance_model_and_cache_reach_the_container(tmp_path, cli):

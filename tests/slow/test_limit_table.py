@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from sparkfab.limits import files_here, selected
+from sparkfab.cluster.limits import files_here, selected
+from sparkfab.cluster.target import Target
 from sparkfab.render.tree import render
-from sparkfab.target import Target
-from sparkfab.writer import write_tree
+from sparkfab.render.writer import write_tree
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from sparkfab import catalog, switchos
 from sparkfab.facts.neighbours import Neighbour, Unreadable, neighbours
 from sparkfab.lldp import frame as lf
+from sparkfab.switches import catalog, profiles
 from tests.conftest import REPO
 from tests.helpers.wire import lldpd_wire
 
@@ -23,11 +23,11 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces ne
 CAPTURED = REPO / "tests" / "data" / "captured"
 
 
-@pytest.mark.parametrize("os_name", switchos.OS_NAMES)
+@pytest.mark.parametrize("os_name", profiles.OS_NAMES)
 def test_lldpd_lists_each_switch_os_frame_as_sparkfab_reads_it(os_name):
     model = catalog.MODELS["CRS804"] if os_name == "routeros" else catalog.generic(32, 400)
-    at = switchos.Announcer("core-7", "02:11:22:33:44:55", "bridge-fabric" if os_name == "routeros" else None)
-    built = switchos.profile(os_name).frame(model, 2, 2, 2, at)
+    at = profiles.Announcer("core-7", "02:11:22:33:44:55", "bridge-fabric" if os_name == "routeros" else None)
+    built = profiles.profile(os_name).frame(model, 2, 2, 2, at)
     with lldpd_wire() as wire:
         wire.send([lf.lldpdu(built)])
         heard = neighbours(wire.neighbours_json0())

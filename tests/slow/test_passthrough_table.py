@@ -15,7 +15,7 @@ import pytest
 
 from sparkfab.cli import parser
 from sparkfab.commands.runs import run_options
-from sparkfab.passthrough import TAGS
+from sparkfab.push.passthrough import TAGS
 from sparkfab.push.run import run_playbook
 from tests.conftest import REPO
 

@@ -97,10 +97,10 @@ def test_the_rendered_tree_keeps_the_groups_opens_the_vault_and_leaves_the_other
 
 
 def test_every_verbs_limit_selects_in_the_site_what_ansible_selects(where, monkeypatch):
-    from sparkfab.limits import files_here, selected
+    from sparkfab.cluster.limits import files_here, selected
+    from sparkfab.cluster.target import Target
     from sparkfab.render.tree import render
-    from sparkfab.target import Target
-    from sparkfab.writer import write_tree
+    from sparkfab.render.writer import write_tree
 
     root, env = where
     monkeypatch.chdir(root)

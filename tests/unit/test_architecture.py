@@ -12,61 +12,38 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "fabric" / "sparkfab"
 
-#: top to bottom; a module imports from its own layer or a lower one
+#: top to bottom, by folder: a module imports from its own layer or a lower one. The top level
+#: keeps what every layer shares (`TOP_LEVEL`); every other module's folder says its layer.
 LAYERS = (
-    ("cli", ("sparkfab.cli", "sparkfab.__main__")),
-    ("commands", ("sparkfab.commands",)),
+    ("cli", ("cli", "__main__")),
+    ("commands", ("commands",)),
+    ("operations", ("cluster", "discover")),
+    ("drivers", ("push", "verify", "lab", "measure", "connection", "oracle")),
+    ("generators", ("render",)),
+    ("plan", ("resolve", "plan", "starter", "schema")),
+    ("input", ("inventory",)),
     (
-        "operations",
+        "base",
         (
-            "sparkfab.target",
-            "sparkfab.speeds",
-            "sparkfab.limits",
-            "sparkfab.flip",
-            "sparkfab.preflight",
-            "sparkfab.discover",
-        ),
-    ),
-    (
-        "drivers",
-        (
-            "sparkfab.push",
-            "sparkfab.collection",
-            "sparkfab.passthrough",
-            "sparkfab.connection",
-            "sparkfab.oracle",
-            "sparkfab.verify",
-            "sparkfab.lab",
-            "sparkfab.measure",
-        ),
-    ),
-    ("generators", ("sparkfab.render", "sparkfab.writer", "sparkfab.outputs")),
-    ("plan", ("sparkfab.resolve", "sparkfab.plan", "sparkfab.starter", "sparkfab.schema")),
-    ("input", ("sparkfab.inventory",)),
-    (
-        "facts",
-        (
-            "sparkfab.launchers",
-            "sparkfab.engines",
-            "sparkfab.modelcheck",
-            "sparkfab.fit",
-            "sparkfab.catalog",
-            "sparkfab.switchos",
-            "sparkfab.ansiblecfg",
-            "sparkfab.spark",
-            "sparkfab.facts",
-            "sparkfab.errors",
-            "sparkfab.yamlload",
-            "sparkfab.userfile",
-            "sparkfab.lock",
-            "sparkfab.paths",
-            "sparkfab.proc",
-            "sparkfab.others",
-            "sparkfab.lldp",
-            "sparkfab.assets",
+            "engines",
+            "fit",
+            "switches",
+            "facts",
+            "files",
+            "lldp",
+            "assets",
+            "modelcheck",
+            "spark",
+            "errors",
+            "lock",
+            "paths",
+            "proc",
+            "others",
         ),
     ),
 )
+#: the modules at the package's top: what every layer shares, and the front door
+TOP_LEVEL = 14
 LONG = 400
 REASON = "Longer than 400 lines because"
 
@@ -103,8 +80,8 @@ def _graph() -> dict[str, set[str]]:
 def _layer(module: str) -> int:
     if module == "sparkfab":
         return len(LAYERS) - 1
-    for i, (_, prefixes) in enumerate(LAYERS):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
+    for i, (_, names) in enumerate(LAYERS):
+        if any(module == f"sparkfab.{n}" or module.startswith(f"sparkfab.{n}.") for n in names):
             return i
     raise AssertionError(f"{module} is in no layer: add it to LAYERS")
 
@@ -144,6 +121,19 @@ def test_no_module_imports_from_a_higher_layer():
         if _layer(d) < _layer(m)
     ]
     assert upward == []
+
+
+def test_every_folder_and_top_level_module_has_one_layer():
+    named = [n for _, names in LAYERS for n in names]
+    assert len(named) == len(set(named)), "a name in two layers"
+    here = {f.stem for f in PACKAGE.glob("*.py") if f.stem != "__init__"}
+    here |= {d.name for d in PACKAGE.iterdir() if (d / "__init__.py").exists()}
+    assert here == set(named), f"unlisted: {sorted(here - set(named))}; gone: {sorted(set(named) - here)}"
+
+
+def test_the_top_level_keeps_about_a_dozen_modules():
+    top = sorted(f.stem for f in PACKAGE.glob("*.py") if f.stem != "__init__")
+    assert len(top) <= TOP_LEVEL, f"{len(top)} modules at the top: put a module in the folder of its concept: {top}"
 
 
 def test_the_checks_themselves_find_a_circle_and_an_upward_import():

@@ -1,101 +1,170 @@
-"""Tests you can find from the code: every module of the package is imported by a test file, or
-has a test file named after it (`test_<module>.py`, a verb's module `test_<verb>.py`), or is
-named below with the test file that exercises it and how. A new module without either fails
-here; an entry whose module is gone, whose test file is gone, or that a test now imports directly
-fails too, so the list only shrinks."""
+"""Tests found by path: a module's tests are at the path that mirrors it,
+`tests/unit/<folder>/test_<module>.py` (`sparkfab/cluster/target.py` at
+`tests/unit/cluster/test_target.py`, a top-level module at `tests/unit/test_<module>.py`, a
+package's own `__init__` at `tests/unit/<package>/test_<package>.py`), a verb's module at
+`tests/unit/commands/test_<verb>.py` or, for the hostile-input cases it runs,
+`tests/unit/commands/hostile/test_<verb>.py`. A module tested only elsewhere (through the
+goldens, the lab tier, the CLI, another module's tests) is named in `COVERED` with the test file
+that exercises it. A new module with neither fails here; an entry whose module is gone, whose
+test file is gone, or whose module now has its mirrored test file fails too, so the list only
+shrinks. A package whose `__init__` holds only its docstring has nothing to test."""
 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from tests.conftest import REPO
 
 PACKAGE = REPO / "fabric" / "sparkfab"
+UNIT = REPO / "tests" / "unit"
 
-#: module -> the test file that exercises it, for the modules no test imports by name
+#: module -> the test file that exercises it, for the modules without a test at their mirrored path
 COVERED = {
-    "sparkfab.__main__": "tests/unit/cli/hostile/test_report.py",  # `python -m sparkfab report` in a child
-    "sparkfab.assets.collective": "tests/unit/assets/test_collective_stop.py",
+    "sparkfab.__main__": "tests/unit/commands/hostile/test_report.py",  # `python -m sparkfab report` in a child
+    "sparkfab.assets": "tests/unit/assets/test_lldp_probe.py",
     "sparkfab.assets.oracle_cli": "tests/slow/test_oracle.py",  # each engine's oracle, run in its Python
-    "sparkfab.assets.vllm_oracle": "tests/slow/test_oracle.py",
     "sparkfab.assets.sglang_oracle": "tests/slow/test_launch_sglang.py",
+    "sparkfab.assets.vllm_oracle": "tests/slow/test_oracle.py",
+    "sparkfab.cluster.limits": "tests/unit/cluster/test_flip.py",  # a partial flip's whole instances
+    "sparkfab.commands.collection_cmd": "tests/slow/test_collection.py",  # `sparkfab collection` builds the tarball
+    "sparkfab.commands.deploy_cmds": "tests/lab/test_lab.py",  # apply, linkspeed, reset on booted Sparks
+    "sparkfab.commands.fit_cmd": "tests/unit/fit/test_plan.py",  # `sparkfab fit` through the CLI
+    "sparkfab.commands.inventory_cmds": "tests/unit/commands/hostile/test_validate.py",  # validate, plan, schema
+    "sparkfab.commands.lab_cmds": "tests/lab/test_lab.py",  # lab up, status, down on booted Sparks
     "sparkfab.commands.peer_ssh_cmd": "tests/lab/test_lab_perf.py",
     "sparkfab.commands.preflight_cmd": "tests/lab/test_lab_preflight.py",
+    "sparkfab.commands.runs": "tests/unit/push/test_processes.py",
     "sparkfab.commands.serve_cmd": "tests/lab/test_lab_converge.py",
     "sparkfab.commands.tables": "tests/lab/test_lab.py",  # verify's report table
     "sparkfab.commands.verify_cmd": "tests/lab/test_lab.py",
-    "sparkfab.engines.collective": "tests/unit/resolve/test_engines.py",
-    "sparkfab.engines.sglang": "tests/unit/resolve/test_engines.py",
-    "sparkfab.engines.vllm": "tests/unit/resolve/test_engines.py",
+    "sparkfab.discover": "tests/unit/discover/test_cables.py",
+    "sparkfab.discover.inventory": "tests/unit/discover/test_hostile_frames.py",  # merge
+    "sparkfab.engines": "tests/unit/engines/test_base.py",
+    "sparkfab.engines.collective": "tests/unit/resolve/test_instances.py",
+    "sparkfab.engines.flags": "tests/unit/engines/test_base.py",
+    "sparkfab.engines.sglang": "tests/unit/resolve/test_instances.py",
+    "sparkfab.engines.vllm": "tests/unit/resolve/test_instances.py",
+    "sparkfab.errors": "tests/unit/commands/hostile/test_validate.py",  # exit codes and readable messages
+    "sparkfab.facts": "tests/unit/facts/test_gather.py",
+    "sparkfab.facts.remote": "tests/unit/verify/test_checks.py",
+    "sparkfab.files.userfile": "tests/unit/push/test_passthrough.py",
+    "sparkfab.files.yamlload": "tests/unit/inventory/test_read.py",
+    "sparkfab.fit": "tests/unit/fit/test_check.py",
+    "sparkfab.fit.shape": "tests/unit/fit/test_plan.py",
+    "sparkfab.inventory.ansible_child": "tests/unit/inventory/test_ansible.py",  # Ansible's reader in a child
+    "sparkfab.inventory.ansiblecfg": "tests/unit/inventory/test_ansible.py",
     "sparkfab.inventory.locate": "tests/unit/inventory/test_inventory.py",  # each problem's path and line
     "sparkfab.inventory.model": "tests/unit/inventory/test_inventory.py",
     "sparkfab.inventory.problems": "tests/unit/inventory/test_inventory.py",
-    "sparkfab.inventory.read": "tests/unit/inventory/test_reader_properties.py",
     "sparkfab.lab.cgroups": "tests/lab/test_lab_machines.py",  # Docker in a booted Spark
+    "sparkfab.lab.daemons": "tests/lab/test_lab_hostile_frames.py",
+    "sparkfab.lab.image": "tests/lab/test_lab_machines.py",  # the booted machine root
+    "sparkfab.lab.inventory": "tests/unit/lab/test_spec.py",
+    "sparkfab.lab.keys": "tests/lab/test_lab.py",
+    "sparkfab.lab.links": "tests/lab/test_lab.py",  # pyroute2 in network namespaces
+    "sparkfab.lab.login": "tests/lab/test_lab.py",
+    "sparkfab.lab.machine": "tests/unit/lab/test_boot.py",
+    "sparkfab.lab.model": "tests/slow/test_realserver.py",
+    "sparkfab.lab.rates": "tests/lab/test_lab_perf.py",  # the shaped cables
     "sparkfab.lab.ready": "tests/lab/test_lab_machines.py",  # a reboot keeps the fabric
-    "sparkfab.measure.access": "tests/unit/measure/test_bench_access.py",
+    "sparkfab.lab.wire": "tests/lab/test_lab.py",  # cut, swap and flap cables
+    "sparkfab.measure.battery": "tests/unit/commands/hostile/test_battery.py",
+    "sparkfab.measure.gloo": "tests/unit/measure/test_estimate.py",
     "sparkfab.measure.http": "tests/slow/test_realserver.py",
-    "sparkfab.measure.plots": "tests/unit/cli/hostile/test_estimate.py",  # --plot outputs
+    "sparkfab.measure.model": "tests/unit/measure/test_estimate.py",
+    "sparkfab.measure.plans": "tests/unit/lab/test_serving.py",
+    "sparkfab.measure.plots": "tests/unit/commands/hostile/test_estimate.py",  # --plot outputs
+    "sparkfab.measure.records": "tests/unit/measure/test_bench.py",
+    "sparkfab.measure.reporttext": "tests/unit/measure/test_report.py",
+    "sparkfab.measure.runs": "tests/unit/measure/test_report.py",
+    "sparkfab.measure.served": "tests/unit/measure/test_access.py",
+    "sparkfab.measure.traffic": "tests/unit/measure/test_bench.py",
+    "sparkfab.measure.vllmstats": "tests/unit/measure/test_access.py",
+    "sparkfab.oracle": "tests/slow/test_oracle.py",
+    "sparkfab.paths": "tests/unit/lab/test_state.py",
+    "sparkfab.plan": "tests/unit/resolve/test_resolve.py",  # the resolved plan, built by load_plan
+    "sparkfab.proc": "tests/unit/push/test_processes.py",
+    "sparkfab.push.env": "tests/unit/push/test_processes.py",
+    "sparkfab.render.control": "tests/unit/resolve/test_control_routes.py",
     "sparkfab.render.exporter": "tests/unit/render/test_render.py",  # the goldens (pair-1cable's exporter)
+    "sparkfab.render.launch": "tests/unit/render/test_render.py",  # the goldens
+    "sparkfab.render.nccl": "tests/unit/render/test_render.py",  # the goldens
+    "sparkfab.render.netplan": "tests/unit/render/test_render.py",  # the goldens, read by netplan generate
+    "sparkfab.render.sshconfig": "tests/unit/push/test_run.py",
     "sparkfab.render.text": "tests/unit/render/test_injection.py",
-    "sparkfab.resolve.cables": "tests/unit/resolve/test_topology.py",  # through load_plan
-    "sparkfab.resolve.context": "tests/unit/resolve/test_topology.py",
-    "sparkfab.resolve.hosts": "tests/unit/resolve/test_topology.py",
-    "sparkfab.resolve.instances": "tests/unit/resolve/test_engines.py",
-    "sparkfab.resolve.rails": "tests/unit/resolve/test_topology.py",
-    "sparkfab.resolve.ranks": "tests/unit/resolve/test_topology.py",
+    "sparkfab.render.tree": "tests/unit/render/test_render.py",  # the goldens
+    "sparkfab.render.writer": "tests/unit/render/test_render.py",
+    "sparkfab.resolve.cables": "tests/unit/resolve/test_resolve.py",  # through load_plan
+    "sparkfab.resolve.context": "tests/unit/resolve/test_resolve.py",
+    "sparkfab.resolve.hosts": "tests/unit/resolve/test_resolve.py",
+    "sparkfab.resolve.rails": "tests/unit/resolve/test_resolve.py",
+    "sparkfab.resolve.ranks": "tests/unit/resolve/test_resolve.py",
+    "sparkfab.schema": "tests/unit/commands/hostile/test_schema.py",
+    "sparkfab.spark": "tests/unit/verify/test_expect.py",  # the mode table
+    "sparkfab.switches.catalog": "tests/unit/switches/test_profiles.py",
     "sparkfab.verify.mesh": "tests/lab/test_lab_control.py",
-    "sparkfab.facts.remote": "tests/unit/verify/test_host_checks.py",
-    "sparkfab.yamlload": "tests/unit/inventory/test_reader_properties.py",
+    "sparkfab.verify.result": "tests/unit/verify/test_lldp.py",  # every check's verdict
 }
 
 
-def _modules() -> set[str]:
-    out = set()
-    for f in PACKAGE.rglob("*.py"):
+def _modules() -> dict[str, Path]:
+    """Every module of the package with code, by dotted name (a package's docstring-only
+    `__init__` and the package's own root are left out)."""
+    out = {}
+    for f in sorted(PACKAGE.rglob("*.py")):
         parts = list(f.relative_to(PACKAGE.parent).with_suffix("").parts)
-        out.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+            if len(parts) == 1 or not _has_code(f):
+                continue
+        out[".".join(parts)] = f
     return out
 
 
-def _imported() -> set[str]:
-    """Every sparkfab module a test file imports by name (`from a import b` counts a.b too)."""
-    out: set[str] = set()
-    for t in (REPO / "tests").rglob("*.py"):
-        for n in ast.walk(ast.parse(t.read_text())):
-            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("sparkfab"):
-                out |= {n.module, *(f"{n.module}.{a.name}" for a in n.names)}
-            elif isinstance(n, ast.Import):
-                out |= {a.name for a in n.names if a.name.startswith("sparkfab")}
-    return out
+def _has_code(f: Path) -> bool:
+    for node in ast.parse(f.read_text()).body:
+        doc = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (doc or future):
+            return True
+    return False
 
 
-def _named(modules: set[str]) -> set[str]:
-    """The modules test files are named after: `test_<name>.py` names the module called `<name>`
-    (a verb's module `<name>_cmd` or `<name>_cmds`); where several are called so (`push.run`,
-    `verify.run`) and one's package is the test file's folder, that one."""
-    out: set[str] = set()
-    for t in (REPO / "tests").rglob("test_*.py"):
-        called = {m for m in modules if _own_name(m) == t.stem.removeprefix("test_")}
-        out |= {m for m in called if m.split(".")[-2] == t.parent.name} or called
-    return out
+def mirrored(module: str) -> list[Path]:
+    """Where the tests of `module` are found."""
+    parts = module.split(".")[1:]
+    if (PACKAGE.joinpath(*parts) / "__init__.py").exists():
+        return [UNIT.joinpath(*parts) / f"test_{parts[-1]}.py"]
+    if parts[0] == "commands":
+        verb = parts[-1].removesuffix("_cmds").removesuffix("_cmd")
+        return [UNIT / "commands" / f"test_{verb}.py", UNIT / "commands" / "hostile" / f"test_{verb}.py"]
+    return [UNIT.joinpath(*parts[:-1]) / f"test_{parts[-1]}.py"]
 
 
-def _own_name(module: str) -> str:
-    return module.rsplit(".", 1)[-1].removesuffix("_cmds").removesuffix("_cmd")
+def _found(module: str) -> bool:
+    return any(p.is_file() for p in mirrored(module))
 
 
-def test_every_module_has_a_test_that_imports_it_is_named_after_it_or_is_listed():
+def test_every_module_has_its_test_at_the_mirrored_path_or_is_listed():
+    bare = {m: str(mirrored(m)[0].relative_to(REPO)) for m in _modules() if not _found(m) and m not in COVERED}
+    assert not bare, f"put each module's tests at its path, or name the test that covers it in COVERED: {bare}"
+
+
+def test_the_list_only_names_modules_without_their_own_test_and_test_files_that_exist():
     modules = _modules()
-    imported, named = _imported(), _named(modules)
-    bare = sorted(m for m in modules if m not in imported and m not in named and m not in COVERED)
-    assert not bare, f"no test imports these, none is named after them, and COVERED does not list them: {bare}"
-
-
-def test_the_list_only_names_modules_without_a_test_of_their_own_and_test_files_that_exist():
-    modules = _modules()
-    imported, named = _imported(), _named(modules)
     assert not [m for m in COVERED if m not in modules], "COVERED names modules that are gone"
     assert not [f for f in COVERED.values() if not (REPO / f).is_file()], "COVERED names test files that are gone"
-    own = [m for m in COVERED if m in imported or m in named]
-    assert not own, f"these have a test of their own now: take them out of COVERED: {own}"
+    own = [m for m in COVERED if _found(m)]
+    assert not own, f"these have their test at the mirrored path now: take them out of COVERED: {own}"
+
+
+def test_the_rule_maps_each_kind_of_module_to_its_path():
+    assert mirrored("sparkfab.cluster.target") == [UNIT / "cluster/test_target.py"]
+    assert mirrored("sparkfab.spark") == [UNIT / "test_spark.py"]
+    assert mirrored("sparkfab.resolve") == [UNIT / "resolve/test_resolve.py"]
+    assert mirrored("sparkfab.commands.bench_cmds") == [
+        UNIT / "commands/test_bench.py",
+        UNIT / "commands/hostile/test_bench.py",
+    ]
+    assert "sparkfab.cluster" not in _modules(), "a docstring-only package has nothing to test"

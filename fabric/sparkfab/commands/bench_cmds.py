@@ -130,8 +130,8 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     if args.link_speed:
         raise UsageError("--link-speed: with --inventory the speed measured is the inventory's speed now")
-    from sparkfab.limits import instance_limit
-    from sparkfab.target import Target
+    from sparkfab.cluster.limits import instance_limit
+    from sparkfab.cluster.target import Target
 
     target = Target.load(args.inventory, lab=args.lab)
     plan = target.plan
@@ -167,8 +167,8 @@ def _remote_read(args: argparse.Namespace) -> Callable[[str], str | None] | None
         return None
 
     def read(path: str) -> str | None:
+        from sparkfab.cluster.target import Target
         from sparkfab.connection import as_root
-        from sparkfab.target import Target
 
         target = Target.load(args.inventory, lab=args.lab)
         inst = _served(target.plan, args)[0]
@@ -189,7 +189,7 @@ def _run_dir(path: Path, resume: bool) -> Path:
     from sparkfab.measure import bench
 
     """A new or empty directory (made once the server answered); with --resume, one that holds a run."""
-    from sparkfab.outputs import plain_target
+    from sparkfab.files.outputs import plain_target
 
     path = plain_target(path, "-o")
     if path.exists() and not path.is_dir():
@@ -314,11 +314,11 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 
 def report_cmd(args: argparse.Namespace) -> int:
+    from sparkfab.files.outputs import check_dir, replace_dir
     from sparkfab.measure import model as models
     from sparkfab.measure.estimate import Setup
     from sparkfab.measure.report import write
     from sparkfab.measure.runs import load_run
-    from sparkfab.outputs import check_dir, replace_dir
 
     if len(args.runs) > 2:
         raise UsageError("report compares one or two runs")

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparkfab import collection
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit
+from sparkfab.push import collection
 
 
 def _args(p: argparse.ArgumentParser) -> None:

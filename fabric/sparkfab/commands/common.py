@@ -81,7 +81,7 @@ def inventory_source(args: argparse.Namespace, environ: dict[str, str], cwd: Pat
 def _configured_inventory(environ: dict[str, str], cwd: Path) -> list[str]:
     import os
 
-    from sparkfab.ansiblecfg import read_users_config
+    from sparkfab.inventory.ansiblecfg import read_users_config
 
     cfg = read_users_config(environ, cwd)
     if cfg is None:
@@ -95,7 +95,7 @@ def add_lab(p: argparse.ArgumentParser, help_text: str = "use the lab inventory 
 
 
 def add_target(p: argparse.ArgumentParser) -> None:
-    """INVENTORY and --lab: a verb that reaches the hosts of a cluster (`sparkfab.target`)."""
+    """INVENTORY and --lab: a verb that reaches the hosts of a cluster (`sparkfab.cluster.target`)."""
     add_inventory(p)
     add_lab(p)
 
@@ -154,7 +154,7 @@ VALUES = "sparkfab_values"
 
 def add_passthrough(p: argparse.ArgumentParser) -> None:
     """-e, --tags and --skip-tags, handed to ansible-playbook as it takes them."""
-    from sparkfab.passthrough import SPECIAL_TAGS, TAGS
+    from sparkfab.push.passthrough import SPECIAL_TAGS, TAGS
 
     g = p.add_argument_group("ansible-playbook's own options (as it takes them)")
     g.add_argument(

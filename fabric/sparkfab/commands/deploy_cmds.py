@@ -9,16 +9,16 @@ import sys
 from rich.console import Console
 
 from sparkfab import spark
+from sparkfab.cluster.flip import Flip, plan_flip
+from sparkfab.cluster.limits import files_here, selected
+from sparkfab.cluster.speeds import forget_speeds
+from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.commands.runs import RunOptions, confirm, fail_if, passed_over, run_options, run_with_progress
 from sparkfab.errors import Exit
-from sparkfab.flip import Flip, plan_flip
-from sparkfab.limits import files_here, selected
 from sparkfab.push import tasks
 from sparkfab.push.run import RunResult
 from sparkfab.render.launch import secret_names
-from sparkfab.speeds import forget_speeds
-from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 

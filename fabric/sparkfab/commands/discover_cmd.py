@@ -15,7 +15,7 @@ from sparkfab.discover import Discovery, discover
 from sparkfab.discover.hosts import SWITCH_WAIT_S
 from sparkfab.discover.inventory import merge, problems
 from sparkfab.errors import Exit, Unavailable, UsageError, readable
-from sparkfab.outputs import check_file, write_file
+from sparkfab.files.outputs import check_file, write_file
 from sparkfab.verify.lldp import known_switches
 
 
@@ -89,9 +89,9 @@ def discover_cmd(args: argparse.Namespace) -> int:
 def _of_inventory(args: argparse.Namespace) -> tuple[str | None, Discovery, str, set[str] | None]:
     """The Sparks of --inventory (those its --limit selects): (the inventory's text to merge
     into, what was found, the cluster, the Sparks asked where a --limit chose them)."""
+    from sparkfab.cluster.limits import files_here
+    from sparkfab.cluster.target import Target
     from sparkfab.inventory import is_plain_file
-    from sparkfab.limits import files_here
-    from sparkfab.target import Target
 
     if args.format != "json" and not is_plain_file(args.inventory):
         raise UsageError(
@@ -137,6 +137,7 @@ def _of_hosts(args: argparse.Namespace) -> tuple[None, Discovery, str, None]:
 
 def _say(args: argparse.Namespace) -> Callable[[str], None]:
     """discover's progress on stderr (what it waits for), unless -q."""
+
     def say(line: str) -> None:
         if not args.quiet:
             sys.stderr.write(line + "\n")
@@ -158,7 +159,7 @@ def _inventory(raw_text: str | None, result: Discovery, cluster: str, asked: set
 def _become_password(args: argparse.Namespace) -> str | None:
     """The password sudo asks for, from --become-password-file or asked for (-K); None: sudo -n."""
     if args.become_password_file:
-        from sparkfab import userfile
+        from sparkfab.files import userfile
 
         lines = userfile.read_text(args.become_password_file, "become password file", 4096).splitlines()
         if not lines or not lines[0]:

@@ -98,8 +98,8 @@ def estimate_cmd(args: argparse.Namespace) -> int:
     tests = bench_plan(args.plan or ("lab" if args.lab else None))
     result = estimate(s, args.ttft, args.ttft_prompt, tests, gloo=gloo_view(s) if args.lab else None)
     if args.plot:
+        from sparkfab.files.outputs import replace_dir
         from sparkfab.measure.plots import estimate_plots
-        from sparkfab.outputs import replace_dir
 
         inputs = [x for x in (args.config, args.inventory) if x]
         written = replace_dir(args.plot, "estimate", lambda d: estimate_plots(s, d, args.ttft), inputs, "--plot")

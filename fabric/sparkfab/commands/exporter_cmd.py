@@ -14,14 +14,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sparkfab import yamlload
+from sparkfab.cluster.limits import files_here, selected
+from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.commands.runs import confirm, fail_if, run_options, run_with_progress
 from sparkfab.errors import Exit, UsageError
-from sparkfab.limits import files_here, selected
+from sparkfab.files import yamlload
 from sparkfab.plan import Plan
 from sparkfab.render import exporter as files
-from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 #: the engines whose API server has Prometheus metrics at /metrics

@@ -11,10 +11,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sparkfab import fit, userfile
+from sparkfab import fit
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format, emit_json
 from sparkfab.errors import Exit, UsageError
+from sparkfab.files import userfile
 from sparkfab.fit import plan as fp
 from sparkfab.fit.shape import Shape, ShapeError, weights_on_disk
 

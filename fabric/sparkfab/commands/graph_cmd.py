@@ -13,7 +13,7 @@ from sparkfab import spark
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_inventory
 from sparkfab.errors import Exit, Unavailable, UsageError
-from sparkfab.outputs import check_file, write_file
+from sparkfab.files.outputs import check_file, write_file
 from sparkfab.render import graph
 from sparkfab.resolve import load_plan
 

@@ -24,7 +24,7 @@ def _args(p: argparse.ArgumentParser) -> None:
 
 def _unedited(path: Path) -> bool:
     """A file `init` wrote and nobody has changed since (it may be replaced)."""
-    from sparkfab import userfile
+    from sparkfab.files import userfile
 
     try:
         return unedited(userfile.read_bytes(path, "-o").decode("utf-8"))
@@ -33,7 +33,7 @@ def _unedited(path: Path) -> bool:
 
 
 def init_cmd(args: argparse.Namespace) -> int:
-    from sparkfab.outputs import check_file, write_file
+    from sparkfab.files.outputs import check_file, write_file
     from sparkfab.resolve import load_plan
 
     text = starter(args.topology, args.sparks, args.cluster)

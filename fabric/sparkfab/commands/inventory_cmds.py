@@ -181,7 +181,7 @@ def schema_cmd(args: argparse.Namespace) -> int:
     from sparkfab.schema import schema_text
 
     if args.output:
-        from sparkfab.outputs import check_file, write_file
+        from sparkfab.files.outputs import check_file, write_file
 
         out = check_file(args.output, ours=_is_schema)
         write_file(out, schema_text())

@@ -6,12 +6,12 @@ import argparse
 
 from rich.console import Console
 
+from sparkfab.cluster.limits import files_here, selected
+from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_changes, add_target
 from sparkfab.commands.runs import confirm, fail_if, run_options, run_with_progress
 from sparkfab.errors import Exit
-from sparkfab.limits import files_here, selected
 from sparkfab.plan import Plan
-from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 

@@ -7,11 +7,11 @@ import json
 import sys
 import time
 
+from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_all_rows, add_check_limit, add_format, add_target
 from sparkfab.commands.tables import print_report
 from sparkfab.errors import Exit
-from sparkfab.preflight import preflight
-from sparkfab.target import Target
+from sparkfab.verify.preflight import preflight
 
 
 def _args(p: argparse.ArgumentParser) -> None:

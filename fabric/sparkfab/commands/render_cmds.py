@@ -7,12 +7,13 @@ import dataclasses
 import sys
 
 from sparkfab import spark
+from sparkfab.assets import shipped
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_inventory
 from sparkfab.errors import Exit
 from sparkfab.render.tree import render
+from sparkfab.render.writer import write_tree
 from sparkfab.resolve import load_plan
-from sparkfab.writer import assets, write_tree
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -32,7 +33,7 @@ def render_cmd(args: argparse.Namespace) -> int:
     plan = load_plan(args.inventory, args.link_speed)
     if args.nccl_graph:
         plan = dataclasses.replace(plan, nccl_graph=True)
-    tree = render(plan, assets())
+    tree = render(plan, shipped())
     for w in tree.warnings:
         sys.stderr.write(f"warning: {w}\n")
     written = write_tree(tree, args.output, [args.inventory])

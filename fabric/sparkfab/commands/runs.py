@@ -17,12 +17,12 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from sparkfab.cluster.target import Target
 from sparkfab.commands.common import run_bound
 from sparkfab.errors import DeployError, Terminated, UsageError
-from sparkfab.passthrough import PassThrough, checked
 from sparkfab.plan import Plan
+from sparkfab.push.passthrough import PassThrough, checked
 from sparkfab.push.run import HostResult, Interrupted, RunResult, run_playbook
-from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 

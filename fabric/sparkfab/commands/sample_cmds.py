@@ -14,8 +14,8 @@ from rich.table import Table
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, UsageError
+from sparkfab.files.outputs import check_file, png_by_sparkfab, starts_with, write_file
 from sparkfab.measure import sampler, traffic
-from sparkfab.outputs import check_file, png_by_sparkfab, starts_with, write_file
 
 
 def _sample_args(p: argparse.ArgumentParser) -> None:
@@ -42,7 +42,7 @@ def _devices(args: argparse.Namespace) -> list[str]:
 def host_devices(inventory: str, name: str, source: str) -> list[str]:
     """The counters of one Spark of an inventory: its RDMA devices in the current link-speed
     mode, or with source netdev every fabric netdev it has."""
-    from sparkfab.target import Target
+    from sparkfab.cluster.target import Target
 
     plan = Target.load(inventory).plan
     if name not in {h.name for h in plan.hosts}:

@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from sparkfab.cluster.limits import files_here, instance_limit, selected
+from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
 from sparkfab.commands.runs import confirm, fail_if, passed_over, run_options, run_with_progress
 from sparkfab.errors import Exit
-from sparkfab.limits import files_here, instance_limit, selected
 from sparkfab.push import tasks
-from sparkfab.target import Target
 
 _err = Console(stderr=True, width=140)
 

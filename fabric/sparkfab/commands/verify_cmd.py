@@ -7,10 +7,10 @@ import dataclasses
 import json
 import sys
 
+from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_all_rows, add_check_limit, add_format, add_target, emit_json
 from sparkfab.commands.tables import print_report
 from sparkfab.errors import Exit, UsageError
-from sparkfab.target import Target
 from sparkfab.verify.result import Result
 from sparkfab.verify.run import verify
 

@@ -10,7 +10,7 @@ has heard no one is listened to for that long before it is called silent.
 
 A direct cable is seen from both ends and by both PCIe twins of each port; a switch port is
 seen from the Spark's side only (the switch announces itself by LLDP, and its port ids are read
-through its OS's profile, `sparkfab.switchos`). Twins share a wire, so a netdev also hears its
+through its OS's profile, `sparkfab.switches.profiles`). Twins share a wire, so a netdev also hears its
 own twin and both far twins: its own chassis is left out and the far twins name one port.
 Everything odd is reported: a port with no neighbour, twins that disagree, a neighbour that is
 not in the list, a switch port that no profile places, a cable seen from one end only, a Spark

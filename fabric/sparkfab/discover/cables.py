@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sparkfab import switchos
 from sparkfab.facts.neighbours import Neighbour
 from sparkfab.spark import LinkSpeed, port_of
+from sparkfab.switches import profiles
 from sparkfab.verify import lldp
 
 
@@ -37,7 +37,7 @@ class Discovery:
     cables: list[list[str]]
     hosts: dict[str, HostView]
     odd: list[str]
-    switches: dict[str, switchos.KnownSwitch] = field(default_factory=dict)  # by key: those the cables name
+    switches: dict[str, profiles.KnownSwitch] = field(default_factory=dict)  # by key: those the cables name
     mode: LinkSpeed = "200"
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,7 +87,7 @@ class FarEnd:
 Ends = dict[tuple[str, str], dict[int, FarEnd]]  # (host, port) -> root -> far end
 
 
-def _far_end(by_name: dict[str, str], switches: dict[str, switchos.KnownSwitch | None], n: Neighbour) -> FarEnd:
+def _far_end(by_name: dict[str, str], switches: dict[str, profiles.KnownSwitch | None], n: Neighbour) -> FarEnd:
     """A Spark's port (also a Spark that did not answer: its port id names a netdev), else a
     switch's port placed through its profile, else a port id we cannot place."""
     peer, peer_port = by_name.get(n.system), port_of(n.port)
@@ -99,8 +99,8 @@ def _far_end(by_name: dict[str, str], switches: dict[str, switchos.KnownSwitch |
 
 
 def _switches(
-    views: dict[str, HostView], known: dict[str, switchos.KnownSwitch], mode: LinkSpeed, beyond: frozenset[str]
-) -> dict[str, switchos.KnownSwitch | None]:
+    views: dict[str, HostView], known: dict[str, profiles.KnownSwitch], mode: LinkSpeed, beyond: frozenset[str]
+) -> dict[str, profiles.KnownSwitch | None]:
     """Every system that is not a Spark, by the name it announces: a switch the inventory names
     (by its `lldp_name` or key), else one guessed from its port ids (None: no profile fits)."""
     sparks = {n for v in views.values() for n in own(v)} | beyond
@@ -110,7 +110,7 @@ def _switches(
             for n in heard(v, netdev):
                 if n.system not in sparks and port_of(n.port) is None:
                     ports.setdefault(n.system, []).append(n.port)
-    return {s: known.get(s) or switchos.guessed_switch(s, p, mode) for s, p in ports.items()}
+    return {s: known.get(s) or profiles.guessed_switch(s, p, mode) for s, p in ports.items()}
 
 
 def _by_mac(views: dict[str, HostView], n: Neighbour) -> Neighbour:
@@ -191,7 +191,7 @@ def distrust(views: dict[str, HostView], beyond: frozenset[str], odd: list[str])
 def _ends(
     views: dict[str, HostView],
     odd: list[str],
-    switches: dict[str, switchos.KnownSwitch | None],
+    switches: dict[str, profiles.KnownSwitch | None],
     beyond: frozenset[str],
 ) -> Ends:
     by_name = {n: n for n in beyond} | {n: v.label for v in views.values() if not v.error for n in own(v)}
@@ -222,7 +222,7 @@ def _cable(
         if port_of(far.port) is None and far.node not in views:
             odd.append(
                 f"{host}:{port} sees {far}, which is neither a Spark of the list nor a switch port that a profile"
-                f" ({', '.join(switchos.OS_NAMES)}) places: name the switch in the inventory (model, os, lldp_name)"
+                f" ({', '.join(profiles.OS_NAMES)}) places: name the switch in the inventory (model, os, lldp_name)"
             )
         else:
             odd.append(f"{host}:{port} sees {far}, which is not in the list of Sparks")
@@ -256,7 +256,7 @@ def _name_beyond(views: dict[str, HostView], planned: dict[tuple[str, str], str]
 def derive(
     views: dict[str, HostView],
     order: list[str],
-    known: dict[str, switchos.KnownSwitch] | None = None,
+    known: dict[str, profiles.KnownSwitch] | None = None,
     mode: LinkSpeed = "200",
     beyond: frozenset[str] = frozenset(),
     planned: dict[tuple[str, str], str] | None = None,

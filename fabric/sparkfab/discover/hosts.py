@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sparkfab import switchos
 from sparkfab.connection import as_root
 from sparkfab.discover.cables import Discovery, HostView, derive, heard, unheard
 from sparkfab.facts.neighbours import NEIGHBOURS, Neighbour
@@ -19,6 +18,7 @@ from sparkfab.facts.netdevs import LINKS
 from sparkfab.facts.remote import Remote
 from sparkfab.lldp import frame as lf
 from sparkfab.spark import LinkSpeed, port_of
+from sparkfab.switches import profiles
 
 #: the relay a Spark runs to send and hear LLDP frames (its own python3, nothing installed)
 RELAY = (Path(__file__).resolve().parents[1] / "assets" / "lldp_probe.py").read_text()
@@ -149,7 +149,7 @@ def discover(
     settle_s: float = 2.5,
     by_hostname: bool = False,
     patience_s: float = SWITCH_WAIT_S,
-    known: dict[str, switchos.KnownSwitch] | None = None,
+    known: dict[str, profiles.KnownSwitch] | None = None,
     mode: LinkSpeed = "200",
     beyond: frozenset[str] = frozenset(),
     log: Callable[[str], None] = lambda s: None,

@@ -10,9 +10,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from sparkfab import catalog, switchos
 from sparkfab.discover import Discovery
 from sparkfab.spark import LinkSpeed
+from sparkfab.switches import catalog, profiles
 
 
 def merge(raw_text: str | None, result: Discovery, cluster: str, asked: set[str] | None = None) -> str:
@@ -87,13 +87,13 @@ def _speed_value(mode: LinkSpeed) -> int | str:
     return int(mode) if mode.isdigit() else mode
 
 
-def _switch_entry(sw: switchos.KnownSwitch) -> dict[str, Any]:
+def _switch_entry(sw: profiles.KnownSwitch) -> dict[str, Any]:
     """A new inventory's entry for a switch discover placed ports on."""
     if sw.model.name in catalog.MODELS:
         entry: dict[str, Any] = {"model": sw.model.name}
     else:
         entry = {"model": "generic", "ports": sw.model.port_count}
-    if sw.os != switchos.MODEL_OS.get(sw.model.name):
+    if sw.os != profiles.MODEL_OS.get(sw.model.name):
         entry["os"] = sw.os
     return entry
 

@@ -49,7 +49,7 @@ def _text(name: str) -> str:
 @cache
 def _read(path: str) -> str:
     """One table file's text, read once per path (a `SPARKFAB_HOME` set later names another)."""
-    from sparkfab import userfile
+    from sparkfab.files import userfile
 
     return userfile.read_text(Path(path), "flag table", 4 << 20)
 

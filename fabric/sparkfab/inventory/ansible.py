@@ -29,8 +29,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab import others, yamlload
+from sparkfab import others
 from sparkfab.errors import InventoryError, Problem, Unavailable, UsageError
+from sparkfab.files import yamlload
 from sparkfab.inventory.ansible_child import parts, plain
 
 _ALL_HINT = (
@@ -240,7 +241,7 @@ def _child(*args: str, stdin: str = "") -> dict[str, Any]:
     import tempfile
     from pathlib import Path
 
-    from sparkfab.ansiblecfg import check_ansible_files
+    from sparkfab.inventory.ansiblecfg import check_ansible_files
 
     check_ansible_files(dict(os.environ), Path.cwd())  # nothing the child opens may block it
     env = {**os.environ, "ANSIBLE_INVENTORY_ENABLED": PLUGINS}

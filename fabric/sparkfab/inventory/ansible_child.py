@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sparkfab import yamlload
+from sparkfab.files import yamlload
 
 #: What VariableManager adds to a host's variables on its own (not written by anyone).
 MAGIC = frozenset(

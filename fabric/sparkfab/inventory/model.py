@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from sparkfab import spark
-from sparkfab.launchers import MODEL
+from sparkfab.engines.recipes import MODEL
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)]
 CLUSTER_PATTERN = r"^[a-z0-9][a-z0-9-]{0,19}$"
@@ -123,7 +123,7 @@ class SwitchBlock(Strict):
     ports: Annotated[int, Field(ge=1, le=512), _NO_BOOL] | None = None
     speed: Literal[100, 200, 400, 800] | None = None
     subnets: list[Subnet] | None = None
-    #: the switch's operating system, which names its ports (default: the model's; `switchos`)
+    #: the switch's operating system, which names its ports (default: the model's; `switches.profiles`)
     os: Literal["routeros", "cumulus", "sonic", "generic"] | None = None
     #: the system name it announces over LLDP, where that is not its key here (RouterOS: its identity)
     lldp_name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=63)] | None = None

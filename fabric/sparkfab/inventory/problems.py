@@ -12,8 +12,8 @@ from pydantic import (
     ValidationError,
 )
 
-from sparkfab import yamlload
 from sparkfab.errors import InventoryError, Problem
+from sparkfab.files import yamlload
 from sparkfab.inventory.ansible import LEFT_OUT
 from sparkfab.inventory.ansible_child import sparkfab_key
 from sparkfab.inventory.locate import line_of, path_text, present, walk

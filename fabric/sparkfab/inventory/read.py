@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sparkfab import yamlload
 from sparkfab.errors import InventoryError, Problem, Unavailable
+from sparkfab.files import yamlload
 from sparkfab.inventory import ansible
 
 
@@ -53,7 +53,7 @@ def _read_with_ansible(path: Path) -> tuple[Any, str]:
 
 
 def load_raw(path: str | Path) -> Any:
-    """The YAML tree as Ansible reads it, with line numbers, bounded (`sparkfab.yamlload`)."""
+    """The YAML tree as Ansible reads it, with line numbers, bounded (`sparkfab.files.yamlload`)."""
     path = Path(path)
     try:
         return yamlload.parse(yamlload.read_text(path, "inventory"))

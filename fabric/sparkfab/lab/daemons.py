@@ -28,7 +28,7 @@ PROBE = Path(__file__).resolve().parents[1] / "assets" / "lldp_probe.py"
 
 def start_switches(spec: LabSpec) -> dict[str, int]:
     """Each switch as its OS is on the wire: the LLDPDUs its OS sends (`spec`'s, from
-    `switchos.Profile.frame`) on each of its ports, at its OS's interval, sent by sparkfab's own
+    `switches.profiles.Profile.frame`) on each of its ports, at its OS's interval, sent by sparkfab's own
     frame sender (`assets/lldp_probe.py`, which only relays octets) in the switch's namespace."""
     pids: dict[str, int] = {}
     logs = spec.paths.logs

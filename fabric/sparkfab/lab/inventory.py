@@ -2,7 +2,7 @@
 
 Cables, ranks and the sparkfab block stay as written; hosts point at the lab's management
 addresses over the lab's ssh_config (lab-ness is not written here: it comes from where this
-file lives, see `sparkfab.target`); instances run the lab's engine (`sparkfab.lab.serving`:
+file lives, see `sparkfab.cluster.target`); instances run the lab's engine (`sparkfab.lab.serving`:
 vLLM's CPU build with the lab's model in Docker, or the collective workload as a process). A
 vLLM instance's own flags and model are for GPUs, so the lab recipe's replace them.
 """
@@ -19,6 +19,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from sparkfab.engines.recipes import USER_DIR
 from sparkfab.errors import InventoryError, UsageError
 from sparkfab.inventory import is_plain_file, load_roundtrip, plain
 from sparkfab.inventory.ansible import LEFT_OUT
@@ -27,7 +28,6 @@ from sparkfab.lab import login, serving
 from sparkfab.lab.image import LOGIN, LOGIN_PASSWORD
 from sparkfab.lab.serving import LabEngine
 from sparkfab.lab.spec import LabSpec
-from sparkfab.launchers import USER_DIR
 from sparkfab.plan import Plan
 
 

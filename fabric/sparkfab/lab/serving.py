@@ -29,9 +29,9 @@ import yaml
 
 from sparkfab import engines, proc
 from sparkfab.engines import Engine, LabServing
+from sparkfab.engines.recipes import recipe
 from sparkfab.errors import LabError
 from sparkfab.lab.spec import LabSpec
-from sparkfab.launchers import recipe
 from sparkfab.modelcheck import VOCAB_PADDING
 from sparkfab.oracle import engine_python
 from sparkfab.paths import repo_dir

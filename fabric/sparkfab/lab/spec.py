@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from sparkfab import catalog, spark, switchos
+from sparkfab import spark
 from sparkfab.lldp import frame as lldp_frame
 from sparkfab.paths import LabPaths, lab_dir
 from sparkfab.plan import Host, Iface, Plan
+from sparkfab.switches import catalog, profiles
 
 #: the management interface of a lab host that is not a Spark
 OTHER_MGMT_IF = "eth0"
@@ -244,7 +245,7 @@ def spec(plan: Plan) -> LabSpec:
             lldp_ifs=",".join(sorted(ports[s])),
             system=plan.switch(s).lldp_name,
             frames=switch_frames(plan, s),
-            interval_s=switchos.profile(_os(plan, s)).wire.interval_s,
+            interval_s=profiles.profile(_os(plan, s)).wire.interval_s,
         )
         for s in used
     ]
@@ -259,20 +260,20 @@ def spec(plan: Plan) -> LabSpec:
 ROUTEROS_BRIDGE = "bridge-fabric"
 
 
-def _os(plan: Plan, name: str) -> switchos.SwitchOS:
-    return cast(switchos.SwitchOS, plan.switch(name).os)
+def _os(plan: Plan, name: str) -> profiles.SwitchOS:
+    return cast(profiles.SwitchOS, plan.switch(name).os)
 
 
 def switch_frames(plan: Plan, name: str) -> tuple[str, ...]:
     """The LLDPDU switch `name` sends on each port a cable uses, "<port> <hex>", as its OS sends
-    it (`switchos.Profile.frame`): its identity the inventory's `lldp_name` (else its key), its
+    it (`profiles.Profile.frame`): its identity the inventory's `lldp_name` (else its key), its
     chassis a MAC of the lab's, a RouterOS port in the lab's bridge."""
     sw = plan.switch(name)
     model = catalog.MODELS.get(sw.model) or catalog.generic(sw.ports, sw.port_gbps)
-    profile = switchos.profile(_os(plan, name))
+    profile = profiles.profile(_os(plan, name))
     lane = spark.SPEEDS[plan.link_speed].lane_gbps
     digest = hashlib.sha1(f"{plan.cluster}/{name}".encode()).hexdigest()
-    at = switchos.Announcer(
+    at = profiles.Announcer(
         sw.lldp_name or name,
         "02:" + ":".join(digest[i : i + 2] for i in range(0, 10, 2)),
         ROUTEROS_BRIDGE if profile.os == "routeros" else None,

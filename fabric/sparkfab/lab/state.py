@@ -3,7 +3,7 @@ status`, the Target, the drills and a rebooting machine read. It holds the lab's
 itself, so that nothing needs the user's inventory to find a lab's namespaces, veths and machines
 again, and the cables as they are now (`wiring`: what the drills swapped or cut, every netdev's
 shaped rate), which the drills and the link-speed flips write back. (The link-speed mode the
-hosts run is the cluster's own record, `speeds.current_link_speed`, as on Sparks.)
+hosts run is the cluster's own record, `cluster.speeds.current_link_speed`, as on Sparks.)
 """
 
 from __future__ import annotations

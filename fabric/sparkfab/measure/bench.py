@@ -24,8 +24,9 @@ from typing import Any, TypeAlias
 
 import httpx
 
-from sparkfab import __version__, lock, userfile
+from sparkfab import __version__, lock
 from sparkfab.errors import BenchError, ServerError, Unavailable, UsageError
+from sparkfab.files import userfile
 from sparkfab.measure import http, sampler, served, traffic, vllmstats
 from sparkfab.measure.access import Access
 from sparkfab.measure.plans import Test

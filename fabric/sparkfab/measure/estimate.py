@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sparkfab import catalog, spark
+from sparkfab import spark
 from sparkfab.errors import EstimateError
 from sparkfab.measure.model import ModelSpec
 from sparkfab.measure.plans import PLAN, Test
 from sparkfab.modelcheck import VOCAB_PADDING
+from sparkfab.switches import catalog
 
 BYTES_PER_VALUE = 2  # activations are bf16 whatever the weight format
 EMULATED_GBPS = spark.ROOT_GBPS  # one PCIe Gen5 x4 root, measured with ib_write_bw (paper Section 7.3)

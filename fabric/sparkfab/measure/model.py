@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab import yamlload
 from sparkfab.errors import EstimateError, Unavailable
+from sparkfab.files import yamlload
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkfab import yamlload
 from sparkfab.errors import BenchError, Unavailable
+from sparkfab.files import yamlload
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import Unavailable
+from sparkfab.files.outputs import PNG_METADATA, write_file
 from sparkfab.measure.estimate import EMULATED_GBPS, Setup, bytes_per_token, extra_time, tp_projection
 from sparkfab.measure.traffic import rates
-from sparkfab.outputs import PNG_METADATA, write_file
 
 MISSING = "plots need matplotlib, which is not installed: pip install 'sparkfab[plots]'"
 

@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkfab import userfile
 from sparkfab.errors import UsageError
+from sparkfab.files import userfile
 from sparkfab.measure import vllmstats
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import Unavailable
+from sparkfab.files.outputs import PNG_METADATA
 from sparkfab.measure import records, sampler, traffic, vllmstats
 from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
 from sparkfab.measure.estimate import decode as decode_pass
@@ -25,7 +26,6 @@ from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
 from sparkfab.measure.plots import pyplot
 from sparkfab.measure.reporttext import MIN_SAMPLES, THROUGHPUT, markdown, sections
 from sparkfab.measure.runs import SavedRun, dist, link_gbps, samples, server_side
-from sparkfab.outputs import PNG_METADATA
 
 
 def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkfab import userfile
 from sparkfab.errors import SparkfabError, Unavailable, UsageError
+from sparkfab.files import userfile
 from sparkfab.measure import records, served
 from sparkfab.measure.vllmstats import percentile
 from sparkfab.spark import FLIP_SPEEDS, SPEEDS

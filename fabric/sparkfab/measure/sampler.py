@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkfab import userfile
 from sparkfab.errors import UsageError
 from sparkfab.facts import rdma
+from sparkfab.files import userfile
 
 MAGIC = b"SPARKFAB-SAMPLES v1\n"
 SLICE_NS = 20_000_000  # how long the loop runs between looks at stop() and signals

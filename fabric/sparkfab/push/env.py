@@ -8,8 +8,8 @@ import configparser
 import importlib.util
 from pathlib import Path
 
-from sparkfab.ansiblecfg import read_users_config
-from sparkfab.launchers import is_secret_name
+from sparkfab.engines.recipes import is_secret_name
+from sparkfab.inventory.ansiblecfg import read_users_config
 
 #: what a run of ansible-playbook takes from sparkfab's environment: where things are, the
 #: locale, the ssh agent, proxies and the user's own ANSIBLE_* settings (no secret among them)

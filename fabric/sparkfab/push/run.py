@@ -28,12 +28,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab import collection
 from sparkfab.errors import DeployError, Terminated, signals_held
-from sparkfab.passthrough import PassThrough
 from sparkfab.paths import repo_dir, state_dir
-from sparkfab.push import processes
+from sparkfab.push import collection, processes
 from sparkfab.push.env import config_env, run_env, strategy_env, strategy_vars
+from sparkfab.push.passthrough import PassThrough
 
 
 @contextlib.contextmanager

@@ -1,5 +1,5 @@
 """Pure generators: Plan in, text out. No clock, subprocess or network access here, and no file
-is read but sparkfab's own templates (package data, `render.text`); `sparkfab.writer` is the one
+is read but sparkfab's own templates (package data, `render.text`); `sparkfab.render.writer` is the one
 module that writes to the filesystem."""
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import shlex
 from dataclasses import dataclass
 
 from sparkfab.engines import RankArgs
+from sparkfab.engines.recipes import SECRETS_FILE, Recipe
 from sparkfab.errors import RenderError
-from sparkfab.launchers import SECRETS_FILE, Recipe
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render import File
 from sparkfab.render.text import fill

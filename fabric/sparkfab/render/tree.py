@@ -1,6 +1,6 @@
 """Everything a host needs, and the Ansible inventory that pushes it.
 
-`render(plan)` returns {host: [File]} plus the inventory files; `sparkfab.writer` puts
+`render(plan)` returns {host: [File]} plus the inventory files; `sparkfab.render.writer` puts
 them on disk as DIR/<host>/etc/... and DIR/inventory.yml, DIR/host_vars/<host>.yml.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sparkfab import yamlload
 from sparkfab.engines.collective import COLLECTIVE_PATH
+from sparkfab.files import yamlload
 from sparkfab.plan import Host, Plan
 from sparkfab.render import File, control, exporter, launch, nccl, netplan
 from sparkfab.resolve.cables import SERVE_GROUPS

@@ -22,12 +22,11 @@ import ipaddress
 from pathlib import Path
 from typing import Any
 
-from sparkfab import catalog
+from sparkfab.engines.recipes import search_path
 from sparkfab.errors import InventoryError, Problem
 from sparkfab.inventory import Inventory, parse_partial
 from sparkfab.inventory.ansible import placed
 from sparkfab.inventory.read import read
-from sparkfab.launchers import search_path
 from sparkfab.plan import Exporter, Host, Instance, PerfTools, Plan, Rail, Switch
 from sparkfab.resolve.cables import (
     Cable,
@@ -42,6 +41,7 @@ from sparkfab.resolve.hosts import resolve_hosts
 from sparkfab.resolve.instances import ResolvedInstance, instances
 from sparkfab.resolve.rails import RailKey, allocate
 from sparkfab.spark import LinkSpeed
+from sparkfab.switches import catalog
 
 
 def resolve(

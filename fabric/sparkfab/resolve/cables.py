@@ -6,9 +6,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sparkfab import catalog, spark, switchos
+from sparkfab import spark
 from sparkfab.inventory import Inventory, split_end, walk
 from sparkfab.resolve.context import SF, Ctx, close
+from sparkfab.switches import catalog, profiles
 
 _SW_PORT = re.compile(r"^([0-9]+)(?:/([0-9]+))?\Z")
 
@@ -238,10 +239,10 @@ def switch_model(inv: Inventory, name: str) -> catalog.SwitchModel:
     return catalog.MODELS[sw.model]
 
 
-def switch_profile(inv: Inventory, name: str) -> switchos.Profile:
+def switch_profile(inv: Inventory, name: str) -> profiles.Profile:
     """How the switch names itself and its ports: the inventory's `os`, else its model's."""
     sw = inv.sparkfab.switches[name]
-    return switchos.profile(sw.os or switchos.MODEL_OS[sw.model])
+    return profiles.profile(sw.os or profiles.MODEL_OS[sw.model])
 
 
 def switch_port_id(inv: Inventory, name: str, port: int, lane: int) -> str:

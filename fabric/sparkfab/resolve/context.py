@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sparkfab.engines.recipes import Recipe, recipes
 from sparkfab.errors import Problem
 from sparkfab.inventory import Inventory, line_of, path_text
-from sparkfab.launchers import Recipe, recipes
 
 
 @dataclass
@@ -18,7 +18,7 @@ class Ctx:
     inv: Inventory
     raw: Any
     problems: list[Problem] = field(default_factory=list)
-    #: folders of launch recipes, sparkfab's own first (`launchers.search_path`)
+    #: folders of launch recipes, sparkfab's own first (`engines.recipes.search_path`)
     recipe_dirs: tuple[Path, ...] | None = None
     #: instance -> why its TP size could not be checked against the model's architecture
     tp_unchecked: dict[str, str] = field(default_factory=dict)

@@ -8,8 +8,8 @@ from typing import Any
 
 from sparkfab import modelcheck
 from sparkfab.engines import Engine, flags
+from sparkfab.engines.recipes import SECRETS_FILE, Recipe, is_secret_name
 from sparkfab.errors import RenderError
-from sparkfab.launchers import SECRETS_FILE, Recipe, is_secret_name
 from sparkfab.plan import Rank, Topology
 from sparkfab.resolve.cables import Cable
 from sparkfab.resolve.context import SF, Ctx, close

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from typing import cast
 
-from sparkfab import catalog, spark, switchos
+from sparkfab import spark
 from sparkfab.facts.neighbours import Neighbour
 from sparkfab.plan import Host, Iface, Plan
+from sparkfab.switches import catalog, profiles
 from sparkfab.verify.result import FAIL, PASS, Result
 
 
@@ -37,17 +38,17 @@ def expected_neighbour(plan: Plan, iface: Iface) -> tuple[str, str]:
     return iface.peer_host or "", iface.peer_netdev or ""
 
 
-def known_switches(plan: Plan) -> dict[str, switchos.KnownSwitch]:
+def known_switches(plan: Plan) -> dict[str, profiles.KnownSwitch]:
     """A plan's switches by the system name each announces (its `lldp_name`, else its key)."""
     out = {}
     for sw in plan.switches:
         model = catalog.MODELS.get(sw.model) or catalog.generic(sw.ports, sw.port_gbps)
-        os = cast(switchos.SwitchOS, sw.os)
-        out[sw.lldp_name or sw.name] = switchos.known_switch(sw.name, model, os, plan.link_speed)
+        os = cast(profiles.SwitchOS, sw.os)
+        out[sw.lldp_name or sw.name] = profiles.known_switch(sw.name, model, os, plan.link_speed)
     return out
 
 
-def _placed(plan: Plan, iface: Iface, n: Neighbour, known: dict[str, switchos.KnownSwitch]) -> bool:
+def _placed(plan: Plan, iface: Iface, n: Neighbour, known: dict[str, profiles.KnownSwitch]) -> bool:
     """Whether a port id names the planned switch port as the planned switch's OS names it
     (through its profile: a RouterOS bridge port's `bridge/qsfp56-dd-1-5` names `qsfp56-dd-1-5`,
     a SONiC alias `etp1a` port 1's first leg)."""
@@ -61,7 +62,7 @@ def _matches(
     iface: Iface,
     want: tuple[str, str],
     n: Neighbour,
-    known: dict[str, switchos.KnownSwitch],
+    known: dict[str, profiles.KnownSwitch],
     selves: Mapping[str, Set[str]],
 ) -> bool:
     """The far end the plan wants: the planned switch's system name and a port id its OS's profile
@@ -80,13 +81,13 @@ def _matches(
 
 
 def _detail(
-    plan: Plan, iface: Iface, want: tuple[str, str], heard: list[Neighbour], known: dict[str, switchos.KnownSwitch]
+    plan: Plan, iface: Iface, want: tuple[str, str], heard: list[Neighbour], known: dict[str, profiles.KnownSwitch]
 ) -> str:
     """Why a port failed, as precisely as what it heard allows."""
     if iface.switch:
         renamed = [n for n in heard if _placed(plan, iface, n, known) and n.system != want[0]]
         if renamed:
-            shipped = switchos.profile(cast(switchos.SwitchOS, plan.switch(iface.switch).os)).factory_name
+            shipped = profiles.profile(cast(profiles.SwitchOS, plan.switch(iface.switch).os)).factory_name
             factory = f" ({shipped}'s name as shipped)" if renamed[0].system == shipped else ""
             return (
                 f"the switch on this port announces itself as {renamed[0].system!r}{factory}, not {want[0]!r}: "

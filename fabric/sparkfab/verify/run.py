@@ -7,13 +7,14 @@ import time
 from collections.abc import Callable
 from typing import cast
 
-from sparkfab import connection, switchos
+from sparkfab import connection
 from sparkfab.connection import Connection
 from sparkfab.facts import gather
 from sparkfab.facts.neighbours import NEIGHBOURS, Heard
 from sparkfab.facts.remote import Remote
 from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.tree import render
+from sparkfab.switches import profiles
 from sparkfab.verify import checks, images, mesh, serving, transport
 from sparkfab.verify.expect import expect
 from sparkfab.verify.perf import perf as run_perf
@@ -58,8 +59,8 @@ def _patience(plan: Plan, failed: list[Result], heard: dict[str, Heard]) -> floa
         carrier = heard[r.host].carrier if r.host in heard else None
         dark = carrier is not None and iface is not None and iface.netdev not in carrier
         if iface is not None and iface.switch and r.actual == "-" and not dark:
-            os = cast(switchos.SwitchOS, plan.switch(iface.switch).os)
-            wait = max(wait, switchos.profile(os).wire.interval_s + LLDP_WAIT_S)
+            os = cast(profiles.SwitchOS, plan.switch(iface.switch).os)
+            wait = max(wait, profiles.profile(os).wire.interval_s + LLDP_WAIT_S)
     return wait
 
 

@@ -6,12 +6,12 @@ import itertools
 
 import pytest
 
-from sparkfab import catalog
 from sparkfab.discover.cables import HostView, derive
 from sparkfab.discover.inventory import merge, problems
 from sparkfab.facts.neighbours import Neighbour, local_chassis, neighbours
 from sparkfab.facts.netdevs import links as link_listing
-from sparkfab.switchos import known_switch
+from sparkfab.switches import catalog
+from sparkfab.switches.profiles import known_switch
 
 
 def view(label: str, ports: dict[str, tuple[str, str]], fabric: list[str] | None = None) -> HostView:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sparkfab.engines.recipes import recipes
 from sparkfab.errors import InventoryError, RenderError
-from sparkfab.launchers import recipes
 from sparkfab.render.launch import gloo_endpoints, launch
 from sparkfab.resolve import load_plan
 from tests.conftest import REPO

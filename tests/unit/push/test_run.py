@@ -82,8 +82,8 @@ def test_module_diffs_become_host_qualified_unified_diffs():
 
 
 def test_instance_limit_targets_one_instances_hosts():
+    from sparkfab.cluster.limits import instance_limit
     from sparkfab.errors import UsageError
-    from sparkfab.limits import instance_limit
     from sparkfab.resolve import load_plan
     from tests.conftest import REPO
 

@@ -145,7 +145,7 @@ def test_render_never_writes_through_a_symlinked_output(tmp_path, cli):
 
 
 def test_a_failed_render_leaves_the_earlier_tree(tmp_path, cli, monkeypatch):
-    from sparkfab import writer
+    from sparkfab.render import writer
 
     out = tmp_path / "out"
     assert _render(cli, REPO / "inventory/ring4.yml", out) == 0

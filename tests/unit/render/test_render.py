@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sparkfab.assets import shipped
 from sparkfab.engines import ENGINES, flag_argv, flags
-from sparkfab.launchers import recipes
+from sparkfab.engines.recipes import recipes
 from sparkfab.render.tree import render
+from sparkfab.render.writer import write_tree
 from sparkfab.resolve import load_plan
-from sparkfab.writer import assets, write_tree
 from tests.conftest import EXAMPLES, REGEN, REPO
 
 GOLDEN = REPO / "tests/golden"
@@ -29,7 +30,7 @@ MODES = ("200", "100e")
 
 def rendered(path: Path, mode: str, out: Path) -> dict[str, str]:
     plan = load_plan(str(path)).with_link_speed(mode) if mode else load_plan(str(path))
-    write_tree(render(plan, assets()), out)
+    write_tree(render(plan, shipped()), out)
     return {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
@@ -185,7 +186,7 @@ def _lookup(routes, dst):
 def test_ring6_fabric_control_plane_reaches_everyone(tmp_path):
     tree = tmp_path / "tree"
     plan = load_plan(str(_ring6(tmp_path)))
-    write_tree(render(plan, assets()), tree)
+    write_tree(render(plan, shipped()), tree)
     hosts = [h.name for h in plan.hosts]
     tables = {h: _kernel_tables(tree, h) for h in hosts}
     owner = {ip: h for h in hosts for ip in tables[h][0]}
@@ -273,7 +274,7 @@ def test_recipe_flags_are_known():
 
 def test_engine_flag_hash_identical_across_ranks():
     plan = load_plan(str(REPO / "inventory/switch8-crs804-200.yml"))
-    from sparkfab.launchers import recipe
+    from sparkfab.engines.recipes import recipe
     from sparkfab.render.launch import launch
 
     inst = plan.instances[0]
@@ -285,7 +286,7 @@ def test_engine_flag_hash_identical_across_ranks():
 
 def test_start_order_workers_first():
     plan = load_plan(str(REPO / "inventory/ring4.yml"))
-    from sparkfab.launchers import recipe
+    from sparkfab.engines.recipes import recipe
     from sparkfab.render.launch import launch
 
     inst = plan.instances[0]

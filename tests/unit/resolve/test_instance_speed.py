@@ -7,12 +7,12 @@ import argparse
 
 import pytest
 
+from sparkfab.cluster.limits import flipped_instances
+from sparkfab.cluster.target import Target
 from sparkfab.errors import UsageError
-from sparkfab.limits import flipped_instances
 from sparkfab.render.tree import render
+from sparkfab.render.writer import write_tree
 from sparkfab.resolve import load_plan
-from sparkfab.target import Target
-from sparkfab.writer import write_tree
 from tests.helpers.inventories import two_instances
 
 
@@ -85,7 +85,7 @@ def test_linkspeed_takes_instance_and_limit():
 def test_a_limit_selects_what_ansible_selects_before_any_host_is_contacted(tmp_path, monkeypatch):
     """apply, serve and reset name the hosts a --limit selects (and refuse one that selects
     none); `@FILE` is a file of the working directory, as for ansible-playbook."""
-    from sparkfab.limits import files_here, selected
+    from sparkfab.cluster.limits import files_here, selected
 
     plan = load_plan(two_instances(tmp_path))
     write_tree(render(plan), tmp_path / "tree")

@@ -3,6 +3,8 @@ margin, or the inventory's own; the perftest ports are what the firewall admits.
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from sparkfab import spark
@@ -30,3 +32,20 @@ def test_the_ring_firewall_admits_perftests_ports_from_fabric_subnets():
     assert (
         control.PERFTEST_PORTS in ports and control.PERFTEST_BASE + 10 < control.PERFTEST_BASE + control.PERFTEST_COUNT
     )
+
+
+def test_perf_runs_each_rank_with_its_own_nccl_env():
+    from sparkfab.verify.perf import all_reduce_command
+
+    plan = load_plan(str(REPO / "inventory/ring4.yml"))
+    inst = plan.instances[0]
+    cmd = all_reduce_command(plan, inst)
+    exported = re.findall(r" -x (\S+)", cmd)
+    assert set(exported) == {"LD_LIBRARY_PATH", "UCX_NET_DEVICES", "MASTER_ADDR", "MASTER_PORT"}, (
+        "no NCCL variable copied from the head"
+    )
+    assert "/etc/sparkfab/nccl.env" in cmd and "export" in cmd and 'exec "$0"' in cmd
+    assert '"$HOME"/nccl-tests/build/all_reduce_perf' in cmd and '"$HOME"/nccl/build/lib' in cmd
+    hosts = [h.split(":")[0] for h in re.search(r"mpirun -np \d+ -H (\S+)", cmd).group(1).split(",")]
+    assert hosts == [plan.host(h).mgmt_address for h in inst.hosts], "ranks in cable order"
+    assert f"btl_tcp_if_include {plan.host(inst.hosts[0]).mgmt_if}" in cmd

@@ -4,9 +4,9 @@ reported at once (nothing arrives on a dark port, however long verify waits)."""
 
 from __future__ import annotations
 
-from sparkfab import switchos
 from sparkfab.facts.neighbours import Heard
 from sparkfab.facts.netdevs import Link
+from sparkfab.switches import profiles
 from sparkfab.verify import checks
 from sparkfab.verify.result import FAIL
 from sparkfab.verify.run import LLDP_WAIT_S, _patience
@@ -25,7 +25,7 @@ def test_a_switch_port_waits_the_switchs_interval_only_with_carrier():
     plan = plan_of(_switched(2, "glm-5.3-tp8"))
     host = plan.hosts[0]
     netdevs = [i.netdev for i in host.ifaces]
-    interval = switchos.profile(plan.switch(host.ifaces[0].switch).os).wire.interval_s
+    interval = profiles.profile(plan.switch(host.ifaces[0].switch).os).wire.interval_s
     for lit, wait in ((set(netdevs), interval + LLDP_WAIT_S), (set(), LLDP_WAIT_S)):
         heard = {host.name: _heard(netdevs, lit)}
         failed = [r for r in checks.cabling(plan, host, heard[host.name]) if r.status == FAIL]
