@@ -22,9 +22,9 @@ def bench(cli, url: str, plan_file: str, *args: str, model: str = "fake-model"):
 
 
 def measured_rows(run: Path) -> list[dict]:
-    from sparkfab.measure.records import read_requests
+    from sparkfab.measure.rundir import RunDir
 
-    return [r for r in read_requests(run) if not r["warmup"]]
+    return [r for r in RunDir(run).requests() if not r["warmup"]]
 
 
 #: keys of a `vllm bench serve --save-result` document (vLLM 0.32.0, completions, default

@@ -186,16 +186,15 @@ SECONDS = at.number(0, 7 * 86400, lo_open=True)
 
 
 def _run_dir(path: Path, resume: bool) -> Path:
-    from sparkfab.measure import bench
-
     """A new or empty directory (made once the server answered); with --resume, one that holds a run."""
     from sparkfab.files.outputs import plain_target
+    from sparkfab.measure.rundir import RunDir
 
     path = plain_target(path, "-o")
     if path.exists() and not path.is_dir():
         raise UsageError(f"-o {path} exists and is not a directory")
-    held = path.is_dir() and any(p.name != bench.LOCK for p in path.iterdir())
-    if resume and not (path / "run.json").is_file():
+    held = bool(RunDir(path).written())
+    if resume and not RunDir(path).holds_a_run():
         raise UsageError(f"--resume: {path} holds no run (no run.json)")
     if held and not resume:
         raise UsageError(f"-o {path} holds files already (a run?): choose a new directory, or --resume to continue it")
@@ -254,9 +253,9 @@ def bench_cmd(args: argparse.Namespace) -> int:
             run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True, markup=False))
         )
     # each test as `vllm bench serve` prints its result (the figures of its result_<test>.json)
-    from sparkfab.measure.runs import server_side
+    from sparkfab.measure.rundir import RunDir
 
-    server = server_side(out)
+    server = RunDir(out).server()
     for name, t in summary.tests.items():
         sys.stdout.write(vllmstats.console_block(name, t.vllm, server.get(name)))
     sys.stderr.write(f"results in {out}/requests.jsonl and summary.json\n")

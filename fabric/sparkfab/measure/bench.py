@@ -5,15 +5,14 @@ measured with the server's own counts: `prompts.py`) and differ per test, round 
 so the prefix cache cannot reuse work. Before each test the link must have been idle; the
 sampler runs alongside and each request's traffic is split into its prefill and decode windows.
 Results are appended to requests.jsonl (flushed and synced) as each request finishes;
-summary.json is computed from that file at the end.
+summary.json is computed from that file at the end. What the run directory holds, and how each
+of its files is read and written: `rundir`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import json
-import os
 import secrets
 import threading
 import time
@@ -24,20 +23,15 @@ from typing import Any, TypeAlias
 
 import httpx
 
-from sparkfab import __version__, lock
+from sparkfab import __version__
 from sparkfab.errors import BenchError, ServerError, Unavailable, UsageError
-from sparkfab.files import userfile
 from sparkfab.measure import http, sampler, served, traffic, vllmstats
 from sparkfab.measure.access import Access
 from sparkfab.measure.plans import Test
 from sparkfab.measure.prompts import PromptMaker, ServerInfo, probe
-from sparkfab.measure.records import Summary, read_lines, read_requests, read_server, summarize
+from sparkfab.measure.records import Summary, summarize
+from sparkfab.measure.rundir import RunDir
 from sparkfab.measure.stream import RequestResult, stream_completion
-
-#: the served checkpoint's config.json, kept in the run directory
-#: the run directory's lock, held by the bench that writes it
-LOCK = ".bench.lock"
-
 
 #: how long a server's metadata and metrics endpoints (/version, /v1/models, /metrics) have to
 #: answer whole: they answer in milliseconds, and a bench must not wait on them
@@ -76,7 +70,7 @@ class Run:
     def __init__(self, opt: Options, tests: list[Test], progress: OnRequest = None, phase: OnPhase = None) -> None:
         self.opt, self.tests, self.progress = opt, tests, progress
         self.phase: Callable[[str], None] = phase or (lambda text: None)
-        self.jsonl = opt.out / "requests.jsonl"
+        self.dir = RunDir(opt.out)
         self.done: set[tuple[str, int]] = set()  # (test, round) finished in the run being resumed
         #: in every prompt's seed: another run (the other link speed, a rerun) gets other prompts of
         #: the same lengths, so an engine that kept its prefix cache cannot answer from it
@@ -85,10 +79,10 @@ class Run:
 
     def _earlier_salt(self) -> str:
         try:
-            meta = userfile.read_json(self.opt.out / "run.json", "run.json")
+            meta = self.dir.meta()
         except (UsageError, Unavailable):
             return ""
-        salt = meta.get("prompt_salt") if isinstance(meta, dict) else None
+        salt = meta.get("prompt_salt")
         return salt if isinstance(salt, str) and len(salt) <= 64 else ""
 
     def write_meta(self, server: ServerInfo, engine: dict[str, Any]) -> None:
@@ -110,14 +104,11 @@ class Run:
             "server": server.to_json(),
             "metadata": self.opt.metadata,
         }
-        (self.opt.out / "run.json").write_text(json.dumps(meta, indent=2))
-        served.keep_config(self.opt.out, engine.get("model_root"), self.opt.model, self.opt.remote_read)
+        self.dir.write_meta(meta)
+        served.keep_config(self.dir, engine.get("model_root"), self.opt.model, self.opt.remote_read)
 
     def record(self, res: RequestResult, extra: dict[str, Any]) -> None:
-        with self.jsonl.open("a") as f:
-            f.write(json.dumps({**res.to_json(), **extra, "label": self.opt.label}) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        self.dir.append({**res.to_json(), **extra, "label": self.opt.label})
         if self.progress:
             self.progress(res)
 
@@ -139,7 +130,7 @@ class Run:
         except OSError as exc:
             raise Unavailable(f"-o {opt.out}: {exc.strerror or exc}") from None
         try:
-            with lock.held(opt.out, f"run directory {opt.out}", "bench", name=LOCK):
+            with self.dir.held():
                 return await self._measure(server, prompts, engine)
         except OSError as exc:
             if exc.errno in _DISK_ERRORS:  # a write into the run (its lock first) ran out
@@ -153,8 +144,7 @@ class Run:
         if opt.resume:
             self.done = self.resume_state()
         else:
-            others = sorted(p.name for p in opt.out.iterdir() if p.name != LOCK)
-            if others:  # another bench made it between our check and our lock
+            if others := self.dir.written():  # another bench made it between our check and our lock
                 raise UsageError(f"-o {opt.out}: another bench wrote {others[0]} into it first; choose a new directory")
             self.write_meta(server, engine)
         for test in self.tests:
@@ -167,10 +157,10 @@ class Run:
                     await self._one_round(server, prompts, test, rnd)
             self.phase(f"{test.name}: reading /metrics after the measured rounds")
             self.save_server_side(test.name, before, await self.scrape())
-        rows = read_requests(self.opt.out)
+        rows = self.dir.requests()
         summary = summarize(rows)
         self.save_results(rows, engine)
-        (self.opt.out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2))
+        self.dir.write_summary(summary.to_dict())
         return summary
 
     def client(self, timeout: httpx.Timeout) -> httpx.AsyncClient:
@@ -198,16 +188,12 @@ class Run:
         return vllmstats.parse_prometheus(r.text) if r.status_code == 200 else None
 
     def save_server_side(self, test: str, before: dict[str, float] | None, after: dict[str, float] | None) -> None:
-        path = self.opt.out / "server.json"
-        data = read_server(self.opt.out)
-        data[test] = vllmstats.server_side(before, after) if before is not None and after is not None else {}
-        tmp = path.with_name(".server.json.tmp")
-        tmp.write_text(json.dumps(data, indent=2))
-        tmp.replace(path)
+        figures = vllmstats.server_side(before, after) if before is not None and after is not None else {}
+        self.dir.write_server(test, figures)
 
     def save_results(self, rows: list[dict[str, Any]], engine: dict[str, Any]) -> None:
         """result_<test>.json: one `vllm bench serve --save-result` document per test."""
-        server = read_server(self.opt.out)
+        server = self.dir.server()
         for t in self.tests:
             mine = [r for r in rows if r["test"] == t.name]
             doc = {
@@ -229,26 +215,26 @@ class Run:
                 "engine": engine,
                 "sparkfab_test": t.__dict__,
             }
-            (self.opt.out / f"result_{t.name}.json").write_text(json.dumps(doc, indent=2))
+            self.dir.write_result(t.name, doc)
 
     def resume_state(self) -> set[tuple[str, int]]:
         """Rounds the earlier run finished; requests.jsonl keeps only them (a round cut short
         runs again whole, so no round mixes two sittings)."""
         try:
-            meta = userfile.read_json(self.opt.out / "run.json", "run.json")
+            meta = self.dir.meta()
         except (UsageError, Unavailable) as exc:
             raise BenchError(f"{self.opt.out}: no readable run.json to resume ({exc})") from None
-        read_server(self.opt.out)
+        self.dir.server()
         want = {
             "url": self.opt.url,
             "model": self.opt.model,
             "seed": self.opt.seed,
             "plan": [t.__dict__ for t in self.tests],
         }
-        differ = [k for k, v in want.items() if not isinstance(meta, dict) or meta.get(k) != v]
+        differ = [k for k, v in want.items() if meta.get(k) != v]
         if differ:
             raise BenchError(f"--resume: the run in {self.opt.out} has another {', '.join(differ)}; start a new run")
-        lines, _ = read_lines(self.jsonl)
+        lines, _ = self.dir.lines()
         rows = [x for x in lines if x.get("kind") != "traffic"]
         size = {t.name: t.requests for t in self.tests}
         done = {
@@ -257,10 +243,7 @@ class Run:
             if len({x["index"] for x in rows if (x["test"], x["round"]) == (r["test"], r["round"])})
             >= size.get(r["test"], 1)
         }
-        kept = [x for x in lines if (x["test"], x["round"]) in done]
-        tmp = self.jsonl.with_name(".requests.jsonl.resume")
-        tmp.write_text("".join(json.dumps(x) + "\n" for x in kept))
-        tmp.replace(self.jsonl)
+        self.dir.keep_only([x for x in lines if (x["test"], x["round"]) in done])
         return done
 
     async def _one_round(self, server: ServerInfo, prompts: PromptMaker, test: Test, rnd: int) -> None:
@@ -273,8 +256,7 @@ class Run:
                 f"{test.name} {which}: waiting for an idle link (below {opt.idle_bps:g} B/s for {opt.idle_s:g} s)"
             )
             await asyncio.to_thread(sampler.wait_idle, opt.counters, opt.idle_bps, opt.idle_s)
-            (opt.out / "traffic").mkdir(exist_ok=True)
-            smp = opt.out / "traffic" / f"{test.name}-r{rnd}.smp"
+            smp = self.dir.samples(test.name, rnd)
             thread = threading.Thread(
                 target=sampler.sample,
                 args=(opt.counters, smp, 0.001),
@@ -318,24 +300,20 @@ class Run:
             thread.join()
             sr = traffic.series(sampler.read(smp))
             whole = {**_round_prefill(sr, results), **_round_decode(sr, results)}
-            with self.jsonl.open("a") as f:
-                for r in results:
-                    f.write(
-                        json.dumps(
-                            {
-                                "kind": "traffic",
-                                "test": r.test,
-                                "round": r.round,
-                                "index": r.index,
-                                "traffic_file": smp.name,
-                                **_windows(sr, r),
-                                **whole,
-                            }
-                        )
-                        + "\n"
-                    )
-                f.flush()
-                os.fsync(f.fileno())
+            self.dir.append(
+                *(
+                    {
+                        "kind": "traffic",
+                        "test": r.test,
+                        "round": r.round,
+                        "index": r.index,
+                        "traffic_file": smp.name,
+                        **_windows(sr, r),
+                        **whole,
+                    }
+                    for r in results
+                )
+            )
 
 
 #: the errors of a write that the disk, not the server, gives (full, over quota, read-only, failing)

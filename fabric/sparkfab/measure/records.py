@@ -1,9 +1,9 @@
-"""A run's requests.jsonl: reading it back (a killed bench leaves a torn last line), folding
-each request's traffic record into it, and the per-test summary (summary.json, the report)."""
+"""What a bench run's records hold: the shape of a requests.jsonl record and of run.json (what
+the report reads of them), each request's traffic record folded into it, and the per-test
+summary (summary.json, the report). The files themselves are read and written by `rundir`."""
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import asdict, dataclass
@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from sparkfab.errors import UsageError
-from sparkfab.files import userfile
 from sparkfab.measure import vllmstats
 
 
@@ -104,48 +103,6 @@ def merge(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-#: a bench of thousands of requests writes a few MB; chunk timings included, well under this
-MAX_REQUESTS_BYTES = 1 << 30
-
-
-def read_requests(run_dir: Path) -> list[dict[str, Any]]:
-    return merge(read_lines(run_dir / "requests.jsonl")[0])
-
-
-def read_server(run_dir: Path) -> dict[str, Any]:
-    """server.json as bench writes it (each test's server-side figures); any other shape is a
-    BadFile naming it (a resumed run reads it before a request is sent)."""
-    path = run_dir / "server.json"
-    if not path.exists():
-        return {}
-    data = userfile.read_json(path, "server.json")
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise userfile.BadFile(path, "not the mapping of each test to its server-side figures that bench writes")
-    return data
-
-
-def read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The records of a requests.jsonl and how many lines were skipped: torn (a killed bench
-    leaves half a line), not JSON, or not a record of the shape bench writes."""
-    if not path.exists():
-        return [], 0
-    out, skipped = [], 0
-    data = userfile.read_bytes(path, "requests.jsonl", MAX_REQUESTS_BYTES)
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            skipped += 1
-            continue
-        if _well_formed(rec):
-            out.append(rec)
-        else:
-            skipped += 1
-    return out, skipped
-
-
 def _num(v: Any) -> bool:
     """A finite number (JSON has no NaN, but Python's reader takes NaN and Infinity)."""
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
@@ -193,7 +150,8 @@ _FIELDS: dict[str, Any] = {
 }
 
 
-def _well_formed(rec: Any) -> bool:
+def well_formed(rec: Any) -> bool:
+    """A record of requests.jsonl as bench writes it (a request's, or its traffic's)."""
     if not isinstance(rec, dict) or not isinstance(rec.get("test"), str):
         return False
     if not (_whole(rec.get("round")) and _whole(rec.get("index"))):

@@ -25,7 +25,8 @@ from sparkfab.measure.estimate import decode as decode_pass
 from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
 from sparkfab.measure.plots import pyplot
 from sparkfab.measure.reporttext import MIN_SAMPLES, THROUGHPUT, markdown, sections
-from sparkfab.measure.runs import SavedRun, dist, link_gbps, samples, server_side
+from sparkfab.measure.rundir import RunDir
+from sparkfab.measure.runs import SavedRun, dist, link_gbps, samples
 
 
 def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
@@ -111,7 +112,7 @@ def latency_row(run: SavedRun, test: str) -> dict[str, Any] | None:
     for m in vllmstats.METRICS:
         row[f"p50_{m}_ms"] = res[f"p50_{m}_ms"]
         row[f"p99_{m}_ms"] = res[f"p99_{m}_ms"]
-    server = server_side(run.dir).get(test) or {}
+    server = RunDir(run.dir).server().get(test) or {}
     if isinstance(server.get("server_mean_ttft_ms"), (int, float)):
         row["server_mean_ttft_ms"] = float(server["server_mean_ttft_ms"])
         row["client_minus_server_ttft_ms"] = res["mean_ttft_ms"] - row["server_mean_ttft_ms"]
@@ -142,7 +143,7 @@ def _series_for(run: SavedRun, test: str) -> tuple[list[float], list[float], lis
     rows = [r for r in run.rows if r["test"] == test and r["round"] == 0 and r.get("traffic_file")]
     if not rows:
         return None
-    sr = traffic.series(sampler.read(run.dir / "traffic" / rows[0]["traffic_file"]))
+    sr = traffic.series(sampler.read(RunDir(run.dir).sample_file(rows[0]["traffic_file"])))
     send = min(r["send_ns"] for r in rows)
     first = max(r["first_ns"] or send for r in rows)
     offset = (sr.times_ns[0] - send) / 1e9

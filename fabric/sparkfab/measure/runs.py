@@ -1,4 +1,4 @@
-"""A bench run read back from its directory (run.json, requests.jsonl, server.json), and what the
+"""A bench run read back from its directory (`rundir`), and what the
 report reads from it: the link speed and TP it measured, the served checkpoint's config, and the
 per-sample values behind its means."""
 
@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkfab.errors import SparkfabError, Unavailable, UsageError
+from sparkfab.errors import Unavailable, UsageError
 from sparkfab.files import userfile
 from sparkfab.measure import records, served
+from sparkfab.measure.rundir import MAX_REQUESTS_BYTES, RunDir
 from sparkfab.measure.vllmstats import percentile
 from sparkfab.spark import FLIP_SPEEDS, SPEEDS
 
@@ -52,7 +53,7 @@ def served_tp(run: SavedRun) -> int | None:
 
 def served_config(run: SavedRun) -> Path | None:
     """The served checkpoint's config.json (`served.config_of`)."""
-    return served.config_of(run.dir, run.meta.get("model"))
+    return served.config_of(RunDir(run.dir), run.meta.get("model"))
 
 
 def load_run(path: Path) -> SavedRun:
@@ -62,16 +63,11 @@ def load_run(path: Path) -> SavedRun:
         raise Unavailable(f"{path}: no such run directory")
     if path.is_file():
         return from_vllm_result(path)
-    if not (path / "run.json").is_file():
+    run = RunDir(path)
+    if not run.holds_a_run():
         raise UsageError(f"{path}: not a bench run directory (no run.json)")
-    try:
-        meta = userfile.loads(userfile.read_bytes(path / "run.json", "run.json").decode("utf-8"), path / "run.json")
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}/run.json: not UTF-8 text") from None
-    if not isinstance(meta, dict):
-        raise UsageError(f"{path}/run.json: not a JSON object")
-    records.check_meta(meta, path / "run.json")
-    lines, skipped = records.read_lines(path / "requests.jsonl")
+    meta = run.meta()
+    lines, skipped = run.lines()
     rows = records.merge(lines)
     label = meta.get("label")
     return SavedRun(path, meta, rows, records.summarize(rows), str(label)[:40] if label else path.name, skipped)
@@ -105,24 +101,12 @@ def dist(values: list[float]) -> dict[str, float] | None:
     }
 
 
-def server_side(run_dir: Path) -> dict[str, Any]:
-    """A run's server.json as bench wrote it, per test ({} when the server had no /metrics)."""
-    path = run_dir / "server.json"
-    if not path.is_file():
-        return {}
-    try:
-        data = userfile.loads(userfile.read_bytes(path, "server.json").decode("utf-8"), path)
-    except (UnicodeDecodeError, SparkfabError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def from_vllm_result(path: Path) -> SavedRun:
     """A `vllm bench serve --save-result --save-detailed` file as a run of one test (named after
     the file): each request a round of its own, its TTFT, inter-token gaps and end-to-end latency
     as vLLM measured them (seconds, from the request's send), no traffic."""
     try:
-        doc = userfile.loads(userfile.read_bytes(path, "result file", records.MAX_REQUESTS_BYTES).decode("utf-8"), path)
+        doc = userfile.loads(userfile.read_bytes(path, "result file", MAX_REQUESTS_BYTES).decode("utf-8"), path)
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not UTF-8 text") from None
     if not isinstance(doc, dict) or "model_id" not in doc:

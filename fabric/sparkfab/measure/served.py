@@ -14,12 +14,11 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-#: the copy's name in a run directory
-MODEL_CONFIG = "model-config.json"
+from sparkfab.measure.rundir import RunDir
 
 
-def keep_config(out: Path, root: Any, model: str, remote_read: Callable[[str], str | None] | None) -> None:
-    """Copy the config.json of the checkpoint the server says it loaded (`root`) into `out`."""
+def keep_config(out: RunDir, root: Any, model: str, remote_read: Callable[[str], str | None] | None) -> None:
+    """Copy the config.json of the checkpoint the server says it loaded (`root`) into the run."""
     if not isinstance(root, str) or not root.startswith("/") or "\x00" in root:
         return
     path = str(PurePosixPath(root) / "config.json")
@@ -36,14 +35,13 @@ def keep_config(out: Path, root: Any, model: str, remote_read: Callable[[str], s
             return
     except ValueError:
         return
-    (out / MODEL_CONFIG).write_text(text)
+    out.keep_model_config(text)
 
 
-def config_of(run_dir: Path, model: Any) -> Path | None:
+def config_of(run_dir: RunDir, model: Any) -> Path | None:
     """The served checkpoint's config.json: bench's copy in the run, else the local directory the
     user named as the model (never a path only the server's answer gave)."""
-    kept = run_dir / MODEL_CONFIG
-    if kept.is_file():
+    if kept := run_dir.model_config():
         return kept
     if isinstance(model, str) and model.startswith("/") and (Path(model) / "config.json").is_file():
         return Path(model) / "config.json"

@@ -333,6 +333,7 @@ def test_bench_keeps_the_checkpoints_config_read_on_the_serving_host(tmp_path):
     """With the inventory's connection, the served checkpoint's config.json is read on the host
     that serves it and kept in the run, so that report --estimate finds it after a lab is gone."""
     from sparkfab.measure import served
+    from sparkfab.measure.rundir import RunDir
 
     asked: list[str] = []
     config = {"model_type": "tiny", "hidden_size": 1024}
@@ -341,7 +342,8 @@ def test_bench_keeps_the_checkpoints_config_read_on_the_serving_host(tmp_path):
         asked.append(path)
         return json.dumps(config)
 
-    served.keep_config(tmp_path, "/srv/models/tiny", "sparkfab-lab", remote_read)
+    run = RunDir(tmp_path)
+    served.keep_config(run, "/srv/models/tiny", "sparkfab-lab", remote_read)
     assert asked == ["/srv/models/tiny/config.json"]
-    assert json.loads((tmp_path / served.MODEL_CONFIG).read_text()) == config
-    assert served.config_of(tmp_path, "sparkfab-lab") == tmp_path / served.MODEL_CONFIG
+    assert json.loads((tmp_path / RunDir.MODEL_CONFIG).read_text()) == config
+    assert served.config_of(run, "sparkfab-lab") == tmp_path / RunDir.MODEL_CONFIG
