@@ -36,7 +36,7 @@ class BuildWithContent(build_py):
                 shutil.copy2(src, dest / name)
 
 
-LOOP = Extension("sparkfab.measure._sampleloop", ["fabric/sparkfab/measure/_sampleloop.c"], optional=True)
+LOOP = Extension("sparkfab.measure.counters._sampleloop", ["fabric/sparkfab/measure/counters/_sampleloop.c"], optional=True)
 
 setup(
     ext_modules=[] if os.environ.get("SPARKFAB_PURE_WHEEL") == "1" else [LOOP],

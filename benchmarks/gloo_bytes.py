@@ -7,7 +7,7 @@ torch.distributed all-reduces of bf16 tensors from 2 KB to 8 MB on every rank of
 instance, each rank in its Spark's namespace with the launch env's Gloo interface and master.
 Rank 0 counts the bytes it sent on its fabric netdevs and prints them beside the ring payload
 S * 2(N-1)/N: the difference is the fixed cost per ring step and the share of headers that
-`sparkfab.measure.gloo.GLOO_STEP_BYTES` and `GLOO_PAYLOAD_OVERHEAD` hold. Tears the lab down.
+`sparkfab.measure.estimate.gloo.GLOO_STEP_BYTES` and `GLOO_PAYLOAD_OVERHEAD` hold. Tears the lab down.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def main() -> None:
     args = p.parse_args()
     from sparkfab.engines.recipes import recipes
     from sparkfab.measure.estimate import ring_factor
-    from sparkfab.measure.gloo import gloo_bytes_per_allreduce
+    from sparkfab.measure.estimate.gloo import gloo_bytes_per_allreduce
     from sparkfab.render.launch import gloo_endpoints
     from sparkfab.resolve import load_plan
 

@@ -96,10 +96,10 @@ def _decode_bytes_per_token(run: dict[str, Any], test: str) -> float | None:
 def analyse(a_dir: Path, b_dir: Path, out: Path | None = None) -> dict[str, Any]:
     from dataclasses import replace
 
+    from sparkfab.measure.bench.runs import link_gbps, load_run, served_config, served_tp
     from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
-    from sparkfab.measure.gloo import gloo_view
-    from sparkfab.measure.model import from_config
-    from sparkfab.measure.runs import link_gbps, load_run, served_config, served_tp
+    from sparkfab.measure.estimate.gloo import gloo_view
+    from sparkfab.measure.estimate.model import from_config
 
     a, b = _load(a_dir), _load(b_dir)
     ra = load_run(a_dir)

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sparkfab.measure import sampler, traffic
+from sparkfab.measure.counters import sampler, traffic
 
 
 def _on_cpu_ns() -> int:

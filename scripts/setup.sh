@@ -66,7 +66,7 @@ main_stamp=.venv/.sparkfab-installed
 main_env_needed() {
   [ ! -f "$main_stamp" ] || [ pyproject.toml -nt "$main_stamp" ] || [ setup.py -nt "$main_stamp" ] \
     || [ "$LOCKS/sparkfab.txt" -nt "$main_stamp" ] \
-    || [ fabric/sparkfab/measure/_sampleloop.c -nt "$main_stamp" ]
+    || [ fabric/sparkfab/measure/counters/_sampleloop.c -nt "$main_stamp" ]
 }
 
 main_env() {

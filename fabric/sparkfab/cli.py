@@ -100,7 +100,7 @@ def version_text() -> str:
         if content.name == "_shipped"
         else "a checkout"
     )
-    built = importlib.util.find_spec("sparkfab.measure._sampleloop") is not None
+    built = importlib.util.find_spec("sparkfab.measure.counters._sampleloop") is not None
     extras = ", ".join(
         f"{extra} ({dist} {version(dist)})" if version(dist) != "not installed" else f"{extra}: not installed"
         for extra, dist in (("plots", "matplotlib"), ("lab", "pyroute2"))

@@ -1,5 +1,5 @@
 """A chat model for the protocol double: one that passes every check of the quality battery
-(`sparkfab.measure.battery`), or one that breaks each of them."""
+(`sparkfab.measure.bench.battery`), or one that breaks each of them."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparkfab.measure import sampler
+from sparkfab.measure.counters import sampler
 
 
 def fake_tree(root: Path, devs: list[str], kind: str = "rdma") -> list[sampler.CounterFile]:

@@ -22,7 +22,7 @@ def bench(cli, url: str, plan_file: str, *args: str, model: str = "fake-model"):
 
 
 def measured_rows(run: Path) -> list[dict]:
-    from sparkfab.measure.rundir import RunDir
+    from sparkfab.measure.bench.rundir import RunDir
 
     return [r for r in RunDir(run).requests() if not r["warmup"]]
 

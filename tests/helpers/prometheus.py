@@ -101,7 +101,7 @@ def running(netns: str, config_text: str, workdir: Path, interval: str = "1s") -
 def rates_against_samples(prom: Prometheus, host: str, smp: Path) -> dict[str, tuple[float, float]]:
     """Per rail of `host`: (Prometheus's transmit rate, the sample file's) over the same window,
     the first to the last scrape that fall inside the file's span (B/s)."""
-    from sparkfab.measure import sampler
+    from sparkfab.measure.counters import sampler
 
     s = sampler.read(smp)
     anchor = s.header["anchor"]

@@ -259,7 +259,7 @@ def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
     import subprocess
     import sys
 
-    from sparkfab.measure import sampler, traffic
+    from sparkfab.measure.counters import sampler, traffic
 
     inv = "inventory/ring4.yml"
     out = tmp_path / "ring.smp"

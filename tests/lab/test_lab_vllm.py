@@ -138,8 +138,8 @@ def _kv_capacity_is_fits(cluster: str, head: str, instance: str, tp: int) -> Non
 
 def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
     from sparkfab.measure.estimate import Setup, bytes_per_token
-    from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
-    from sparkfab.measure.model import from_config
+    from sparkfab.measure.estimate.gloo import gloo_prefill_bytes_per_token, gloo_view
+    from sparkfab.measure.estimate.model import from_config
 
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     with lab(INV, CLUSTER, engine="vllm") as up:
@@ -292,7 +292,7 @@ def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
     """The four-Spark ring of the write-up at TP4: Gloo over the control addresses routed around
     the ring (the rendered firewall admits the master port), one prefill measured on rank 0."""
     from sparkfab.measure.estimate import Setup, bytes_per_token
-    from sparkfab.measure.model import from_config
+    from sparkfab.measure.estimate.model import from_config
 
     inv, cluster = "inventory/ring4.yml", "ring4"
     with lab(inv, cluster, engine="vllm"):
@@ -342,8 +342,8 @@ def test_real_vllm_tp8_behind_the_switch(tmp_path):
     (5 all-reduces x 2,048 B x 7/4), the short one's the lab engine's Gloo estimate (the formula,
     each ring step's fixed bytes and the first token's scores), each within 2 %; decode as at TP2."""
     from sparkfab.measure.estimate import Setup, bytes_per_token
-    from sparkfab.measure.gloo import gloo_prefill_bytes_per_token, gloo_view
-    from sparkfab.measure.model import from_config
+    from sparkfab.measure.estimate.gloo import gloo_prefill_bytes_per_token, gloo_view
+    from sparkfab.measure.estimate.model import from_config
     from sparkfab.resolve import load_plan
 
     inv, cluster = "inventory/switch8-crs804-200.yml", "sw8"

@@ -74,7 +74,7 @@ def test_the_wheel_carries_recipes_roles_playbooks_and_config(installed):
         "sparkfab/_shipped/roles/sparkfab_files/tasks/main.yml",
         "sparkfab/assets/collective.py",
         "sparkfab/templates/launch.sh.j2",
-        "sparkfab/measure/_sampleloop.pyi",
+        "sparkfab/measure/counters/_sampleloop.pyi",
         "sparkfab/lab/model.py",
         "sparkfab/lab/files/sparkfab-lab-hw",
         "sparkfab/lab/files/sparkfab-lab-hw.service",
@@ -301,7 +301,7 @@ def test_a_pure_python_wheel_installs_anywhere_and_samples_with_its_python_loop(
     assert pip.returncode == 0, pip.stderr[-2000:]
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
-        "from sparkfab.measure import sampler\n"
+        "from sparkfab.measure.counters import sampler\n"
         "assert sampler.__file__.startswith(sys.argv[1]), sampler.__file__\n"
         "stats = sampler.sample(sampler.counters_of(['lo'], 'netdev'), Path(sys.argv[2]), 0.001, 0.2, realtime=False)\n"
         "print(stats.impl, stats.samples, len(sampler.read(sys.argv[2]).t0))"

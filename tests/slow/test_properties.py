@@ -233,7 +233,7 @@ def test_any_value_in_a_plan_file(key: str, value: Any, rows: int) -> None:
 @given(text=st.text(max_size=600) | st.sampled_from(["", '# TYPE x histogram\nx_sum{a="}"} 1\n', "x_count 1e999\n"]))
 def test_any_prometheus_text_from_a_server(text: str) -> None:
     """/metrics as the server sends it: figures or none, never an exception."""
-    from sparkfab.measure.vllmstats import parse_prometheus
+    from sparkfab.measure.bench.vllmstats import parse_prometheus
 
     got = parse_prometheus(text)
     assert isinstance(got, dict) and all(isinstance(v, float) for v in got.values())

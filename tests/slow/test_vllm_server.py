@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sparkfab.lab.model import make
-from sparkfab.measure.vllmstats import parse_prometheus, server_side
+from sparkfab.measure.bench.vllmstats import parse_prometheus, server_side
 from tests.conftest import REPO
 from tests.helpers.bench import VLLM_KEYS
 from tests.helpers.server import free_port, serving

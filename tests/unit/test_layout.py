@@ -69,18 +69,18 @@ COVERED = {
     "sparkfab.lab.rates": "tests/lab/test_lab_perf.py",  # the shaped cables
     "sparkfab.lab.ready": "tests/lab/test_lab_machines.py",  # a reboot keeps the fabric
     "sparkfab.lab.wire": "tests/lab/test_lab.py",  # cut, swap and flap cables
-    "sparkfab.measure.battery": "tests/unit/commands/hostile/test_battery.py",
-    "sparkfab.measure.gloo": "tests/unit/measure/test_estimate.py",
-    "sparkfab.measure.http": "tests/slow/test_realserver.py",
-    "sparkfab.measure.model": "tests/unit/measure/test_estimate.py",
+    "sparkfab.measure.bench.battery": "tests/unit/commands/hostile/test_battery.py",
+    "sparkfab.measure.estimate.gloo": "tests/unit/measure/estimate/test_estimate.py",
+    "sparkfab.measure.endpoint.http": "tests/slow/test_realserver.py",
+    "sparkfab.measure.estimate.model": "tests/unit/measure/estimate/test_estimate.py",
     "sparkfab.measure.plans": "tests/unit/lab/test_serving.py",
-    "sparkfab.measure.plots": "tests/unit/commands/hostile/test_estimate.py",  # --plot outputs
-    "sparkfab.measure.records": "tests/unit/measure/test_bench.py",
-    "sparkfab.measure.reporttext": "tests/unit/measure/test_report.py",
-    "sparkfab.measure.runs": "tests/unit/measure/test_report.py",
-    "sparkfab.measure.served": "tests/unit/measure/test_access.py",
-    "sparkfab.measure.traffic": "tests/unit/measure/test_bench.py",
-    "sparkfab.measure.vllmstats": "tests/unit/measure/test_access.py",
+    "sparkfab.measure.estimate.plots": "tests/unit/commands/hostile/test_estimate.py",  # --plot outputs
+    "sparkfab.measure.bench.records": "tests/unit/measure/bench/test_bench.py",
+    "sparkfab.measure.report.reporttext": "tests/unit/measure/report/test_report.py",
+    "sparkfab.measure.bench.runs": "tests/unit/measure/report/test_report.py",
+    "sparkfab.measure.bench.served": "tests/unit/measure/endpoint/test_access.py",
+    "sparkfab.measure.counters.traffic": "tests/unit/measure/bench/test_bench.py",
+    "sparkfab.measure.bench.vllmstats": "tests/unit/measure/endpoint/test_access.py",
     "sparkfab.oracle": "tests/slow/test_oracle.py",
     "sparkfab.paths": "tests/unit/lab/test_state.py",
     "sparkfab.plan": "tests/unit/resolve/test_resolve.py",  # the resolved plan, built by load_plan

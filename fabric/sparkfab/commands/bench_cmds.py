@@ -20,10 +20,11 @@ from sparkfab import spark
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, ServerError, Unavailable, UsageError
-from sparkfab.measure import plans, sampler
+from sparkfab.measure import plans
+from sparkfab.measure.counters import sampler
 
 if TYPE_CHECKING:  # the client side (httpx, asyncio) is imported by the verbs that talk to a server
-    from sparkfab.measure.access import Access
+    from sparkfab.measure.endpoint.access import Access
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
@@ -114,7 +115,7 @@ def _access_args(p: argparse.ArgumentParser) -> None:
 
 
 def _access(args: argparse.Namespace) -> Access:
-    from sparkfab.measure.access import Access
+    from sparkfab.measure.endpoint.access import Access
 
     return Access.from_args(args.api_key_env, args.insecure, args.ca_file)
 
@@ -188,7 +189,7 @@ SECONDS = at.number(0, 7 * 86400, lo_open=True)
 def _run_dir(path: Path, resume: bool) -> Path:
     """A new or empty directory (made once the server answered); with --resume, one that holds a run."""
     from sparkfab.files.outputs import plain_target
-    from sparkfab.measure.rundir import RunDir
+    from sparkfab.measure.bench.rundir import RunDir
 
     path = plain_target(path, "-o")
     if path.exists() and not path.is_dir():
@@ -204,7 +205,8 @@ def _run_dir(path: Path, resume: bool) -> Path:
 
 
 def bench_cmd(args: argparse.Namespace) -> int:
-    from sparkfab.measure import bench, vllmstats
+    from sparkfab.measure import bench
+    from sparkfab.measure.bench import vllmstats
 
     tests = plans.select(args.plan, args.output_tokens)
     devices = args.counters
@@ -253,7 +255,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
             run.run(lambda server: progress.console.print(f"server: {server.describe()}", soft_wrap=True, markup=False))
         )
     # each test as `vllm bench serve` prints its result (the figures of its result_<test>.json)
-    from sparkfab.measure.rundir import RunDir
+    from sparkfab.measure.bench.rundir import RunDir
 
     server = RunDir(out).server()
     for name, t in summary.tests.items():
@@ -266,7 +268,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
 
 
 def _battery_args(p: argparse.ArgumentParser) -> None:
-    from sparkfab.measure.battery import CHECKS
+    from sparkfab.measure.bench.battery import CHECKS
 
     p.add_argument("--url", required=True, type=at.http_url, help="the OpenAI-compatible server")
     p.add_argument("--model", required=True, type=at.line(256), help="the model name the server answers to")
@@ -283,7 +285,7 @@ def _battery_args(p: argparse.ArgumentParser) -> None:
 
 
 def battery_cmd(args: argparse.Namespace) -> int:
-    from sparkfab.measure.battery import run_sync
+    from sparkfab.measure.bench.battery import run_sync
 
     checks = run_sync(args.url, args.model, args.checks, args.context_chars, args.timeout, _access(args))
     if args.format == "json":
@@ -314,10 +316,10 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 def report_cmd(args: argparse.Namespace) -> int:
     from sparkfab.files.outputs import check_dir, replace_dir
-    from sparkfab.measure import model as models
+    from sparkfab.measure.bench.runs import load_run
     from sparkfab.measure.estimate import Setup
+    from sparkfab.measure.estimate import model as models
     from sparkfab.measure.report import write
-    from sparkfab.measure.runs import load_run
 
     if len(args.runs) > 2:
         raise UsageError("report compares one or two runs")
@@ -333,7 +335,7 @@ def report_cmd(args: argparse.Namespace) -> int:
             sys.stderr.write(f"warning: {r.dir}/requests.jsonl: skipped {r.skipped} unreadable line(s)\n")
     setup, assumption = None, ""
     if args.estimate:
-        from sparkfab.measure.runs import link_gbps, served_config, served_tp
+        from sparkfab.measure.bench.runs import link_gbps, served_config, served_tp
 
         served = served_config(runs[0])
         if not (args.model or args.config) and served is not None:

@@ -14,9 +14,9 @@ from rich.text import Text
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, UsageError
-from sparkfab.measure import model as models
 from sparkfab.measure.estimate import Estimate, Measured, Setup, TpRow, estimate
-from sparkfab.measure.gloo import gloo_view
+from sparkfab.measure.estimate import model as models
+from sparkfab.measure.estimate.gloo import gloo_view
 
 #: a link speed in Gb/s: from a slow 100 Mb/s link to 100 Tb/s (a bound, so the figures stay finite)
 GBPS = at.number(0.1, 1e5)
@@ -99,7 +99,7 @@ def estimate_cmd(args: argparse.Namespace) -> int:
     result = estimate(s, args.ttft, args.ttft_prompt, tests, gloo=gloo_view(s) if args.lab else None)
     if args.plot:
         from sparkfab.files.outputs import replace_dir
-        from sparkfab.measure.plots import estimate_plots
+        from sparkfab.measure.estimate.plots import estimate_plots
 
         inputs = [x for x in (args.config, args.inventory) if x]
         written = replace_dir(args.plot, "estimate", lambda d: estimate_plots(s, d, args.ttft), inputs, "--plot")

@@ -15,7 +15,7 @@ from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
 from sparkfab.errors import Exit, UsageError
 from sparkfab.files.outputs import check_file, png_by_sparkfab, starts_with, write_file
-from sparkfab.measure import sampler, traffic
+from sparkfab.measure.counters import sampler, traffic
 
 
 def _sample_args(p: argparse.ArgumentParser) -> None:
@@ -136,7 +136,7 @@ def _traffic(args: argparse.Namespace, plot: Path | None, export: Path | None) -
         write_file(export, text, flag="--export")
         sys.stderr.write(f"wrote {len(rows)} bins ({args.export_interval * 1e3:g} ms each) to {export}\n")
     if plot:
-        from sparkfab.measure.plots import traffic_plot
+        from sparkfab.measure.estimate.plots import traffic_plot
 
         traffic_plot(sr, plot, args.direction, window)
         sys.stderr.write(f"wrote {plot}\n")

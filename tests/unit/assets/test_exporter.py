@@ -173,8 +173,8 @@ def test_it_serves_openmetrics_to_prometheus_and_ends_on_sigterm(tmp_path):
 
 def test_its_copy_of_the_counter_files_is_the_samplers(tmp_path):
     """The exporter ships as one file, so it spells the counter files itself: it reads exactly the
-    files bench's sampler reads (measure.sampler.SOURCES, whose RDMA folder is facts.rdma's)."""
-    from sparkfab.measure.sampler import counter_files
+    files bench's sampler reads (measure.counters.sampler.SOURCES, whose RDMA folder is facts.rdma's)."""
+    from sparkfab.measure.counters.sampler import counter_files
 
     root = tmp_path / "root"
     want = {(c.path, c.unit) for src in ("rdma", "netdev") for c in counter_files(["x"], src, str(root))}

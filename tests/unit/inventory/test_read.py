@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sparkfab.errors import SparkfabError
 from sparkfab.inventory.ansible_child import fill_variables
 from sparkfab.inventory.ansiblecfg import check_ansible_files, read_users_config
-from sparkfab.measure.reporttext import MAX_CELL, _cell
+from sparkfab.measure.report.reporttext import MAX_CELL, _cell
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

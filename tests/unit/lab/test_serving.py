@@ -153,7 +153,7 @@ def test_lab_plan_is_built_in():
 
 
 def test_round_prefill_counts_concurrent_requests_once():
-    from sparkfab.measure.records import prefill_per_token
+    from sparkfab.measure.bench.records import prefill_per_token
 
     rows = [
         {"round": 0, "index": i, "prompt_tokens_planned": 4096, "prefill_bytes": b, "round_prefill_bytes": 8192e4}
@@ -174,13 +174,13 @@ def _run(tmp: Path, label: str, inventory: dict | None, engine: dict | None = No
         meta["link"] = link
     (d / "run.json").write_text(json.dumps(meta))
     (d / "requests.jsonl").write_text("")
-    from sparkfab.measure.runs import load_run
+    from sparkfab.measure.bench.runs import load_run
 
     return load_run(d)
 
 
 def test_report_reads_the_lab_rate_tp_and_model_from_the_run(tmp_path):
-    from sparkfab.measure.runs import link_gbps, served_config, served_tp
+    from sparkfab.measure.bench.runs import link_gbps, served_config, served_tp
 
     model = tmp_path / "model"
     model.mkdir()
@@ -203,7 +203,7 @@ def test_report_reads_the_lab_rate_tp_and_model_from_the_run(tmp_path):
 def test_gloo_overhead_model_fits_the_lab_measurements():
     """The lab engine's all-reduces: the ring payload plus a fixed cost per ring step (measured)."""
     from sparkfab.measure.estimate import ring_factor
-    from sparkfab.measure.gloo import gloo_bytes_per_allreduce
+    from sparkfab.measure.estimate.gloo import gloo_bytes_per_allreduce
 
     data = json.loads((REPO / "tests/data/captured/gloo-bytes-lab.json").read_text())
     for key, n in (("tp2", 2), ("tp4", 4)):
@@ -220,8 +220,8 @@ def test_a_lab_decode_pass_is_its_all_reduces_and_the_scores_all_gather():
     from dataclasses import replace
 
     from sparkfab.measure.estimate import Setup
-    from sparkfab.measure.gloo import GLOO_STEP_BYTES, gloo_view
-    from sparkfab.measure.model import ModelSpec
+    from sparkfab.measure.estimate.gloo import GLOO_STEP_BYTES, gloo_view
+    from sparkfab.measure.estimate.model import ModelSpec
 
     s = Setup(ModelSpec("lab", hidden=1024, layers=2, vocab=400, heads=16), 8)
     reduce1 = 2048 * 1.75 * 1.0025 + 14 * GLOO_STEP_BYTES

@@ -1,0 +1,141 @@
+"""The report judges a difference between 200 and 100e against the run-to-run spread, and
+prints a difference with its own sign."""
+
+from __future__ import annotations
+
+from sparkfab.measure.bench.runs import dist
+from sparkfab.measure.report.reporttext import _signed, verdict
+
+
+def test_a_difference_inside_the_spread_is_noise_and_one_outside_is_not():
+    at_200 = dist([1.20, 1.31, 1.25])
+    assert verdict(at_200, dist([1.24, 1.28, 1.35])) == "within noise (the modes' ranges overlap)"
+    assert verdict(at_200, dist([1.80, 1.86, 1.91])) == "outside the run-to-run spread"
+
+
+def test_two_samples_make_no_spread():
+    assert verdict(dist([1.2, 1.3]), dist([1.9, 2.0])) == "no verdict (n=2: at least 3 per mode)"
+    assert verdict(dist([1.2, 1.3, 1.25]), None) == "-"
+
+
+def test_a_decrease_is_printed_with_its_own_sign():
+    assert _signed(-2.79) == "-2.79" and _signed(0.61) == "+0.61" and _signed(0.0) == "+0"
+
+
+def test_a_cell_cannot_forge_a_row_or_a_section():
+    """A model name or label read from a run file is text in the Markdown report: its pipes
+    escaped, its line breaks spaces, and a huge value cut."""
+    from sparkfab.measure.report.reporttext import MAX_CELL, _cell
+
+    forged = "m\n\n## TTFT (forged)\n\n| test | r |\n|---|---|\n| P1 | 0.001 s (forged) |"
+    cell = _cell(forged)
+    assert "\n" not in cell and "| P1 |" not in cell and "\\| P1 \\|" in cell
+    assert len(_cell("k=v, " * 100_000)) == MAX_CELL
+
+
+def test_a_label_is_one_printable_line(cli, tmp_path):
+    res = cli("bench", "--url", "http://127.0.0.1:9", "--model", "m", "--label", "a\n## forged", "-o", str(tmp_path))
+    assert res.code == 2 and "--label" in res.err and "printable text on one line" in res.err
+
+
+def test_the_ttft_axis_is_logarithmic_where_tests_span_more_than_ten_times():
+    from sparkfab.measure.report import log_axis
+
+    assert log_axis([1.2, 1.3, 98.0]) and not log_axis([1.2, 1.3, 9.0]) and not log_axis([])
+
+
+def _run(tmp_path, label: str, lab: bool, per_token: float, requests: int):
+    """A run of one test `D` (two rounds of `requests` requests, 11 tokens each) whose decode
+    windows sent `per_token` bytes per output token."""
+    from sparkfab.measure.bench.records import summarize
+    from sparkfab.measure.bench.runs import SavedRun
+
+    ms = 1_000_000
+    rows = []
+    for rnd in range(2):
+        for i in range(requests):
+            chunks = [[(10 + k) * ms, 1] for k in range(11)]
+            rows.append(
+                {
+                    "test": "D", "round": rnd, "index": i, "prompt_tokens_planned": 100,
+                    "output_tokens_planned": 11, "send_ns": 0, "first_ns": 10 * ms, "last_ns": 20 * ms,
+                    "chunks": chunks, "prompt_tokens": 100, "completion_tokens": 11, "ttft_s": 0.01,
+                    "decode_tps": 1000.0, "round_decode_bytes": per_token * 10 * requests,
+                    "round_decode_tokens": 10 * requests,
+                }
+            )  # fmt: skip
+    meta = {"inventory": {"lab": True, "tp": 8}} if lab else {"inventory": {"tp": 8}}
+    return SavedRun(tmp_path / label, meta, rows, summarize(rows), label, 0)
+
+
+def test_decode_traffic_per_output_token_against_the_estimate_of_its_transport(tmp_path):
+    """The report's decode traffic per output token: measured per round, against the lab engine's
+    Gloo estimate for a lab run and the NCCL pass for a Spark's, at the test's batch."""
+    from dataclasses import replace
+
+    from sparkfab.measure.estimate import Setup, decode
+    from sparkfab.measure.estimate.gloo import gloo_view
+    from sparkfab.measure.estimate.model import preset
+    from sparkfab.measure.report import tables
+    from sparkfab.measure.report.reporttext import sections
+
+    setup = Setup(preset("glm-5.3"), 8)
+    for lab, requests in ((True, 1), (False, 4)):
+        at = replace(setup, batch=requests)
+        want = gloo_view(at).decode_bytes_per_token if lab else decode(at).bytes_per_pass / decode(at).tokens_per_pass
+        a, b = _run(tmp_path, "200", lab, want, requests), _run(tmp_path, "100e", lab, 1.1 * want, requests)
+        (row,) = tables(a, b, setup)["decode_bytes_per_token"]
+        assert row["estimate"] == want and row["a"]["mean"] == want and row["b"]["n"] == 2
+        (section,) = [s for s in sections(tables(a, b, setup), "200", "100e") if s.title.startswith("Decode traffic")]
+        assert section.rows[0][-1] == "+0.00% / +10.00%"
+
+
+def _prefill_run(tmp_path, label: str, lab: bool, per_token: float, tokens: int):
+    """A run of one test `P` (three rounds of one request of `tokens` prompt tokens) whose
+    prefill windows sent `per_token` bytes per prompt token."""
+    from sparkfab.measure.bench.records import summarize
+    from sparkfab.measure.bench.runs import SavedRun
+
+    ms = 1_000_000
+    rows = [
+        {
+            "test": "P", "round": rnd, "index": 0, "prompt_tokens_planned": tokens, "output_tokens_planned": 2,
+            "send_ns": 0, "first_ns": 10 * ms, "last_ns": 11 * ms, "chunks": [[10 * ms, 1], [11 * ms, 1]],
+            "prompt_tokens": tokens, "completion_tokens": 2, "ttft_s": 0.01, "decode_tps": 1000.0,
+            "round_prefill_bytes": per_token * tokens,
+        }
+        for rnd in range(3)
+    ]  # fmt: skip
+    meta = {"inventory": {"lab": True, "tp": 8}} if lab else {"inventory": {"tp": 8}}
+    return SavedRun(tmp_path / label, meta, rows, summarize(rows), label, 0)
+
+
+def test_a_short_prompts_prefill_traffic_against_the_lab_engines_gloo_estimate(tmp_path):
+    """A 128-token prompt at TP8 in the lab sends about 3 % more per token than the paper's
+    formula (the switch8 main job: +3.6 %): Gloo's bytes per ring step and the all-gather of the
+    first token's scores, which the lab engine's estimate counts; a lab run's report shows it
+    beside the paper's, a Spark's run (NCCL) does not."""
+    from sparkfab.lab.serving import model_shape
+    from sparkfab.measure.estimate import Setup, bytes_per_token
+    from sparkfab.measure.estimate.gloo import gloo_prefill_bytes_per_token
+    from sparkfab.measure.estimate.model import ModelSpec
+    from sparkfab.measure.report import tables
+    from sparkfab.measure.report.reporttext import sections
+
+    shape = model_shape({8})
+    lab_model = ModelSpec("lab", shape["hidden"], shape["layers"], shape["vocab"], shape["heads"])
+    setup = Setup(lab_model, 8)
+    paper, gloo = bytes_per_token(setup), gloo_prefill_bytes_per_token(setup, 128)
+    assert 0.02 < gloo / paper - 1 < 0.035  # the fixed part of one pass over 128 tokens
+    assert gloo_prefill_bytes_per_token(setup, 8192) / paper - 1 < 0.005  # lost in a long prompt
+    a, b = _prefill_run(tmp_path, "200", True, gloo, 128), _prefill_run(tmp_path, "100e", True, 1.01 * gloo, 128)
+    (row,) = tables(a, b, setup)["bytes_per_token"]
+    assert row["estimate"] == paper and row["gloo"] == gloo
+    (section,) = [s for s in sections(tables(a, b, setup), "200", "100e") if s.title.startswith("Prefill traffic")]
+    assert section.columns[-2:] == ["Gloo estimate", "measured vs Gloo"]
+    assert section.rows[0][-1] == "+0.00% / +1.00%"
+    spark = _prefill_run(tmp_path, "spark", False, paper, 128)
+    (row,) = tables(spark, None, setup)["bytes_per_token"]
+    assert "gloo" not in row
+    (section,) = [s for s in sections(tables(spark, None, setup), "200", None) if s.title.startswith("Prefill")]
+    assert section.columns[-1] == "measured vs estimate"
