@@ -8,6 +8,7 @@ cannot drift from it (tests/quality/test_docs.py fails when one is stale):
 - docs/reference/inventory-schema.md: the inventory's keys from its JSON Schema;
 - docs/reference/exit-codes.md: from `sparkfab.errors.EXIT_MEANING`;
 - docs/reference/collection.md: each module of the collection as `ansible-doc --json` reads it;
+- docs/reference/checks.md: every check verify and preflight report, from `verify.catalog.CHECKS`;
 - docs/reference/fit.md: what `sparkfab fit` says of every preset on 1, 2, 4 and 8 Sparks, and of
   the public recipes' own settings (PUBLIC below, each with its source).
 
@@ -217,9 +218,23 @@ def fit_page(out: Path) -> dict[Path, str]:
     return {out / "fit.md": "\n".join(body).rstrip() + "\n"}
 
 
+def checks_page(out: Path) -> dict[Path, str]:
+    from sparkfab.verify.catalog import CHECKS
+
+    body = [HEADER, "# The checks", "",
+            "Every row of `sparkfab verify` and `sparkfab preflight` names one of these checks, with the subject "
+            "it is about on a host, what was expected and what was found (`--format json` gives the same names). "
+            "The checks that only real hardware can pass are marked: a lab's Sparks have no RDMA devices. How to "
+            "read a report: [verify the fabric](../how-to/verify.md).", "",
+            "| check | reported by | a row is about | what it reads | hardware only |", "|---|---|---|---|---|"]
+    body += [f"| `{c}` | {a.verb} | {_cell(a.subject)} | {_cell(a.reads)} | {'yes' if a.hardware else ''} |"
+             for c, a in CHECKS.items()]
+    return {out / "checks.md": "\n".join(body) + "\n"}
+
+
 def pages(out: Path) -> dict[Path, str]:
     return {**cli_pages(out), **inventory_page(out), **exit_page(out), **collection_page(out), **results_page(out),
-            **fit_page(out)}
+            **fit_page(out), **checks_page(out)}
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sparkfab.verify.preflight import _foreign_module
+from sparkfab.verify.preflight.host import foreign_module
 
 FABRIC = ["enP2p1s0f1np1", "enp1s0f1np1"]  # sorted, as touched() answers
 FACTS = {
@@ -32,12 +32,12 @@ FACTS = {
     ],
 )
 def test_a_definition_touches_the_netdevs_netplan_would_give_it(ethernets, hit):
-    files = _foreign_module()
+    files = foreign_module()
     assert files.touched({"network": {"ethernets": ethernets}}, FABRIC, FACTS) == hit
 
 
 def test_a_bond_or_bridge_member_and_a_vlans_link_are_touched():
-    files = _foreign_module()
+    files = foreign_module()
     doc = {"network": {"bonds": {"bond0": {"interfaces": ["enp1s0f1np1"]}}, "vlans": {"v5": {"link": "enP2p1s0f1np1"}}}}
     assert files.touched(doc, FABRIC, FACTS) == sorted(FABRIC)
     assert files.touched({"network": "nonsense"}, FABRIC) == [] and files.touched(None, FABRIC) == []
@@ -45,12 +45,12 @@ def test_a_bond_or_bridge_member_and_a_vlans_link_are_touched():
 
 def test_unknown_facts_count_as_a_match():
     """Without sysfs facts (preflight before it read them) a match by driver is a possible hit."""
-    files = _foreign_module()
+    files = foreign_module()
     assert files.touched({"network": {"ethernets": {"x": {"match": {"driver": "igb"}}}}}, FABRIC) == FABRIC
 
 
 def test_files_are_read_in_netplans_order_and_a_name_in_run_shadows_etc(tmp_path):
-    files = _foreign_module()
+    files = foreign_module()
     for d, name in (("etc/netplan", "50-a.yaml"), ("run/netplan", "50-a.yaml"), ("lib/netplan", "10-b.yaml")):
         (tmp_path / d).mkdir(parents=True, exist_ok=True)
         (tmp_path / d / name).write_text("network: {}\n")
@@ -62,8 +62,8 @@ def test_files_are_read_in_netplans_order_and_a_name_in_run_shadows_etc(tmp_path
 
 def test_loading_it_imports_nothing_of_ansible():
     probe = (
-        "import sys; from sparkfab.verify.preflight import _foreign_module; "
-        "_foreign_module(); print('ansible' in sys.modules)"
+        "import sys; from sparkfab.verify.preflight.host import foreign_module; "
+        "foreign_module(); print('ansible' in sys.modules)"
     )
     assert (
         subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()

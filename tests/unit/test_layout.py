@@ -103,6 +103,8 @@ COVERED = {
     "sparkfab.schema": "tests/unit/commands/hostile/test_schema.py",
     "sparkfab.spark": "tests/unit/verify/test_expect.py",  # the mode table
     "sparkfab.switches.catalog": "tests/unit/switches/test_profiles.py",
+    "sparkfab.verify.preflight": "tests/lab/test_lab_preflight.py",  # every row against booted Sparks
+    "sparkfab.verify.preflight.instance": "tests/lab/test_lab_preflight.py",
     "sparkfab.verify.mesh": "tests/lab/test_lab_control.py",
     "sparkfab.verify.result": "tests/unit/verify/test_lldp.py",  # every check's verdict
 }

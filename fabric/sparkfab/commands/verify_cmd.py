@@ -11,6 +11,7 @@ from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_all_rows, add_check_limit, add_format, add_target, emit_json
 from sparkfab.commands.tables import print_report
 from sparkfab.errors import Exit, UsageError
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import Result
 from sparkfab.verify.run import verify
 
@@ -46,7 +47,9 @@ def verify_cmd(args: argparse.Namespace) -> int:
         log=(lambda line: None) if args.quiet else _log,
         only=only,
     )
-    report.results = [_seen(target, r) if r.check == "ssh" and r.actual == "unreachable" else r for r in report.results]
+    report.results = [
+        _seen(target, r) if r.check == Check.SSH and r.actual == "unreachable" else r for r in report.results
+    ]
     if args.format == "json":
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:

@@ -85,7 +85,7 @@ def _build(
         serving.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine)
         t["image_import_s"] = time.perf_counter() - t1
     # the state first: the cables' shaping is kept in it
-    LabState(spec.cluster, inventory, engine.name, spec, pids, t).write()
+    LabState(cluster=spec.cluster, inventory=inventory, engine=engine.name, spec=spec, pids=pids, timing=t).write()
     wire.link_speed(spec, mode)
     return LabState.read(spec.dir)
 

@@ -19,7 +19,7 @@ from sparkfab.errors import UsageError
 from sparkfab.lab.spec import LabSpec, Node, Veth
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LabState:
     cluster: str
     inventory: str  # the user's inventory `lab up` was given
@@ -61,14 +61,14 @@ class LabState:
                 }
             )
             return cls(
-                data["cluster"],
-                data["inventory"],
-                data["engine"],
-                lab,
-                {k: int(v) for k, v in data.get("pids", {}).items()},
-                dict(data.get("timing", {})),
-                data.get("keep_ray") is True,
-                None if data.get("wiring") is None else tuple(Veth(**v) for v in data["wiring"]),
+                cluster=data["cluster"],
+                inventory=data["inventory"],
+                engine=data["engine"],
+                spec=lab,
+                pids={k: int(v) for k, v in data.get("pids", {}).items()},
+                timing=dict(data.get("timing", {})),
+                keep_ray=data.get("keep_ray") is True,
+                wiring=None if data.get("wiring") is None else tuple(Veth(**v) for v in data["wiring"]),
             )
         except FileNotFoundError:
             raise UsageError(f"no lab is up in {lab_dir} (no {path.name})") from None

@@ -22,6 +22,7 @@ from sparkfab.render import control
 from sparkfab.render.control import forward_pairs
 from sparkfab.render.launch import container_options, export_env
 from sparkfab.verify import firewall, hardware, lldp
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.expect import Expect
 from sparkfab.verify.result import FAIL, PASS, CollectiveResult, Result
 
@@ -65,12 +66,22 @@ def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]
         name = iface.netdev
         link = links.get(name)
         if link is None:
-            out.append(Result("netdev", host.name, name, "present", "absent", FAIL, "no such interface"))
+            out.append(
+                Result(
+                    check=Check.NETDEV,
+                    host=host.name,
+                    subject=name,
+                    expected="present",
+                    actual="absent",
+                    status=FAIL,
+                    detail="no such interface",
+                )
+            )
             continue
-        out.append(Result.compare("up", host.name, name, "UP", "UP" if link.up else "DOWN"))
+        out.append(Result.compare(Check.UP, host.name, name, "UP", "UP" if link.up else "DOWN"))
         out.append(
             Result.compare(
-                "carrier",
+                Check.CARRIER,
                 host.name,
                 name,
                 1,
@@ -78,11 +89,11 @@ def link_checks(plan: Plan, host: Host, th: Remote, exp: Expect) -> list[Result]
                 "" if link.carrier else "no carrier: cable unplugged or far end down",
             )
         )
-        out.append(Result.compare("mtu", host.name, name, plan.mtu, link.mtu))
-        out.append(Result.compare("ipv4", host.name, name, [iface.address], addrs.get(name, [])))
+        out.append(Result.compare(Check.MTU, host.name, name, plan.mtu, link.mtu))
+        out.append(Result.compare(Check.IPV4, host.name, name, [iface.address], addrs.get(name, [])))
         speed = speeds.get(name)
         why = "" if speed == exp.netdev_mbps else f"link speed {exp.mode} expects {exp.netdev_mbps}"
-        out.append(Result.compare("speed", host.name, name, exp.netdev_mbps, speed, why))
+        out.append(Result.compare(Check.SPEED, host.name, name, exp.netdev_mbps, speed, why))
     return out
 
 
@@ -93,11 +104,11 @@ def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> 
             got = th.sysctl(key)
         except AssertionError:  # the key is not there: its netdev is missing (its link row says so)
             got = "absent"
-        out.append(Result.compare("sysctl", host.name, key, want, got))
+        out.append(Result.compare(Check.SYSCTL, host.name, key, want, got))
     if plan.control_plane == "fabric" and host.ifaces:
         loaded = nft.TABLE.of(th)
         out.append(
-            Result.compare("firewall", host.name, "table inet sparkfab", "loaded", "loaded" if loaded else "absent")
+            Result.compare(Check.FIREWALL, host.name, "table inet sparkfab", "loaded", "loaded" if loaded else "absent")
         )
         if host.forwarding:
             out.append(forward_policy(host, th))
@@ -110,13 +121,13 @@ def config_checks(plan: Plan, host: Host, th: Remote, files: dict[str, str]) -> 
         )
         out.append(
             Result(
-                "file",
-                host.name,
-                path,
-                "as rendered",
-                "as rendered" if status == PASS else ("absent" if actual is None else "different"),
-                status,
-                detail,
+                check=Check.FILE,
+                host=host.name,
+                subject=path,
+                expected="as rendered",
+                actual="as rendered" if status == PASS else ("absent" if actual is None else "different"),
+                status=status,
+                detail=detail,
             )
         )
     return out
@@ -126,21 +137,36 @@ def forward_policy(host: Host, th: Remote) -> Result:
     """A relay's forward hook: a drop in any other base chain (Docker's) kills relayed control traffic."""
     ruleset = nft.RULESET.of(th)
     if not ruleset.document:
-        return Result("forward-policy", host.name, "forward hook", "readable", "nft failed", FAIL, ruleset.error)
+        return Result(
+            check=Check.FORWARD_POLICY,
+            host=host.name,
+            subject="forward hook",
+            expected="readable",
+            actual="nft failed",
+            status=FAIL,
+            detail=ruleset.error,
+        )
     bad, bypassed = firewall.blockers(ruleset.document, forward_pairs(host))
     if bad:
         return Result(
-            "forward-policy",
-            host.name,
-            "forward hook",
-            "fabric pairs accepted",
-            bad[0],
-            FAIL,
-            "an accept in inet sparkfab cannot override another chain's drop: `sparkfab apply` adds the "
+            check=Check.FORWARD_POLICY,
+            host=host.name,
+            subject="forward hook",
+            expected="fabric pairs accepted",
+            actual=bad[0],
+            status=FAIL,
+            detail="an accept in inet sparkfab cannot override another chain's drop: `sparkfab apply` adds the "
             "fabric pairs to DOCKER-USER (Docker's hook); for any other firewall, admit them there",
         )
     actual = "accepted in DOCKER-USER past " + bypassed[0] if bypassed else "no drop policy"
-    return Result("forward-policy", host.name, "forward hook", "fabric pairs accepted", actual, PASS)
+    return Result(
+        check=Check.FORWARD_POLICY,
+        host=host.name,
+        subject="forward hook",
+        expected="fabric pairs accepted",
+        actual=actual,
+        status=PASS,
+    )
 
 
 def jumbo_pings(plan: Plan, host: Host, th: Remote) -> list[Result]:
@@ -149,13 +175,13 @@ def jumbo_pings(plan: Plan, host: Host, th: Remote) -> list[Result]:
         res = th.run(_ping_command(plan, iface.netdev, peer))
         out.append(
             Result(
-                "jumbo-ping",
-                host.name,
-                f"{iface.netdev} -> {peer}",
-                f"{plan.mtu} bytes, DF",
-                "reply" if res.rc == 0 else "no reply",
-                PASS if res.rc == 0 else FAIL,
-                "" if res.rc == 0 else (res.stdout.strip().splitlines() or [""])[-1],
+                check=Check.JUMBO_PING,
+                host=host.name,
+                subject=f"{iface.netdev} -> {peer}",
+                expected=f"{plan.mtu} bytes, DF",
+                actual="reply" if res.rc == 0 else "no reply",
+                status=PASS if res.rc == 0 else FAIL,
+                detail="" if res.rc == 0 else (res.stdout.strip().splitlines() or [""])[-1],
             )
         )
     return out
@@ -184,17 +210,29 @@ def cabling(plan: Plan, host: Host, heard: Heard, selves: Mapping[str, Set[str]]
     if not heard.answered:
         return [
             Result(
-                "cabling",
-                host.name,
-                "lldpd",
-                "running",
-                "not answering",
-                FAIL,
-                "lldpd must run on the Spark: apply installs it and sets its port ids (or `apt-get install lldpd`)",
+                check=Check.CABLING,
+                host=host.name,
+                subject="lldpd",
+                expected="running",
+                actual="not answering",
+                status=FAIL,
+                detail=(
+                    "lldpd must run on the Spark: apply installs it and sets its port ids (or `apt-get install lldpd`)"
+                ),
             )
         ]
     if heard.unreadable:  # lldpd answered, but its listing does not parse: say so, not "missing"
-        return [Result("cabling", host.name, "lldpd", "a readable listing", "unreadable", FAIL, heard.unreadable)]
+        return [
+            Result(
+                check=Check.CABLING,
+                host=host.name,
+                subject="lldpd",
+                expected="a readable listing",
+                actual="unreadable",
+                status=FAIL,
+                detail=heard.unreadable,
+            )
+        ]
     carrier = heard.carrier if heard.carrier is not None else set(_netdevs(host))
     # a neighbour lldpd still lists on a port without carrier is what it heard before the cable went
     seen = {k: v for k, v in heard.ports.items() if k in carrier}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from sparkfab.facts import rdma
 from sparkfab.plan import Host
 from sparkfab.spark import SPEEDS, LinkSpeed
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
 Reader = Callable[[str], str | None]  # path under /sys -> content, None when absent
@@ -39,31 +40,40 @@ def rdma_checks(host: Host, read: Reader, mode: LinkSpeed, graph: bool = False) 
             continue
         base = rdma.port_dir(iface.rdma)
         state = (read(f"{base}/state") or "absent").strip()
-        out.append(Result.compare("rdma-state", host.name, iface.rdma, "4: ACTIVE", state, why_active))
+        out.append(Result.compare(Check.RDMA_STATE, host.name, iface.rdma, "4: ACTIVE", state, why_active))
         rate = (read(f"{base}/rate") or "absent").strip()
         want = SPEEDS[mode].rdma_rate
         ok = rate == want or rate.startswith(want + " ")
-        out.append(Result("rdma-rate", host.name, iface.rdma, want, rate, PASS if ok else FAIL))
+        out.append(
+            Result(
+                check=Check.RDMA_RATE,
+                host=host.name,
+                subject=iface.rdma,
+                expected=want,
+                actual=rate,
+                status=PASS if ok else FAIL,
+            )
+        )
         idx = roce_v2_gid_index(read, iface.rdma, iface.ip)
         out.append(
             Result(
-                "rdma-gid",
-                host.name,
-                iface.rdma,
-                f"RoCE v2 GID of {iface.ip}",
-                "absent" if idx is None else f"index {idx}",
-                FAIL if idx is None else PASS,
+                check=Check.RDMA_GID,
+                host=host.name,
+                subject=iface.rdma,
+                expected=f"RoCE v2 GID of {iface.ip}",
+                actual="absent" if idx is None else f"index {idx}",
+                status=FAIL if idx is None else PASS,
             )
         )
         data = read(f"{base}/counters/port_xmit_data")
         out.append(
             Result(
-                "rdma-counters",
-                host.name,
-                iface.rdma,
-                "readable",
-                "readable" if data else "absent",
-                PASS if data and data.strip().isdigit() else FAIL,
+                check=Check.RDMA_COUNTERS,
+                host=host.name,
+                subject=iface.rdma,
+                expected="readable",
+                actual="readable" if data else "absent",
+                status=PASS if data and data.strip().isdigit() else FAIL,
             )
         )
     return out

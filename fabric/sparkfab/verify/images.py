@@ -17,6 +17,7 @@ from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import launch
 from sparkfab.render.nccl import SUBNET_AWARE_SINCE
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: prints the NCCL version torch loads, e.g. "(2, 30, 7)"
@@ -76,26 +77,58 @@ def same_image(inst: Instance, image: str, hosts: dict[str, Remote]) -> list[Res
     for h, got in ids.items():
         status = FAIL if got == "absent" or got != want else PASS
         detail = f"`docker pull {image}` (or load it) on {h}" if got == "absent" else image
-        out.append(Result("image", h, inst.name, want[:19], got[:19], status, detail))
+        out.append(
+            Result(
+                check=Check.IMAGE,
+                host=h,
+                subject=inst.name,
+                expected=want[:19],
+                actual=got[:19],
+                status=status,
+                detail=detail,
+            )
+        )
     return out
 
 
 def nccl_in_image(inst: Instance, image: str, host: Any, needs_subnet_routing: bool) -> Result:
     if inst.recipe is not None and inst.recipe.tp_backend != "nccl":
         why = f"its all-reduces go over {inst.recipe.tp_backend} (a CPU engine): no NCCL"
-        return Result.skip("nccl-version", inst.hosts[0], inst.name, why)
+        return Result.skip(Check.NCCL_VERSION, inst.hosts[0], inst.name, why)
     cmd = f"docker run --rm --entrypoint python3 {shlex.quote(image)} -c {shlex.quote(NCCL_PROBE)}"
     res = host.run(cmd)
     found = parse_nccl_version(res.stdout) if res.rc == 0 else None
     want = ".".join(map(str, SUBNET_AWARE_SINCE))
     if found is None:
         detail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["no output"]
-        return Result("nccl-version", inst.hosts[0], inst.name, f">= {want}", "unknown", FAIL, detail[0][:200])
+        return Result(
+            check=Check.NCCL_VERSION,
+            host=inst.hosts[0],
+            subject=inst.name,
+            expected=f">= {want}",
+            actual="unknown",
+            status=FAIL,
+            detail=detail[0][:200],
+        )
     got = ".".join(map(str, found))
     if not needs_subnet_routing:
         return Result(
-            "nccl-version", inst.hosts[0], inst.name, "any", got, PASS, f"{image} (switched: no subnet routing)"
+            check=Check.NCCL_VERSION,
+            host=inst.hosts[0],
+            subject=inst.name,
+            expected="any",
+            actual=got,
+            status=PASS,
+            detail=f"{image} (switched: no subnet routing)",
         )
     ok = found >= SUBNET_AWARE_SINCE
     detail = image if ok else f"{image}: NCCL_IB_SUBNET_AWARE_ROUTING needs {want}; the ring would time out"
-    return Result("nccl-version", inst.hosts[0], inst.name, f">= {want}", got, PASS if ok else FAIL, detail)
+    return Result(
+        check=Check.NCCL_VERSION,
+        host=inst.hosts[0],
+        subject=inst.name,
+        expected=f">= {want}",
+        actual=got,
+        status=PASS if ok else FAIL,
+        detail=detail,
+    )

@@ -17,6 +17,7 @@ from sparkfab import spark
 from sparkfab.facts.neighbours import Neighbour
 from sparkfab.plan import Host, Iface, Plan
 from sparkfab.switches import catalog, profiles
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
 
@@ -118,10 +119,30 @@ def check_host(
         expected = f"{want[0]}:{want[1]}"
         if not heard:
             detail = "missing: no LLDP neighbour (dead or unplugged cable)"
-            results.append(Result("cabling", host.name, label, expected, "-", FAIL, detail))
+            results.append(
+                Result(
+                    check=Check.CABLING,
+                    host=host.name,
+                    subject=label,
+                    expected=expected,
+                    actual="-",
+                    status=FAIL,
+                    detail=detail,
+                )
+            )
             continue
         match = next((n for n in heard if _matches(plan, iface, want, n, known, selves)), None)
         actual = str(match) if match else ", ".join(str(n) for n in heard)
         detail = "" if match else _detail(plan, iface, want, heard, known)
-        results.append(Result("cabling", host.name, label, expected, actual, PASS if match else FAIL, detail))
+        results.append(
+            Result(
+                check=Check.CABLING,
+                host=host.name,
+                subject=label,
+                expected=expected,
+                actual=actual,
+                status=PASS if match else FAIL,
+                detail=detail,
+            )
+        )
     return results

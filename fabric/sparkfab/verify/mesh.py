@@ -11,6 +11,7 @@ import shlex
 from sparkfab.facts.netdevs import ROUTE
 from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: Run on each source rank: for every destination a ping and TCP connects the way applications
@@ -83,7 +84,18 @@ def _mesh_from(
         probes = json.loads(res.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         why = (res.stderr.strip().splitlines() or [f"exit {res.rc}"])[-1][-200:]
-        return [Result("reach", src, f"-> {d}", "reply", "probe failed", FAIL, why) for d in dsts]
+        return [
+            Result(
+                check=Check.REACH,
+                host=src,
+                subject=f"-> {d}",
+                expected="reply",
+                actual="probe failed",
+                status=FAIL,
+                detail=why,
+            )
+            for d in dsts
+        ]
     out = []
     for d, probe in zip(dsts, probes, strict=True):
         target = probe["dst"]
@@ -95,7 +107,17 @@ def _mesh_from(
         ok = probe["ping"]
         detail = shown if ok else f"{shown}; {relay or _return_route(plan, hosts, d, source, src)}"
         got = "reply" if ok else "no reply"
-        out.append(Result("reach", src, f"-> {d} {target}", "reply", got, PASS if ok else FAIL, detail))
+        out.append(
+            Result(
+                check=Check.REACH,
+                host=src,
+                subject=f"-> {d} {target}",
+                expected="reply",
+                actual=got,
+                status=PASS if ok else FAIL,
+                detail=detail,
+            )
+        )
         for t in probe["tcp"]:
             good = t["result"] in TCP_OK
             how = f"source {t['source']}, path {' > '.join(path)}"
@@ -105,13 +127,13 @@ def _mesh_from(
                 how += f"; {relay or _return_route(plan, hosts, d, t['source'], src)}"
             out.append(
                 Result(
-                    "tcp",
-                    src,
-                    f"-> {d} {target}:{t['port']}",
-                    "handshake",
-                    t["result"],
-                    PASS if good else FAIL,
-                    how,
+                    check=Check.TCP,
+                    host=src,
+                    subject=f"-> {d} {target}:{t['port']}",
+                    expected="handshake",
+                    actual=t["result"],
+                    status=PASS if good else FAIL,
+                    detail=how,
                 )
             )
     return out

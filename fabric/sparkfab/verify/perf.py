@@ -14,6 +14,7 @@ from sparkfab.render.control import PERFTEST_BASE, PERFTEST_COUNT
 from sparkfab.render.launch import export_env
 from sparkfab.spark import SPEEDS
 from sparkfab.verify import hardware
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
 BW_SECONDS = 5
@@ -78,7 +79,7 @@ def perf(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
         return []
     if hosts[first.name].run("command -v ib_write_bw").rc != 0:
         why = "ib_write_bw is not installed (perftest): no per-rail bandwidth"
-        return [Result.skip("ib_write_bw", first.name, "perftest", why), *_all_reduce(plan, hosts)]
+        return [Result.skip(Check.IB_WRITE_BW, first.name, "perftest", why), *_all_reduce(plan, hosts)]
     return _rails(plan, hosts) + _all_reduce(plan, hosts)
 
 
@@ -95,37 +96,37 @@ def _rails(plan: Plan, hosts: dict[str, Remote]) -> list[Result]:
             total += gbps or 0.0
             out.append(
                 Result(
-                    "ib_write_bw",
-                    a.name,
-                    f"{ai.rdma} -> {b.name}:{bi.rdma}",
-                    f">= {marks.root_pass_gbps:.0f} Gb/s",
-                    "-" if gbps is None else f"{gbps:.1f} Gb/s",
-                    PASS if gbps and gbps >= marks.root_pass_gbps else FAIL,
-                    "" if gbps else note,
+                    check=Check.IB_WRITE_BW,
+                    host=a.name,
+                    subject=f"{ai.rdma} -> {b.name}:{bi.rdma}",
+                    expected=f">= {marks.root_pass_gbps:.0f} Gb/s",
+                    actual="-" if gbps is None else f"{gbps:.1f} Gb/s",
+                    status=PASS if gbps and gbps >= marks.root_pass_gbps else FAIL,
+                    detail="" if gbps else note,
                 )
             )
         if len(group) == 2:
             a, ai = group[0][0], group[0][1]
             out.append(
                 Result(
-                    "port-bw",
-                    a.name,
-                    f"{ai.port} (both twins)",
-                    f">= {marks.port_pass_gbps:.0f} Gb/s",
-                    f"{total:.1f} Gb/s",
-                    PASS if total >= marks.port_pass_gbps else FAIL,
+                    check=Check.PORT_BW,
+                    host=a.name,
+                    subject=f"{ai.port} (both twins)",
+                    expected=f">= {marks.port_pass_gbps:.0f} Gb/s",
+                    actual=f"{total:.1f} Gb/s",
+                    status=PASS if total >= marks.port_pass_gbps else FAIL,
                 )
             )
         a, ai, b, bi = group[0]
         lat = _lat(hosts, a, ai, b, bi, port + 10)
         out.append(
             Result(
-                "ib_write_lat",
-                a.name,
-                f"{ai.rdma} -> {b.name}",
-                "typical < 5 us",
-                f"{lat.get('t_typical', 0):.2f} us" if lat else "-",
-                PASS if lat and lat.get("t_typical", 99) < 5 else FAIL,
+                check=Check.IB_WRITE_LAT,
+                host=a.name,
+                subject=f"{ai.rdma} -> {b.name}",
+                expected="typical < 5 us",
+                actual=f"{lat.get('t_typical', 0):.2f} us" if lat else "-",
+                status=PASS if lat and lat.get("t_typical", 99) < 5 else FAIL,
             )
         )
         port += 20
@@ -232,15 +233,43 @@ def check_tools(plan: Plan, inst: Instance, hosts: dict[str, Remote]) -> list[Re
                 f"no all_reduce_perf at {where} (mpirun starts it there on every rank): build nccl-tests there as "
                 "NVIDIA's DGX Spark playbook does, or set perf_tools.nccl_tests to where it is"
             )
-            rows.append(Result("nccl-tests", h, inst.name, where, "absent", FAIL, why))
+            rows.append(
+                Result(
+                    check=Check.NCCL_TESTS,
+                    host=h,
+                    subject=inst.name,
+                    expected=where,
+                    actual="absent",
+                    status=FAIL,
+                    detail=why,
+                )
+            )
         elif v == "missing":
             why = f"no libnccl.so.2 in {lib}: set perf_tools.nccl to the NCCL nccl-tests was built with"
-            rows.append(Result("nccl-tests", h, inst.name, f"{lib}/libnccl.so.2", "absent", FAIL, why))
+            rows.append(
+                Result(
+                    check=Check.NCCL_TESTS,
+                    host=h,
+                    subject=inst.name,
+                    expected=f"{lib}/libnccl.so.2",
+                    actual="absent",
+                    status=FAIL,
+                    detail=why,
+                )
+            )
         else:
             same = len(versions) == 1
             why = "" if same else f"the ranks load different NCCL versions: {', '.join(sorted(versions))}"
             rows.append(
-                Result("nccl-tests", h, inst.name, "one NCCL on every rank", f"NCCL {v}", PASS if same else FAIL, why)
+                Result(
+                    check=Check.NCCL_TESTS,
+                    host=h,
+                    subject=inst.name,
+                    expected="one NCCL on every rank",
+                    actual=f"NCCL {v}",
+                    status=PASS if same else FAIL,
+                    detail=why,
+                )
             )
     return rows
 
@@ -268,7 +297,7 @@ def all_reduce(plan: Plan, inst: Instance, hosts: dict[str, Remote], want: float
     head = hosts[inst.hosts[0]]
     if head.run(as_login(mpi_tools(plan))).rc != 0:
         why = f"mpirun or {plan.perf_tools.nccl_tests}/all_reduce_perf not installed on {inst.hosts[0]}"
-        return [Result.skip("all_reduce_perf", inst.hosts[0], inst.name, why)]
+        return [Result.skip(Check.ALL_REDUCE_PERF, inst.hosts[0], inst.name, why)]
     tools = check_tools(plan, inst, hosts)
     if any(r.status == FAIL for r in tools):
         return tools
@@ -281,13 +310,13 @@ def _run_all_reduce(plan: Plan, inst: Instance, head: Remote, want: float) -> Re
     best = max((r.busbw for r in rows), default=0.0) * 8
     why = "" if rows else ((res.stderr or res.stdout).strip().splitlines() or [f"exit {res.rc}"])[-1][-200:]
     return Result(
-        "all_reduce_perf",
-        inst.hosts[0],
-        inst.name,
-        f"busbw >= {want:g} Gb/s",
-        f"{best:.0f} Gb/s (avg {avg} GB/s)",
-        PASS if best >= want else FAIL,
-        why,
+        check=Check.ALL_REDUCE_PERF,
+        host=inst.hosts[0],
+        subject=inst.name,
+        expected=f"busbw >= {want:g} Gb/s",
+        actual=f"{best:.0f} Gb/s (avg {avg} GB/s)",
+        status=PASS if best >= want else FAIL,
+        detail=why,
     )
 
 

@@ -6,13 +6,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sparkfab.verify.catalog import Check
+
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 #: preflight only: not a blocker, but worth knowing
 WARN = "warn"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Result:
+    """One row of a verify or preflight report: a check (`checks.CHECKS` names each) on a host's
+    subject (a port, a peer, an instance), what was expected and what was found, and its status."""
+
     check: str
     host: str
     subject: str
@@ -23,18 +28,27 @@ class Result:
 
     @classmethod
     def compare(cls, check: str, host: str, subject: str, expected: Any, actual: Any, detail: str = "") -> Result:
-        return cls(check, host, subject, str(expected), str(actual), PASS if expected == actual else FAIL, detail)
+        status = PASS if expected == actual else FAIL
+        return cls(
+            check=check,
+            host=host,
+            subject=subject,
+            expected=str(expected),
+            actual=str(actual),
+            status=status,
+            detail=detail,
+        )
 
     @classmethod
     def skip(cls, check: str, host: str, subject: str, reason: str) -> Result:
-        return cls(check, host, subject, "-", "-", SKIP, reason)
+        return cls(check=check, host=host, subject=subject, expected="-", actual="-", status=SKIP, detail=reason)
 
 
 def left_out(instance: str, hosts: Sequence[str], only: set[str]) -> Result:
     """The row of an instance a --limit holds in part: what was not checked and why."""
     missing = ", ".join(h for h in hosts if h not in only)
     why = f"--limit leaves out {missing}: the checks across its ranks need them all"
-    return Result.skip("instance", hosts[0], instance, why)
+    return Result.skip(Check.INSTANCE, hosts[0], instance, why)
 
 
 @dataclass(frozen=True)

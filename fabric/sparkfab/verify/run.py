@@ -16,6 +16,7 @@ from sparkfab.plan import Host, Instance, Plan
 from sparkfab.render.tree import render
 from sparkfab.switches import profiles
 from sparkfab.verify import checks, images, mesh, serving, transport
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.expect import expect
 from sparkfab.verify.perf import perf as run_perf
 from sparkfab.verify.result import FAIL, PASS, Report, Result, left_out
@@ -31,9 +32,29 @@ def _per_host(plan: Plan, host: Host, hosts: dict[str, Remote], files: dict[str,
     try:
         connection.as_root(hosts[host.name])
     except connection.NoRoot as exc:
-        return [Result("ssh", host.name, "connection", "root (sudo -n)", "no root", FAIL, str(exc))]
+        return [
+            Result(
+                check=Check.SSH,
+                host=host.name,
+                subject="connection",
+                expected="root (sudo -n)",
+                actual="no root",
+                status=FAIL,
+                detail=str(exc),
+            )
+        ]
     except Exception as exc:
-        return [Result("ssh", host.name, "connection", "reachable", "unreachable", FAIL, str(exc)[:200])]
+        return [
+            Result(
+                check=Check.SSH,
+                host=host.name,
+                subject="connection",
+                expected="reachable",
+                actual="unreachable",
+                status=FAIL,
+                detail=str(exc)[:200],
+            )
+        ]
     exp = expect(plan.mode_of(host.name))
     th = hosts[host.name] = gather.prefetch(hosts[host.name], *checks.wanted(plan, host, files, exp))
     out = checks.link_checks(plan, host, th, exp)
@@ -114,7 +135,7 @@ def verify(
         parts = pool.map(lambda h: _per_host(plan, h, hosts, files[h.name]), chosen)
         for part in parts:
             report.results += part
-    unreachable = {r.host for r in report.results if r.check == "ssh"}
+    unreachable = {r.host for r in report.results if r.check == Check.SSH}
     reachable = {h.name for h in chosen} - unreachable
     partial = set() if only is None else {i.name for i in plan.instances if not set(i.hosts) <= only}
     report.results += [left_out(i.name, i.hosts, only) for i in plan.instances if i.name in partial and only]
@@ -128,7 +149,7 @@ def verify(
     running = [(s.instance, s.host) for s in states if s.state == serving.RUNNING and s.instance not in partial]
     report.results += transport.transports(plan, hosts, running)
     _said(log, report, "cabling, engine flags, images, serving", t0)
-    blocked = {r.host: r.actual for r in report.results if r.check == "forward-policy" and r.status == FAIL}
+    blocked = {r.host: r.actual for r in report.results if r.check == Check.FORWARD_POLICY and r.status == FAIL}
     for inst in plan.instances:
         if set(inst.hosts) <= reachable:
             report.results += mesh.mesh(plan, inst, hosts, blocked)
@@ -145,7 +166,7 @@ def verify(
             broken = [
                 r
                 for r in report.results
-                if r.check in ("reach", "tcp", "ssh") and r.status == FAIL and r.host in inst.hosts
+                if r.check in (Check.REACH, Check.TCP, Check.SSH) and r.status == FAIL and r.host in inst.hosts
             ]
             if broken:
                 # it would only wait for its timeout: name the pair that cannot connect instead
@@ -181,12 +202,18 @@ def _consistency(plan: Plan, hosts: dict[str, Remote], reachable: set[str]) -> l
             seen[h] = json.loads(f.content_string).get("engine_flag_hash", "")[:12] if f.exists else "absent"
         want = seen[inst.hosts[0]]
         for h, got in seen.items():
-            out.append(Result.compare("engine-flags", h, inst.name, want, got, "hash of the engine-shaping flags"))
+            out.append(Result.compare(Check.ENGINE_FLAGS, h, inst.name, want, got, "hash of the engine-shaping flags"))
     return out
 
 
 def _collective_row(inst: Instance, actual: str, ok: bool, detail: str) -> Result:
     """The all-reduce's row of an instance: correct sums on every rank, or why not."""
     return Result(
-        "collective", inst.hosts[0], inst.name, "correct sums on every rank", actual, PASS if ok else FAIL, detail
+        check=Check.COLLECTIVE,
+        host=inst.hosts[0],
+        subject=inst.name,
+        expected="correct sums on every rank",
+        actual=actual,
+        status=PASS if ok else FAIL,
+        detail=detail,
     )

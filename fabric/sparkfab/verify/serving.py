@@ -18,6 +18,7 @@ from sparkfab import connection
 from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import PID_DIR
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
 RUNNING, DEAD, STOPPED, UNKNOWN = "running", "dead", "stopped", "unknown"
@@ -112,5 +113,15 @@ def results(states: list[RankState]) -> list[Result]:
                 if ok
                 else f"rank {s.rank}: {s.detail}; `sparkfab serve restart --instance {name}` starts it in order"
             )
-            out.append(Result("engine", s.host, f"{name} rank {s.rank}", RUNNING, s.state, PASS if ok else FAIL, why))
+            out.append(
+                Result(
+                    check=Check.ENGINE,
+                    host=s.host,
+                    subject=f"{name} rank {s.rank}",
+                    expected=RUNNING,
+                    actual=s.state,
+                    status=PASS if ok else FAIL,
+                    detail=why,
+                )
+            )
     return out

@@ -28,6 +28,7 @@ from sparkfab import connection
 from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import LAUNCH_DIR
+from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
 _NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
@@ -83,7 +84,7 @@ def judge(inst: Instance, host: str, t: Transport) -> Result:
     lab's CPU engines all-reduce with Gloo)."""
     if not t.seen:
         return Result.skip(
-            "nccl-transport",
+            Check.NCCL_TRANSPORT,
             host,
             inst.name,
             "not judged: the engine's log has no NCCL INFO line of its network (NCCL_DEBUG=INFO and "
@@ -93,17 +94,24 @@ def judge(inst: Instance, host: str, t: Transport) -> Result:
     if t.sockets:
         over = ", ".join(f"{n} channel connections over {k}" for k, n in sorted(t.channels.items())) or "no channel"
         return Result(
-            "nccl-transport",
-            host,
-            inst.name,
-            "NET/IB",
-            "NET/Socket",
-            FAIL,
-            f"the engine's NCCL fell back to TCP sockets ({over}): its RDMA devices were not usable in the engine "
-            "(the container's /dev/infiniband, NCCL_IB_HCA against `ibdev2netdev`)",
+            check=Check.NCCL_TRANSPORT,
+            host=host,
+            subject=inst.name,
+            expected="NET/IB",
+            actual="NET/Socket",
+            status=FAIL,
+            detail=f"the engine's NCCL fell back to TCP sockets ({over}): its RDMA devices were not usable in the "
+            "engine (the container's /dev/infiniband, NCCL_IB_HCA against `ibdev2netdev`)",
         )
     devices = ", ".join(t.devices) if t.devices else "devices not listed"
-    return Result("nccl-transport", host, inst.name, "NET/IB", f"NET/IB ({devices})", PASS)
+    return Result(
+        check=Check.NCCL_TRANSPORT,
+        host=host,
+        subject=inst.name,
+        expected="NET/IB",
+        actual=f"NET/IB ({devices})",
+        status=PASS,
+    )
 
 
 def transports(plan: Plan, hosts: dict[str, Remote], running: list[tuple[str, str]]) -> list[Result]:
@@ -115,7 +123,7 @@ def transports(plan: Plan, hosts: dict[str, Remote], running: list[tuple[str, st
         try:
             res = connection.as_root(hosts[host]).run(log_command(insts[name]))
         except Exception as exc:  # unreachable meanwhile
-            return Result.skip("nccl-transport", host, name, f"not judged: its log could not be read ({exc})"[:200])
+            return Result.skip(Check.NCCL_TRANSPORT, host, name, f"not judged: its log could not be read ({exc})"[:200])
         return judge(insts[name], host, parse(res.stdout))
 
     with cf.ThreadPoolExecutor(max_workers=16) as pool:

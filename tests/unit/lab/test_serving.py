@@ -244,7 +244,9 @@ def test_lab_status_reads_the_state_and_names_where_each_instance_answers(cli, t
     inv.write_text(Path("inventory/pair-1cable.yml").read_text().replace("cluster: pair1", "cluster: unit-down"))
     sp = spec(load_plan(str(inv)))
     sp.dir.mkdir()
-    LabState("unit-down", str(inv), "collective", sp, {"spark-a.machine": 2**22 + 1}).write()
+    LabState(
+        cluster="unit-down", inventory=str(inv), engine="collective", spec=sp, pids={"spark-a.machine": 2**22 + 1}
+    ).write()
     a, b = sp.sparks
     hosts = {a.name: {"ns": a.ns, "mgmt_ip": a.mgmt_ip}, b.name: {"ns": b.ns, "mgmt_ip": b.mgmt_ip}}
     res = cli("lab", "status", str(inv), "--format", "json")
@@ -303,7 +305,9 @@ def test_the_labs_one_record_keeps_its_cables_as_the_drills_left_them(tmp_path, 
     inv.write_text(Path("inventory/pair-1cable.yml").read_text().replace("cluster: pair1", "cluster: unit-wiring"))
     sp = spec(load_plan(str(inv)))
     sp.dir.mkdir()
-    LabState("unit-wiring", str(inv), "collective", sp, {"spark-a.machine": 7}).write()
+    LabState(
+        cluster="unit-wiring", inventory=str(inv), engine="collective", spec=sp, pids={"spark-a.machine": 7}
+    ).write()
     assert wire.current(sp) == list(sp.veths)
     changed = [replaced(v, rate_mbit=123) if i == 0 else v for i, v in enumerate(sp.veths)]
     wire._save(sp, changed)

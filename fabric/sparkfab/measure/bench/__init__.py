@@ -40,8 +40,12 @@ from sparkfab.measure.plans import Test
 METADATA_S = 10.0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Options:
+    """What one bench run is asked to do: the server and model, the run directory, the rounds, the
+    counters to sample and the idle link to wait for, the bounds on the server's answers, and
+    what the report reads beside the measurements (the label, the inventory's context)."""
+
     url: str
     model: str
     out: Path

@@ -118,11 +118,11 @@ def test_two_runs_get_different_prompts_of_the_same_lengths(tmp_path):
     restart) must prefill again: each run salts its prompts' seed, and a resumed run keeps its salt."""
     from sparkfab.measure.bench import Options, Run
 
-    runs = [Run(Options("http://127.0.0.1:1", "m", tmp_path / f"r{i}"), []) for i in range(2)]
+    runs = [Run(Options(url="http://127.0.0.1:1", model="m", out=tmp_path / f"r{i}"), []) for i in range(2)]
     assert runs[0].salt != runs[1].salt
     a, b = (TokenPrompts(list(range(100)), f"0:{r.salt}").make(64, "P1", 0, 0) for r in runs)
     assert a != b and len(a) == len(b) == 64
     (tmp_path / "r0").mkdir()
     (tmp_path / "r0/run.json").write_text(json.dumps({"prompt_salt": runs[0].salt}))
-    resumed = Run(Options("http://127.0.0.1:1", "m", tmp_path / "r0", resume=True), [])
+    resumed = Run(Options(url="http://127.0.0.1:1", model="m", out=tmp_path / "r0", resume=True), [])
     assert resumed.salt == runs[0].salt

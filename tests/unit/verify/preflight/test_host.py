@@ -1,4 +1,5 @@
-"""preflight (`verify.preflight`): a Spark's foreign netplan files named without importing Ansible."""
+"""preflight's checks of one Spark (`verify.preflight.host`): its foreign netplan files named without
+importing Ansible."""
 
 from __future__ import annotations
 
@@ -35,6 +36,6 @@ def test_preflight_names_foreign_netplan_files_without_importing_ansible():
         "/etc/netplan/01-mgmt.yaml": "network: {ethernets: {enP7s7: {dhcp4: true}}}",
     }
     listing = "".join(f"\n@@sparkfab-file {path}\n{text}\n" for path, text in files.items())
-    rows = preflight._netplan(host, _Host({"": _Res(0, listing)}))
+    rows = preflight.host.netplan(host, _Host({"": _Res(0, listing)}))
     assert [(r.subject, r.status) for r in rows] == [("/etc/netplan/40-cx7.yaml", "fail")]
     assert dev in rows[0].detail
