@@ -7,7 +7,8 @@ from __future__ import annotations
 import signal
 import sys
 
-from sparkfab.errors import Exit, Terminated, on_sigterm
+from sparkfab.errors import Exit
+from sparkfab.proc import Terminated, on_sigterm
 
 
 def run() -> int:

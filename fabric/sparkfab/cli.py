@@ -38,7 +38,8 @@ from sparkfab.commands import (
     verify_cmd,
 )
 from sparkfab.commands.common import Verb
-from sparkfab.errors import Exit, InventoryError, SparkfabError, Terminated, Unavailable, on_sigterm, readable
+from sparkfab.errors import Exit, InventoryError, SparkfabError, Unavailable, readable
+from sparkfab.proc import Terminated, on_sigterm
 
 #: every verb, in the order `sparkfab --help` lists them
 VERBS: tuple[Verb, ...] = (

@@ -18,11 +18,6 @@ Exit 1 is left for sparkfab's own bugs (an exception no one expected).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import threading
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -126,63 +121,6 @@ class Unavailable(SparkfabError):
 
 class ServerError(Unavailable):
     pass
-
-
-#: The exit codes the README promises.
-OK, INTERNAL, BAD_INPUT, DEPLOY_FAILED, VERIFY_FAILED, UNAVAILABLE = 0, 1, 2, 3, 4, 5
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (timeout, systemd, a CI runner), raised where the verb is, as Ctrl-C is, so that
-    the same clean-up runs: half-written outputs removed, locks released; exit 143."""
-
-
-def on_sigterm() -> Callable[[int, object], None]:
-    """A SIGTERM handler for this process that raises Terminated. A process forked from it
-    without exec (pyroute2's namespace helpers, multiprocessing) inherits the handler but not
-    the verb: there SIGTERM ends the process, as it would have without sparkfab's handler."""
-    owner = os.getpid()
-
-    def handler(signum: int, frame: object) -> None:
-        if os.getpid() != owner:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        raise Terminated
-
-    return handler
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[list[int]]:
-    """Ctrl-C and SIGTERM are recorded in the yielded list instead of acted on while the block
-    runs, and the handlers installed before come back after it (main thread only: elsewhere
-    Python runs no handler and the list stays empty)."""
-    got: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield got
-        return
-    old = {s: signal.signal(s, lambda signum, _frame: got.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield got
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait until the block is done (a few renames that must not stop
-    half-way), then act as they would have: the handler that was installed runs once."""
-    with signals_held() as got:
-        yield
-    if got:
-        signum = signal.Signals(got[0])
-        handler = signal.getsignal(signum)
-        if callable(handler):
-            handler(signum, None)
-        elif handler == signal.SIG_DFL:
-            signal.raise_signal(signum)
 
 
 def readable(text: str, width: int = 300) -> str:

@@ -1,15 +1,19 @@
 """The seam for the programs sparkfab runs on this machine (ssh-keygen, ip, daemons): every argv
 is logged, and a failing one (with `check`) raises CalledProcessError with what it printed; and
-the process trees it ends (a lab machine's, an interrupted ansible-playbook's)."""
+the process trees it ends (a lab machine's, an interrupted ansible-playbook's); and the signals
+this process acts on (SIGTERM raised as `Terminated` where the verb is, Ctrl-C and SIGTERM held
+or deferred over what must not stop half-way)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 log = logging.getLogger("sparkfab.proc")
@@ -114,3 +118,56 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (timeout, systemd, a CI runner), raised where the verb is, as Ctrl-C is, so that
+    the same clean-up runs: half-written outputs removed, locks released; exit 143."""
+
+
+def on_sigterm() -> Callable[[int, object], None]:
+    """A SIGTERM handler for this process that raises Terminated. A process forked from it
+    without exec (pyroute2's namespace helpers, multiprocessing) inherits the handler but not
+    the verb: there SIGTERM ends the process, as it would have without sparkfab's handler."""
+    owner = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    return handler
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM are recorded in the yielded list instead of acted on while the block
+    runs, and the handlers installed before come back after it (main thread only: elsewhere
+    Python runs no handler and the list stays empty)."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+    old = {s: signal.signal(s, lambda signum, _frame: got.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield got
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block is done (a few renames that must not stop
+    half-way), then act as they would have: the handler that was installed runs once."""
+    with signals_held() as got:
+        yield
+    if got:
+        signum = signal.Signals(got[0])
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            handler(signum, None)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(signum)

@@ -19,8 +19,9 @@ from rich.text import Text
 
 from sparkfab.cluster.target import Target
 from sparkfab.commands.common import run_bound
-from sparkfab.errors import DeployError, Terminated, UsageError
+from sparkfab.errors import DeployError, UsageError
 from sparkfab.plan import Plan
+from sparkfab.proc import Terminated
 from sparkfab.push.passthrough import PassThrough, checked
 from sparkfab.push.run import HostResult, Interrupted, RunResult, run_playbook
 

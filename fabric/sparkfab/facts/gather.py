@@ -3,8 +3,8 @@
 The checks ask a `Remote` for command outputs, sysctls and files one at a time; over SSH each
 ask is a round trip (an RDMA device alone is some seventy reads: state, rate, counters and the
 GID table). `prefetch` runs every command the checks will send and reads every file they will
-read in one command on the host (a small Python program: commands run side by side, so the jumbo
-pings of all ports take as long as one), and answers the checks from what came back. Each
+read in one command on the host (`assets/gather.py`, run with the host's python3: commands run
+side by side, so the jumbo pings of all ports take as long as one), and answers the checks from what came back. Each
 command's answer is used once (a check that asks again, such as the cabling retry, goes to the
 host); a command or file the list did not name goes to the host as before, and so does
 everything when the host cannot run the program. A file that exists but cannot be read (sysfs
@@ -18,26 +18,11 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from sparkfab.assets import program
 from sparkfab.facts.remote import Remote
 
-_PROGRAM = r"""
-import json, subprocess, sys
-ask = json.loads(sys.argv[1])
-procs = {c: subprocess.Popen(c, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-         for c in ask["commands"]}
-files = {}
-for p in ask["files"]:
-    try:
-        with open(p, "rb") as f:
-            files[p] = f.read().decode("utf-8", "replace")
-    except OSError:
-        files[p] = None
-done = {}
-for c, p in procs.items():
-    out, err = p.communicate()
-    done[c] = [p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")]
-sys.stdout.write(json.dumps({"commands": done, "files": files}))
-"""
+#: the program that gathers them on the host (`assets/gather.py`)
+_PROGRAM = program("gather.py")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from sparkfab.errors import Unavailable, UsageError, signals_deferred
+from sparkfab.errors import Unavailable, UsageError
+from sparkfab.proc import signals_deferred
 
 MANIFEST = ".sparkfab-output"
 

@@ -28,8 +28,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkfab.errors import DeployError, Terminated, signals_held
+from sparkfab.errors import DeployError
 from sparkfab.paths import repo_dir, state_dir
+from sparkfab.proc import Terminated, signals_held
 from sparkfab.push import collection, processes
 from sparkfab.push.env import config_env, run_env, strategy_env, strategy_vars
 from sparkfab.push.passthrough import PassThrough

@@ -8,50 +8,16 @@ from __future__ import annotations
 import json
 import shlex
 
+from sparkfab.assets import program
 from sparkfab.facts.netdevs import ROUTE
 from sparkfab.facts.remote import Remote
 from sparkfab.plan import Instance, Plan
 from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
-#: Run on each source rank: for every destination a ping and TCP connects the way applications
-#: make them (no -I, no bind: the kernel picks route and source), with the source it picked.
-#: A refused connect passes: the RST came back, so the return path works.
-PROBE = r"""
-import errno, json, os, select, socket, subprocess, sys
-from concurrent.futures import ThreadPoolExecutor
-
-def route(dst):
-    r = subprocess.run(["ip", "-j", "route", "get", dst], capture_output=True, text=True)
-    try:
-        return json.loads(r.stdout)[0]
-    except (ValueError, IndexError):
-        return {"error": r.stderr.strip()}
-
-def tcp(dst, port, wait):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setblocking(False)
-    try:
-        rc = s.connect_ex((dst, port))
-        src = s.getsockname()[0]
-        if rc not in (0, errno.EINPROGRESS):
-            return {"port": port, "source": src, "result": os.strerror(rc)}
-        _, ready, _ = select.select([], [s], [], wait)
-        err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) if ready else None
-        res = "timeout" if err is None else "connected" if err == 0 else (
-            "refused" if err == errno.ECONNREFUSED else os.strerror(err))
-        return {"port": port, "source": src, "result": res}
-    finally:
-        s.close()
-
-def one(target):
-    dst, ports, wait = target
-    ping = subprocess.run(["ping", "-c", "1", "-W", str(int(wait)), dst], capture_output=True)
-    return {"dst": dst, "ping": ping.returncode == 0, "route": route(dst), "tcp": [tcp(dst, p, wait) for p in ports]}
-
-with ThreadPoolExecutor(16) as pool:
-    print(json.dumps(list(pool.map(one, json.loads(sys.argv[1])))))
-"""
+#: run on each source rank: a ping and TCP connects to every destination as applications make
+#: them, with the source the kernel picked (`assets/mesh_probe.py`)
+PROBE = program("mesh_probe.py")
 MESH_WAIT_S = 3
 TCP_OK = ("connected", "refused")
 

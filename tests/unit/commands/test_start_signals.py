@@ -9,7 +9,7 @@ import argparse
 import pytest
 
 from sparkfab import cli
-from sparkfab.errors import Terminated
+from sparkfab.proc import Terminated
 
 
 @pytest.mark.parametrize("raised,code,said", [(Terminated, 143, "terminated"), (KeyboardInterrupt, 130, "interrupted")])

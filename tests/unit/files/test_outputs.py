@@ -61,7 +61,7 @@ def test_a_sigterm_inside_the_swap_waits_for_it(tmp_path, monkeypatch, moment):
     what it leaves is the new tree, whole, and nothing beside it."""
     import shutil as shutil_module
 
-    from sparkfab.errors import Terminated, on_sigterm
+    from sparkfab.proc import Terminated, on_sigterm
 
     out = tmp_path / "out"
     replace_dir(out, "render", _write({"a": "old"}))

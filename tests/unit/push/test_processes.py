@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sparkfab import proc
-from sparkfab.errors import Terminated
+from sparkfab.proc import Terminated
 from sparkfab.push.run import Interrupted, run_playbook
 from tests.conftest import REPO
 from tests.helpers.inventories import localhost
