@@ -18,22 +18,22 @@ from collections.abc import Sequence
 
 from sparkfab import __version__, others
 from sparkfab.commands import (
-    bench_cmds,
+    bench_cmd,
     collection_cmd,
     completion_cmd,
-    deploy_cmds,
+    deploy_cmd,
     discover_cmd,
     estimate_cmd,
     exporter_cmd,
     fit_cmd,
     graph_cmd,
     init_cmd,
-    inventory_cmds,
-    lab_cmds,
+    inventory_cmd,
+    lab_cmd,
     peer_ssh_cmd,
     preflight_cmd,
-    render_cmds,
-    sample_cmds,
+    render_cmd,
+    sample_cmd,
     serve_cmd,
     verify_cmd,
 )
@@ -43,13 +43,13 @@ from sparkfab.proc import Terminated, on_sigterm
 
 #: every verb, in the order `sparkfab --help` lists them
 VERBS: tuple[Verb, ...] = (
-    *inventory_cmds.VERBS,  # validate, plan, schema
+    *inventory_cmd.VERBS,  # validate, plan, schema
     *init_cmd.VERBS,
-    *render_cmds.VERBS,
+    *render_cmd.VERBS,
     *graph_cmd.VERBS,
-    *lab_cmds.VERBS,
+    *lab_cmd.VERBS,
     *preflight_cmd.VERBS,
-    *deploy_cmds.VERBS,  # apply, linkspeed, reset
+    *deploy_cmd.VERBS,  # apply, linkspeed, reset
     *peer_ssh_cmd.VERBS,
     *serve_cmd.VERBS,
     *exporter_cmd.VERBS,
@@ -57,8 +57,8 @@ VERBS: tuple[Verb, ...] = (
     *discover_cmd.VERBS,
     *estimate_cmd.VERBS,
     *fit_cmd.VERBS,
-    *sample_cmds.VERBS,  # sample, traffic
-    *bench_cmds.VERBS,  # bench, battery, report
+    *sample_cmd.VERBS,  # sample, traffic
+    *bench_cmd.VERBS,  # bench, battery, report
     *collection_cmd.VERBS,
     *completion_cmd.VERBS,
 )

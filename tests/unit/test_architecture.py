@@ -138,7 +138,7 @@ def test_the_top_level_keeps_about_a_dozen_modules():
 
 def test_the_checks_themselves_find_a_circle_and_an_upward_import():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
-    assert _layer("sparkfab.render.tree") > _layer("sparkfab.commands.deploy_cmds")
+    assert _layer("sparkfab.render.tree") > _layer("sparkfab.commands.deploy_cmd")
     with pytest.raises(AssertionError, match="in no layer"):
         _layer("sparkfab.somewhere_new")
 

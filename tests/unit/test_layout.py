@@ -28,10 +28,10 @@ COVERED = {
     "sparkfab.assets.vllm_oracle": "tests/slow/test_oracle.py",
     "sparkfab.cluster.limits": "tests/unit/cluster/test_flip.py",  # a partial flip's whole instances
     "sparkfab.commands.collection_cmd": "tests/slow/test_collection.py",  # `sparkfab collection` builds the tarball
-    "sparkfab.commands.deploy_cmds": "tests/lab/test_lab.py",  # apply, linkspeed, reset on booted Sparks
+    "sparkfab.commands.deploy_cmd": "tests/lab/test_lab.py",  # apply, linkspeed, reset on booted Sparks
     "sparkfab.commands.fit_cmd": "tests/unit/fit/test_plan.py",  # `sparkfab fit` through the CLI
-    "sparkfab.commands.inventory_cmds": "tests/unit/commands/hostile/test_validate.py",  # validate, plan, schema
-    "sparkfab.commands.lab_cmds": "tests/lab/test_lab.py",  # lab up, status, down on booted Sparks
+    "sparkfab.commands.inventory_cmd": "tests/unit/commands/hostile/test_validate.py",  # validate, plan, schema
+    "sparkfab.commands.lab_cmd": "tests/lab/test_lab.py",  # lab up, status, down on booted Sparks
     "sparkfab.commands.peer_ssh_cmd": "tests/lab/test_lab_perf.py",
     "sparkfab.commands.preflight_cmd": "tests/lab/test_lab_preflight.py",
     "sparkfab.commands.runs": "tests/unit/push/test_processes.py",
@@ -165,7 +165,7 @@ def test_the_rule_maps_each_kind_of_module_to_its_path():
     assert mirrored("sparkfab.cluster.target") == [UNIT / "cluster/test_target.py"]
     assert mirrored("sparkfab.spark") == [UNIT / "test_spark.py"]
     assert mirrored("sparkfab.resolve") == [UNIT / "resolve/test_resolve.py"]
-    assert mirrored("sparkfab.commands.bench_cmds") == [
+    assert mirrored("sparkfab.commands.bench_cmd") == [
         UNIT / "commands/test_bench.py",
         UNIT / "commands/hostile/test_bench.py",
     ]

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkfab import connection, lock, paths
+from sparkfab import connection, lock, paths, spark
 from sparkfab.assets import shipped
 from sparkfab.cluster.limits import files_here, selected
 from sparkfab.cluster.speeds import at_current_speed
@@ -33,6 +33,7 @@ from sparkfab.render.tree import inventory as rendered_inventory
 from sparkfab.render.tree import render
 from sparkfab.render.writer import write_tree
 from sparkfab.resolve import load_plan
+from sparkfab.spark import LinkSpeed
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,15 @@ class Target:
         """How `verb` reaches the hosts: as Ansible does (its ssh_config in the verb's working
         directory), or through the lab's ssh_config."""
         return connection.for_plan(self.plan, self.work(verb), self.lab)
+
+    def link_gbps(self, mode: LinkSpeed) -> float:
+        """The one answer to "how fast is the link at `mode`": a lab's cables at their shaped rate
+        (`lab.rates`), a Spark's at the mode's line rate (`spark`'s table)."""
+        if self.lab is not None:
+            from sparkfab.lab import rates
+
+            return rates.rate_gbps(mode)
+        return spark.LINK_GBPS[mode]
 
     def unreachable_why(self, host: str) -> str:
         """What can be seen of `host` where it does not answer: on a lab, what the lab host sees

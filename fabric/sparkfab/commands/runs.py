@@ -1,7 +1,7 @@
 """A verb's Ansible run as people see it: the confirmation before real hosts change, the live
 per-host table (without a terminal: a line per host and step), the failure that ends the verb
 (with the fix where sparkfab knows it), and what a --check run passed over. apply, linkspeed,
-reset (`deploy_cmds`) and serve (`serve_cmd`) share it."""
+reset (`deploy_cmd`) and serve (`serve_cmd`) share it."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ def test_a_failure_in_the_flips_check_is_before_any_change_and_one_in_serving_af
     push went everywhere. The name is the one the role's task has."""
     import yaml
 
-    from sparkfab.commands.deploy_cmds import _serving
+    from sparkfab.commands.deploy_cmd import _serving
     from sparkfab.push.tasks import SERVE_PROBE
     from tests.conftest import REPO
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from sparkfab.cli import parser
-from sparkfab.commands.deploy_cmds import WHOLE_FLIP
+from sparkfab.commands.deploy_cmd import WHOLE_FLIP
 from sparkfab.commands.runs import run_options
 from sparkfab.errors import Unavailable, UsageError
 from sparkfab.files.userfile import BadFile

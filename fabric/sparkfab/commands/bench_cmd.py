@@ -6,9 +6,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import shlex
 import sys
-import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,8 +119,8 @@ def _access(args: argparse.Namespace) -> Access:
 
 
 def _context(args: argparse.Namespace) -> dict[str, Any]:
-    """What the run measured, for its run.json: cluster, link-speed mode and the link's Gb/s
-    (a lab's shaped rate), and the TP size of the instance the URL points at."""
+    """What the run measured, for its run.json (`cluster.measured.context`), or with no
+    inventory the --link-speed given and its rate."""
     if not args.inventory:
         if args.lab or args.instance:
             raise UsageError(f"{'--lab' if args.lab else '--instance'} needs --inventory (the cluster measured)")
@@ -131,56 +129,23 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     if args.link_speed:
         raise UsageError("--link-speed: with --inventory the speed measured is the inventory's speed now")
+    from sparkfab.cluster import measured
     from sparkfab.cluster.limits import instance_limit
     from sparkfab.cluster.target import Target
 
     target = Target.load(args.inventory, lab=args.lab)
-    plan = target.plan
     if args.instance:
-        instance_limit(plan, args.instance, None)  # names the instances when it is not one of them
-    served = _served(plan, args)
-    # the speed of the instance measured (one may run at its own: `linkspeed --instance`)
-    mode = plan.mode_of(served[0].hosts[0]) if len(served) == 1 else plan.link_speed
-    ctx: dict[str, Any] = {"path": str(args.inventory), "cluster": plan.cluster, "link_speed": mode}
-    if target.lab is not None:
-        from sparkfab.lab import rates
-
-        ctx.update(lab=True, link_gbps=rates.rate_gbps(mode), link_rate=rates.rate_text(mode))
-    else:
-        ctx["link_gbps"] = spark.LINK_GBPS[mode]
-    if len(served) == 1:
-        ctx.update(instance=served[0].name, tp=served[0].tp)
-    return {"inventory": ctx}
-
-
-def _served(plan: Any, args: argparse.Namespace) -> list[Any]:
-    """The instances the URL can be: --instance, else those on the URL's port, else all."""
-    if args.instance:
-        return [plan.instance(args.instance)]
-    port = urllib.parse.urlsplit(args.url).port
-    return [i for i in plan.instances if i.port == port] or list(plan.instances)
+        instance_limit(target.plan, args.instance, None)  # names the instances when it is not one of them
+    return {"inventory": measured.context(target, str(args.inventory), args.url, args.instance)}
 
 
 def _remote_read(args: argparse.Namespace) -> Callable[[str], str | None] | None:
-    """With --inventory: read a file on the measured instance's rank 0 (as root, as verify
-    does), for the served checkpoint's config.json that vLLM names by its path there."""
+    """With --inventory: read a file on the measured instance's rank 0 (`cluster.measured`)."""
     if not args.inventory:
         return None
+    from sparkfab.cluster import measured
 
-    def read(path: str) -> str | None:
-        from sparkfab.cluster.target import Target
-        from sparkfab.connection import as_root
-
-        target = Target.load(args.inventory, lab=args.lab)
-        inst = _served(target.plan, args)[0]
-        try:
-            host = as_root(target.connection("bench").remote(inst.hosts[0]))
-            res = host.run(f"head -c 1048576 {shlex.quote(path)}")
-        except Exception:  # unreachable, no sudo: the run goes on without the copy
-            return None
-        return str(res.stdout) if res.rc == 0 else None
-
-    return read
+    return measured.rank0_reader(args.inventory, args.lab, args.url, args.instance)
 
 
 SECONDS = at.number(0, 7 * 86400, lo_open=True)
@@ -213,7 +178,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
     if args.counters_host:
         if args.counters or not args.inventory:
             raise UsageError("--counters-host takes the devices from --inventory: give it instead of --counters")
-        from sparkfab.commands.sample_cmds import host_devices
+        from sparkfab.cluster.measured import host_devices
 
         devices = host_devices(args.inventory, args.counters_host, args.source)
     counters = sampler.counters_of(devices, args.source, args.root) if devices else None

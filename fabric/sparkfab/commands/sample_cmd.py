@@ -36,19 +36,9 @@ def _devices(args: argparse.Namespace) -> list[str]:
         return list(args.devices)
     if not (args.inventory and args.host):
         raise UsageError("name the counters: --devices LIST, or --inventory FILE --host H")
+    from sparkfab.cluster.measured import host_devices
+
     return host_devices(args.inventory, args.host, args.source)
-
-
-def host_devices(inventory: str, name: str, source: str) -> list[str]:
-    """The counters of one Spark of an inventory: its RDMA devices in the current link-speed
-    mode, or with source netdev every fabric netdev it has."""
-    from sparkfab.cluster.target import Target
-
-    plan = Target.load(inventory).plan
-    if name not in {h.name for h in plan.hosts}:
-        raise UsageError(f"{name} is not a host of {inventory}")
-    host = plan.host(name)
-    return list(host.hca[plan.mode_of(name)]) if source == "rdma" else list(host.fabric_ifs)
 
 
 def sample_cmd(args: argparse.Namespace) -> int:
