@@ -108,7 +108,7 @@ def lab_paths(cluster: str) -> LabPaths:
     return LabPaths(lab_dir(cluster))
 
 
-def lab_inventory(cluster: str) -> Path:
+def lab_inventory_file(cluster: str) -> Path:
     return lab_paths(cluster).inventory
 
 

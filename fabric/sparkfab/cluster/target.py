@@ -50,7 +50,7 @@ class Target:
         dropped with a warning instead of refused (see `speeds.at_current_speed`). `plan`: `inventory`
         already resolved (each inventory is resolved once: the user's, and with `lab` the lab's)."""
         user = plan or load_plan(inventory)
-        path = lab_inventory(inventory, user) if lab else Path(inventory)
+        path = write_lab_inventory(inventory, user) if lab else Path(inventory)
         hosts = load_plan(str(path)) if lab else user  # with `lab`, the lab's copy is what the plays read
         d = lab_of(path, hosts.cluster)
         state = paths.LabPaths(d).cluster_state if d else paths.state_dir(hosts.cluster)
@@ -130,13 +130,13 @@ def lab_of(path: Path, cluster: str) -> Path | None:
     its state says `lab up` made it (not `is_up`: the inventory of a lab whose namespaces are gone
     stays a lab's, refused as not up, and is never taken for real hosts)."""
     try:
-        same = path.resolve() == paths.lab_inventory(cluster).resolve()
+        same = path.resolve() == paths.lab_inventory_file(cluster).resolve()
     except OSError:
         return None
     return paths.lab_dir(cluster) if same and paths.lab_state(cluster).exists() else None
 
 
-def lab_inventory(inventory: str, plan: Plan) -> Path:
+def write_lab_inventory(inventory: str, plan: Plan) -> Path:
     """Write the lab's copy of a user's inventory (`plan`: it resolved; always from the inventory
     as it is now, so edits since `lab up` take effect; the file is rewritten only when it
     changes) and return its path."""

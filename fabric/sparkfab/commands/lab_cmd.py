@@ -15,7 +15,7 @@ from sparkfab import lock, paths
 from sparkfab.commands.common import Verb, add_format, add_inventory, emit_json
 from sparkfab.errors import Exit, LabError, Unavailable, UsageError
 from sparkfab.lab import build, serving, wire
-from sparkfab.lab import inventory as lab_inventory
+from sparkfab.lab import inventory as lab_inv
 from sparkfab.lab.spec import LabSpec, spec
 from sparkfab.lab.state import is_up
 from sparkfab.plan import Plan
@@ -162,10 +162,10 @@ def _up(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
         return Exit.OK
     engine = serving.of(args.engine)  # resolved once, carried as the object from here on
     engine.check_installed()
-    lab_inventory.check(args.inventory, sp, engine, plan)
+    lab_inv.check(args.inventory, sp, engine, plan)
     tps = {i.tp for i in plan.instances}
     state = build.up(sp, args.inventory, engine, plan.link_speed, tps, args.keep_ray)
-    inv = lab_inventory.write(args.inventory, sp, engine, plan=plan, keep_ray=args.keep_ray)
+    inv = lab_inv.write(args.inventory, sp, engine, plan=plan, keep_ray=args.keep_ray)
     t = state.timing
     parts = [f"links {t.get('links_s', 0):.1f} s", f"boot {t.get('boot_s', 0):.1f} s"]
     if t.get("image_s", 0) > 1:

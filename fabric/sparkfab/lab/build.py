@@ -21,7 +21,7 @@ from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.serving import LabEngine
 from sparkfab.lab.spec import LabSpec, lab_id, ns_prefix
 from sparkfab.lab.state import LabState, is_up
-from sparkfab.paths import LabPaths, lab_dir, lab_inventory
+from sparkfab.paths import LabPaths, lab_dir, lab_inventory_file
 from sparkfab.spark import LinkSpeed
 
 
@@ -187,7 +187,7 @@ def status(cluster: str) -> LabStatus:
         processes={name: daemons.ours(pid, cluster) for name, pid in (state.pids if state else {}).items()},
         hosts={n.name: LabHost(n.ns, n.mgmt_ip) for n in (state.spec.sparks if state else ())},
         engine=state.engine if state else None,
-        inventory=str(lab_inventory(cluster)),
+        inventory=str(lab_inventory_file(cluster)),
         python=sys.executable,
     )
 

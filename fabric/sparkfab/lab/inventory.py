@@ -29,13 +29,12 @@ from sparkfab.lab.image import LOGIN, LOGIN_PASSWORD
 from sparkfab.lab.serving import LabEngine
 from sparkfab.lab.spec import LabSpec
 from sparkfab.plan import Plan
+from sparkfab.resolve import load_plan
 
 
 def check(user_inventory: str, spec: LabSpec, engine: LabEngine, plan: Plan | None = None) -> None:
     """Refuse a lab whose inventory every later verb would refuse (before anything is built): the
     user's cluster (`plan`: resolved already, else here) as the lab serves it with `engine`."""
-    from sparkfab.resolve import load_plan
-
     with tempfile.TemporaryDirectory(prefix="sparkfab-lab-") as tmp:
         path = write(user_inventory, spec, engine, Path(tmp), plan=plan)
         try:
@@ -48,7 +47,7 @@ def check(user_inventory: str, spec: LabSpec, engine: LabEngine, plan: Plan | No
             raise UsageError("\n  ".join([head, *lines, way_out])) from None
 
 
-def lab_inventory(
+def lab_yaml(
     raw: Any,
     spec: LabSpec,
     engine: LabEngine,
@@ -103,8 +102,6 @@ def write(
     Each instance keeps the backend its recipe gives it on the real cluster (Ray or vLLM's own)
     where the lab's build serves with it (else the build's own, unless `keep_ray`): `plan` is the
     user's inventory resolved (resolved here when not given)."""
-    from sparkfab.resolve import load_plan
-
     user = plan or load_plan(user_inventory)
     backends: dict[str, str | None] = {i.name: i.backend for i in user.instances}
     folder = into or spec.dir
@@ -112,7 +109,7 @@ def write(
     # a plain file keeps its comments; any other inventory is written out in the plain shape
     doc = load_roundtrip(user_inventory) if is_plain_file(user_inventory) else plain(read(user_inventory)[0])
     doc["all"].pop(LEFT_OUT, None)  # the lab holds the cluster's Sparks only; their groups stay
-    text = lab_inventory(doc, spec, engine, backends=backends, keep_ray=keep_ray)
+    text = lab_yaml(doc, spec, engine, backends=backends, keep_ray=keep_ray)
     # written only when it changes: a read-only verb (verify, status) beside a running apply
     # leaves the files that apply's Ansible reads alone
     if not out.exists() or out.read_text() != text:

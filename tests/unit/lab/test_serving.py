@@ -92,19 +92,19 @@ def test_endpoints_refuse_a_plan_without_a_shared_rail(tmp_path):
 
 def test_lab_inventory_swaps_in_the_lab_engine(tmp_path):
     from sparkfab.inventory import load_roundtrip
-    from sparkfab.lab.inventory import lab_inventory
+    from sparkfab.lab.inventory import lab_yaml
     from sparkfab.lab.serving import of
     from sparkfab.lab.spec import spec
 
     raw = load_roundtrip("inventory/ring4.yml")
     sp = spec(load_plan("inventory/ring4.yml"))
-    vllm = yaml.safe_load(lab_inventory(raw, sp, of("vllm"), python="/py"))["all"]["vars"]["sparkfab"]["instances"][
+    vllm = yaml.safe_load(lab_yaml(raw, sp, of("vllm"), python="/py"))["all"]["vars"]["sparkfab"]["instances"][
         "glm"
     ]
     assert vllm["launcher"] == "lab-vllm" and vllm["runtime"] == "docker"  # as on a Spark
     assert "model" not in vllm and "flags" not in vllm  # the lab recipe's model, bound into every Spark
     assert vllm["env"]["PATH"].startswith(f"{sp.paths.bin}:") and vllm["env"]["SPARKFAB_PYTHON"] == "/py"
-    coll = yaml.safe_load(lab_inventory(raw, sp, of("collective"), python="/py"))["all"]["vars"]["sparkfab"]
+    coll = yaml.safe_load(lab_yaml(raw, sp, of("collective"), python="/py"))["all"]["vars"]["sparkfab"]
     assert coll["instances"]["glm"]["launcher"] == "lab-collective" and "PATH" not in coll["instances"]["glm"]["env"]
     assert coll["instances"]["glm"]["runtime"] == "process"
 
@@ -270,7 +270,7 @@ def test_an_instance_planned_on_ray_is_served_with_the_lab_builds_own_backend(tm
     own backend, unless `lab up --keep-ray` asks for Ray (to rehearse its start order); an
     instance planned on vLLM's own keeps it, and the collective, which has no backend, gets none."""
     from sparkfab.inventory import load_roundtrip
-    from sparkfab.lab.inventory import lab_inventory
+    from sparkfab.lab.inventory import lab_yaml
     from sparkfab.lab.serving import of
     from sparkfab.lab.spec import spec
 
@@ -281,7 +281,7 @@ def test_an_instance_planned_on_ray_is_served_with_the_lab_builds_own_backend(tm
     sp = spec(plan)
 
     def backend(engine: str, keep: bool, backends: dict[str, str | None]) -> str | None:
-        text = lab_inventory(load_roundtrip(inv), sp, of(engine), python="/py", backends=backends, keep_ray=keep)
+        text = lab_yaml(load_roundtrip(inv), sp, of(engine), python="/py", backends=backends, keep_ray=keep)
         return yaml.safe_load(text)["all"]["vars"]["sparkfab"]["instances"]["glm"].get("backend")
 
     assert backend("vllm", False, planned) == "mp"
