@@ -15,6 +15,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 inv=${1:-inventory/ring4.yml}
 cluster=$(sparkfab plan "$inv" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["cluster"])')
 out=${2:-demo-$cluster}
+rounds=${ROUNDS:-5}  # per test and mode: a verdict needs a spread (at least 3; 5 by default)
 rm -rf "$out"
 mkdir -p "$out"
 t0=$(date +%s)
@@ -45,7 +46,7 @@ step "estimate: the lab's model at TP$tp and the lab's rates for 200 and 100e"
 sparkfab estimate --inventory "$inv" --lab | tee "$out/estimate.txt"
 
 bench() {  # on rank 0's Spark, so that its fabric netdevs' counters are sampled at 1 ms
-  sparkfab lab exec "$inv" --net-only "$head" -- sparkfab bench --url "$url" --model "$model" --plan lab --rounds 2 \
+  sparkfab lab exec "$inv" --net-only "$head" -- sparkfab bench --url "$url" --model "$model" --plan lab --rounds "$rounds" \
     --idle-seconds 1 --inventory "$inv" --lab --counters-host "$head" --source netdev --label "$1" -o "$out/run-$1"
 }
 step "bench at 200";           bench 200
@@ -58,5 +59,10 @@ step "bench at 100e";          bench 100e
 step "report";                 sparkfab report "$out/run-200" "$out/run-100e" --estimate -o "$out/report"
 step "serve stop";             sparkfab serve stop "$inv" --lab
 step "lab down";               trap - EXIT; sparkfab lab down "$inv"
+step "verdict per test (TTFT 200 -> 100e against the run-to-run spread and the estimate's bound)"
+python3 -c '
+import json, sys
+for row in json.load(open(sys.argv[1]))["ttft"]:
+    print("verdict " + row["test"] + ": " + row.get("verdict", "-"))' "$out/report/tables.json"
 step "done: open $out/report/report.html"
 case "$out" in /*) echo "$out/report/report.html" ;; *) echo "$PWD/$out/report/report.html" ;; esac

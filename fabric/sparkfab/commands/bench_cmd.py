@@ -17,7 +17,7 @@ from rich.progress import Progress
 from sparkfab import spark
 from sparkfab.commands import argtypes as at
 from sparkfab.commands.common import Verb, add_format
-from sparkfab.errors import Exit, ServerError, Unavailable, UsageError
+from sparkfab.errors import Exit, ServerError, Unavailable, UsageError, readable
 from sparkfab.measure import plans
 from sparkfab.measure.counters import sampler
 
@@ -324,6 +324,9 @@ def report_cmd(args: argparse.Namespace) -> int:
     written = replace_dir(args.output, "report", make, inputs)
     sys.stdout.write((args.output / "report.md").read_text(encoding="utf-8"))
     sys.stderr.write("wrote " + ", ".join(str(p) for p in written if p.name != "tables.json") + "\n")
+    for row in result["tables"]["ttft"]:  # the verdicts last, one line per test
+        if "verdict" in row:
+            sys.stderr.write(readable(f"verdict {row['test']}: {row['verdict']}") + "\n")
     return Exit.OK
 
 

@@ -27,7 +27,7 @@ from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
 from sparkfab.measure.estimate import decode as decode_pass
 from sparkfab.measure.estimate.gloo import gloo_prefill_bytes_per_token, gloo_view
 from sparkfab.measure.estimate.plots import pyplot
-from sparkfab.measure.report.reporttext import MIN_SAMPLES, THROUGHPUT, markdown, sections
+from sparkfab.measure.report.reporttext import MIN_SAMPLES, THROUGHPUT, markdown, sections, ttft_verdict
 
 
 def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, list[dict[str, Any]]]:
@@ -44,8 +44,20 @@ def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, li
         if x and y:
             row["increase_s"] = y["mean"] - x["mean"]
             row["increase"] = row["increase_s"] / x["mean"]
-        if setup and speed_b:
-            row["bound_s"] = extra_time(ta.prompt_tokens * ta.requests * bytes_per_token(setup), speed_a, speed_b)
+        batch = replace(setup, batch=max(ta.requests, 1)) if setup else None
+        if batch and speed_b:
+            # what the link carries per prompt token: the lab engine's Gloo bytes (its fixed bytes
+            # per ring step, headers and the first token's pass, as the sampler counts them and
+            # the shaper accounts them), else the paper's formula for NCCL's payload
+            carried = (
+                gloo_prefill_bytes_per_token(batch, ta.prompt_tokens * batch.batch)
+                if gloo and ta.prompt_tokens
+                else bytes_per_token(batch)
+            )
+            row["bound_bytes_per_token"] = carried
+            row["bound_s"] = extra_time(ta.prompt_tokens * ta.requests * carried, speed_a, speed_b)
+        if x and y:
+            row["verdict"] = ttft_verdict(row)
         ttft.append(row)
         da, db = dist(xa["decode"]), dist(xb["decode"]) if xb else None
         drow: dict[str, Any] = {"test": name, "a": da, "b": db}
@@ -58,7 +70,6 @@ def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, li
             "b": _plain(tb.prefill_bytes_per_token) if tb else None,
             "estimate": bytes_per_token(setup) if setup else None,
         }
-        batch = replace(setup, batch=max(ta.requests, 1)) if setup else None
         if gloo and batch and ta.prompt_tokens:
             # the lab's engine: Gloo's bytes beyond the payload and the first token's pass
             brow["gloo"] = gloo_prefill_bytes_per_token(batch, ta.prompt_tokens * batch.batch)

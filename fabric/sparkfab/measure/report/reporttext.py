@@ -49,6 +49,33 @@ def verdict(x: dict[str, float] | None, y: dict[str, float] | None) -> str:
     return "outside the run-to-run spread"
 
 
+def increase_range(x: dict[str, float], y: dict[str, float]) -> tuple[float, float]:
+    """The range the increase from `x` to `y` rests on: the slowest of `y`'s typical rounds less
+    the fastest of `x`'s, and the other way round (p10 and p90 of each mode's rounds)."""
+    return y["p10"] - x["p90"], y["p90"] - x["p10"]
+
+
+def ttft_verdict(row: dict[str, Any]) -> str:
+    """A TTFT increase judged first against the run-to-run spread (`verdict`), then against the
+    estimate's bound (`bound_s`: the most the slower link adds): within the bound where the
+    increase's range (`increase_range`) lies below it, above it where the range lies above,
+    at the bound where the bound falls inside the range; with the range and the ratio it rests
+    on."""
+    x, y, bound = row.get("a"), row.get("b"), row.get("bound_s")
+    first = verdict(x, y)
+    if not x or not y or not first.startswith("outside") or not bound:
+        return first
+    lo, hi = increase_range(x, y)
+    mean = row["increase_s"]
+    rests = f"increase {_signed(mean)} s, p10-p90 range {_signed(lo)}..{_signed(hi)} s, bound {_g(bound)} s"
+    if hi < bound:
+        half = " (below half of it)" if hi < bound / 2 else ""
+        return f"within the bound{half}: {mean / bound:.2f}x ({rests})"
+    if lo > bound:
+        return f"above the bound: {mean / bound:.2f}x ({rests})"
+    return f"at the bound: {mean / bound:.2f}x ({rests})"
+
+
 def _fmt(s: dict[str, float] | None, unit: str = "s", scale: float = 1.0) -> str:
     if not s:
         return "-"
@@ -126,7 +153,7 @@ def sections(
             "a": _fmt(r["a"]),
             "b": _fmt(r["b"]),
             "increase": f"{_signed(r['increase_s'])} s ({r['increase']:+.1%})" if "increase_s" in r else "-",
-            "verdict": verdict(r["a"], r["b"]),
+            "verdict": ttft_verdict(r),
             "estimate bound": bound(r),
         }
         for r in t["ttft"]

@@ -139,3 +139,50 @@ def test_a_short_prompts_prefill_traffic_against_the_lab_engines_gloo_estimate(t
     assert "gloo" not in row
     (section,) = [s for s in sections(tables(spark, None, setup), "200", None) if s.title.startswith("Prefill")]
     assert section.columns[-1] == "measured vs estimate"
+
+
+def test_a_ttft_increase_is_judged_against_the_spread_then_the_bound():
+    from sparkfab.measure.report.reporttext import ttft_verdict
+
+    at_200 = dist([1.00, 1.02, 1.01, 0.99, 1.00])
+    at_100 = dist([1.30, 1.31, 1.29, 1.30, 1.32])  # +0.30 s, its p10-p90 range about 0.28..0.32 s
+
+    def row(b, bound):
+        return {"a": at_200, "b": b, "increase_s": b["mean"] - at_200["mean"], "bound_s": bound}
+
+    assert ttft_verdict(row(at_100, 0.40)).startswith("within the bound: 0.75x (increase +0.3 s, p10-p90 range +0.27")
+    assert ttft_verdict(row(at_100, 0.80)).startswith("within the bound (below half of it): 0.38x")
+    assert ttft_verdict(row(at_100, 0.20)).startswith("above the bound: 1.50x")
+    assert ttft_verdict(row(at_100, 0.30)).startswith("at the bound: 1.00x")
+    overlapping = dist([1.00, 1.03, 1.01, 1.02, 1.00])
+    assert ttft_verdict(row(overlapping, 0.3)) == "within noise (the modes' ranges overlap)"
+    assert ttft_verdict(row(dist([1.3, 1.31]), 0.3)) == "no verdict (n=2: at least 3 per mode)"
+    assert ttft_verdict({**row(at_100, 0.3), "bound_s": None}) == "outside the run-to-run spread"
+
+
+def test_a_lab_runs_bound_counts_the_bytes_its_link_carries(tmp_path):
+    """In the lab the bound is the time of the Gloo bytes the link carries (fixed bytes per ring
+    step, headers, the first token's pass: what the sampler counts and the shaper accounts), not
+    the paper's NCCL payload; a Spark's run keeps the paper's."""
+    from sparkfab.lab.serving import model_shape
+    from sparkfab.measure.estimate import Setup, bytes_per_token, extra_time
+    from sparkfab.measure.estimate.gloo import gloo_prefill_bytes_per_token
+    from sparkfab.measure.estimate.model import ModelSpec
+    from sparkfab.measure.report import tables
+
+    shape = model_shape({8})
+    setup = Setup(ModelSpec("lab", shape["hidden"], shape["layers"], shape["vocab"], shape["heads"]), 8)
+    gloo = gloo_prefill_bytes_per_token(setup, 128)
+    a, b = _prefill_run(tmp_path, "200", True, gloo, 128), _prefill_run(tmp_path, "100e", True, gloo, 128)
+    (row,) = tables(a, b, setup)["ttft"]
+    assert row["bound_bytes_per_token"] == gloo > bytes_per_token(setup)
+    assert row["bound_s"] == extra_time(128 * gloo, _gbps(a, 0), _gbps(b, 1))
+    spark_a, spark_b = (_prefill_run(tmp_path, n, False, gloo, 128) for n in ("s200", "s100e"))
+    (row,) = tables(spark_a, spark_b, setup)["ttft"]
+    assert row["bound_bytes_per_token"] == bytes_per_token(setup)
+
+
+def _gbps(run, position):
+    from sparkfab.measure.bench.runs import link_gbps
+
+    return link_gbps(run, position)
