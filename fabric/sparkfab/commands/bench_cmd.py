@@ -324,10 +324,15 @@ def report_cmd(args: argparse.Namespace) -> int:
     written = replace_dir(args.output, "report", make, inputs)
     sys.stdout.write((args.output / "report.md").read_text(encoding="utf-8"))
     sys.stderr.write("wrote " + ", ".join(str(p) for p in written if p.name != "tables.json") + "\n")
-    for row in result["tables"]["ttft"]:  # the verdicts last, one line per test
+    _say_verdicts(result["tables"])
+    return Exit.OK
+
+
+def _say_verdicts(tables: dict[str, Any]) -> None:
+    """The verdicts last, one line per test."""
+    for row in tables["ttft"]:
         if "verdict" in row:
             sys.stderr.write(readable(f"verdict {row['test']}: {row['verdict']}") + "\n")
-    return Exit.OK
 
 
 VERBS = (

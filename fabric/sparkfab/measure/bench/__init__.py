@@ -25,7 +25,7 @@ import httpx
 
 from sparkfab import __version__
 from sparkfab.errors import BenchError, ServerError, Unavailable, UsageError
-from sparkfab.measure.bench import served, vllmstats
+from sparkfab.measure.bench import served, vllmstats, windows
 from sparkfab.measure.bench.records import Summary, summarize
 from sparkfab.measure.bench.rundir import RunDir
 from sparkfab.measure.counters import sampler, traffic
@@ -304,63 +304,8 @@ class Run:
             await asyncio.sleep(0.05)
             stop.set()
             thread.join()
-            sr = traffic.series(sampler.read(smp))
-            whole = {**_round_prefill(sr, results), **_round_decode(sr, results)}
-            self.dir.append(
-                *(
-                    {
-                        "kind": "traffic",
-                        "test": r.test,
-                        "round": r.round,
-                        "index": r.index,
-                        "traffic_file": smp.name,
-                        **_windows(sr, r),
-                        **whole,
-                    }
-                    for r in results
-                )
-            )
+            self.dir.append(*windows.records(traffic.series(sampler.read(smp)), results, smp.name))
 
 
 #: the errors of a write that the disk, not the server, gives (full, over quota, read-only, failing)
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG}
-
-
-def _windows(sr: traffic.Series, r: RequestResult) -> dict[str, Any]:
-    """Bytes this host sent during the request's prefill and decode windows."""
-    if not (r.first_ns and r.last_ns) or len(sr.times_ns) < 2:
-        return {}
-    out: dict[str, float] = {}
-    for name, a, b in (("prefill", r.send_ns, r.first_ns), ("decode", r.first_ns, r.last_ns)):
-        if b > a:
-            nbytes = traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]
-            out[f"{name}_bytes"] = nbytes
-            out[f"{name}_gbps"] = nbytes * 8 / ((b - a) / 1e9) / 1e9
-    return out
-
-
-def _round_decode(sr: traffic.Series, results: list[RequestResult]) -> dict[str, float]:
-    """Bytes this host sent from the round's last first token to its last token, and the tokens
-    its requests streamed in that window: only decode runs there (every prefill of the round is
-    done), so their ratio is the round's traffic per output token at its batch."""
-    firsts, lasts = [r.first_ns for r in results], [r.last_ns for r in results]
-    if not all(firsts) or not all(lasts) or len(sr.times_ns) < 2:
-        return {}
-    a, b = max(f for f in firsts if f), max(t for t in lasts if t)
-    tokens = sum(n for r in results for t, n in r.chunks if a < t <= b)
-    if b <= a or tokens < 1:
-        return {}
-    nbytes = traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]
-    return {"round_decode_bytes": nbytes, "round_decode_tokens": tokens}
-
-
-def _round_prefill(sr: traffic.Series, results: list[RequestResult]) -> dict[str, float]:
-    """Bytes this host sent from the round's first request to its last first token: with several
-    requests at once their prefill windows overlap, so only the round's total is theirs alone."""
-    firsts = [r.first_ns for r in results]
-    if not all(firsts) or len(sr.times_ns) < 2:
-        return {}
-    a, b = min(r.send_ns for r in results), max(f for f in firsts if f)
-    if b <= a:
-        return {}
-    return {"round_prefill_bytes": traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]}
