@@ -40,16 +40,9 @@ COVERED = {
     "sparkfab.commands.verify_cmd": "tests/lab/test_lab.py",
     "sparkfab.discover": "tests/unit/discover/test_cables.py",
     "sparkfab.discover.inventory": "tests/unit/discover/test_hostile_frames.py",  # merge
-    "sparkfab.engines": "tests/unit/engines/test_base.py",
-    "sparkfab.engines.collective": "tests/unit/resolve/test_instances.py",
     "sparkfab.engines.flags": "tests/unit/engines/test_base.py",
-    "sparkfab.engines.sglang": "tests/unit/resolve/test_instances.py",
-    "sparkfab.engines.vllm": "tests/unit/resolve/test_instances.py",
-    "sparkfab.errors": "tests/unit/commands/hostile/test_validate.py",  # exit codes and readable messages
     "sparkfab.facts": "tests/unit/facts/test_gather.py",
     "sparkfab.facts.remote": "tests/unit/verify/test_checks.py",
-    "sparkfab.files.userfile": "tests/unit/push/test_passthrough.py",
-    "sparkfab.files.yamlload": "tests/unit/inventory/test_read.py",
     "sparkfab.fit": "tests/unit/fit/test_check.py",
     "sparkfab.fit.shape": "tests/unit/fit/test_plan.py",
     "sparkfab.inventory.ansible_child": "tests/unit/inventory/test_ansible.py",  # Ansible's reader in a child
@@ -73,25 +66,18 @@ COVERED = {
     "sparkfab.measure.estimate.gloo": "tests/unit/measure/estimate/test_estimate.py",
     "sparkfab.measure.endpoint.http": "tests/slow/test_realserver.py",
     "sparkfab.measure.estimate.model": "tests/unit/measure/estimate/test_estimate.py",
-    "sparkfab.measure.plans": "tests/unit/lab/test_serving.py",
     "sparkfab.measure.estimate.plots": "tests/unit/commands/hostile/test_estimate.py",  # --plot outputs
     "sparkfab.measure.bench.records": "tests/unit/measure/bench/test_bench.py",
     "sparkfab.measure.report.reporttext": "tests/unit/measure/report/test_report.py",
     "sparkfab.measure.bench.runs": "tests/unit/measure/report/test_report.py",
-    "sparkfab.measure.bench.served": "tests/unit/measure/endpoint/test_access.py",
-    "sparkfab.measure.counters.traffic": "tests/unit/measure/bench/test_bench.py",
-    "sparkfab.measure.bench.vllmstats": "tests/unit/measure/endpoint/test_access.py",
     "sparkfab.oracle": "tests/slow/test_oracle.py",
-    "sparkfab.paths": "tests/unit/lab/test_state.py",
     "sparkfab.plan": "tests/unit/resolve/test_resolve.py",  # the resolved plan, built by load_plan
-    "sparkfab.proc": "tests/unit/push/test_processes.py",
     "sparkfab.push.env": "tests/unit/push/test_processes.py",
     "sparkfab.render.control": "tests/unit/resolve/test_control_routes.py",
     "sparkfab.render.exporter": "tests/unit/render/test_render.py",  # the goldens (pair-1cable's exporter)
     "sparkfab.render.launch": "tests/unit/render/test_render.py",  # the goldens
     "sparkfab.render.nccl": "tests/unit/render/test_render.py",  # the goldens
     "sparkfab.render.netplan": "tests/unit/render/test_render.py",  # the goldens, read by netplan generate
-    "sparkfab.render.sshconfig": "tests/unit/push/test_run.py",
     "sparkfab.render.text": "tests/unit/render/test_injection.py",
     "sparkfab.render.tree": "tests/unit/render/test_render.py",  # the goldens
     "sparkfab.render.writer": "tests/unit/render/test_render.py",
@@ -100,9 +86,6 @@ COVERED = {
     "sparkfab.resolve.hosts": "tests/unit/resolve/test_resolve.py",
     "sparkfab.resolve.rails": "tests/unit/resolve/test_resolve.py",
     "sparkfab.resolve.ranks": "tests/unit/resolve/test_resolve.py",
-    "sparkfab.schema": "tests/unit/commands/hostile/test_schema.py",
-    "sparkfab.spark": "tests/unit/verify/test_expect.py",  # the mode table
-    "sparkfab.switches.catalog": "tests/unit/switches/test_profiles.py",
     "sparkfab.verify.preflight": "tests/lab/test_lab_preflight.py",  # every row against booted Sparks
     "sparkfab.verify.preflight.instance": "tests/lab/test_lab_preflight.py",
     "sparkfab.verify.mesh": "tests/lab/test_lab_control.py",

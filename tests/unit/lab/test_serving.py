@@ -98,9 +98,7 @@ def test_lab_inventory_swaps_in_the_lab_engine(tmp_path):
 
     raw = load_roundtrip("inventory/ring4.yml")
     sp = spec(load_plan("inventory/ring4.yml"))
-    vllm = yaml.safe_load(lab_yaml(raw, sp, of("vllm"), python="/py"))["all"]["vars"]["sparkfab"]["instances"][
-        "glm"
-    ]
+    vllm = yaml.safe_load(lab_yaml(raw, sp, of("vllm"), python="/py"))["all"]["vars"]["sparkfab"]["instances"]["glm"]
     assert vllm["launcher"] == "lab-vllm" and vllm["runtime"] == "docker"  # as on a Spark
     assert "model" not in vllm and "flags" not in vllm  # the lab recipe's model, bound into every Spark
     assert vllm["env"]["PATH"].startswith(f"{sp.paths.bin}:") and vllm["env"]["SPARKFAB_PYTHON"] == "/py"

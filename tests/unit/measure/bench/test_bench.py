@@ -319,34 +319,6 @@ def test_bench_says_which_test_round_and_step_it_is_at(cli, tmp_path, double):
     assert quiet.code == 0 and "bench: " not in quiet.err
 
 
-def test_a_rounds_decode_traffic_is_its_bytes_after_the_last_first_token_over_its_tokens():
-    """Two requests of one round: from the later first token (20 ms) to the last token (80 ms)
-    only decode runs; the tokens both streamed in that window (4 + 6) share its 60 kB. A round
-    whose requests never streamed a token has no such window; summarize takes the ratio per round."""
-    from sparkfab.measure.bench import _round_decode
-    from sparkfab.measure.bench.records import decode_per_token
-    from sparkfab.measure.counters.traffic import Series
-    from sparkfab.measure.endpoint.stream import RequestResult
-
-    ms = 1_000_000
-    times = [k * ms for k in range(101)]
-    sr = Series(times, times, {"tx": [1000] * 100, "rx": [0] * 100})
-
-    def request(index: int, first: int, last: int) -> RequestResult:
-        chunks = [(t * ms, 1) for t in range(first, last + 1, 10)]
-        return RequestResult("D", 0, index, 100, 10, 0, first * ms, last * ms, chunks)
-
-    whole = _round_decode(sr, [request(0, 10, 60), request(1, 20, 80)])
-    assert whole == {"round_decode_bytes": 60_000, "round_decode_tokens": 10}
-    assert _round_decode(sr, [request(0, 10, 60), RequestResult("D", 0, 1, 100, 10)]) == {}
-    rows = [
-        {"round": 0, **whole},
-        {"round": 0, **whole},
-        {"round": 1, "round_decode_bytes": 9000, "round_decode_tokens": 3},
-    ]
-    assert decode_per_token(rows) == [6000, 3000]
-
-
 def test_a_full_disk_under_the_run_names_the_run_directory(double, cli, tmp_path, monkeypatch):
     """The first write into the run is its lock's; on a full disk (ENOSPC from a write, which
     carries no file name) the error names -o, not only the OS's words."""

@@ -42,3 +42,30 @@ def test_overlapping_requests_share_the_rounds_totals():
 def test_a_request_without_a_first_token_has_no_window():
     failed = RequestResult("P", 0, 0, 100, 8, send_ns=0)
     assert windows.request_windows(STEADY, failed) == {} and windows.round_prefill(STEADY, [failed]) == {}
+
+
+def test_a_rounds_decode_traffic_is_its_bytes_after_the_last_first_token_over_its_tokens():
+    """Two requests of one round: from the later first token (20 ms) to the last token (80 ms)
+    only decode runs; the tokens both streamed in that window (4 + 6) share its 60 kB. A round
+    whose requests never streamed a token has no such window; summarize takes the ratio per round."""
+    from sparkfab.measure.bench.records import decode_per_token
+    from sparkfab.measure.counters.traffic import Series
+    from sparkfab.measure.endpoint.stream import RequestResult
+
+    ms = 1_000_000
+    times = [k * ms for k in range(101)]
+    sr = Series(times, times, {"tx": [1000] * 100, "rx": [0] * 100})
+
+    def request(index: int, first: int, last: int) -> RequestResult:
+        chunks = [(t * ms, 1) for t in range(first, last + 1, 10)]
+        return RequestResult("D", 0, index, 100, 10, 0, first * ms, last * ms, chunks)
+
+    whole = windows.round_decode(sr, [request(0, 10, 60), request(1, 20, 80)])
+    assert whole == {"round_decode_bytes": 60_000, "round_decode_tokens": 10}
+    assert windows.round_decode(sr, [request(0, 10, 60), RequestResult("D", 0, 1, 100, 10)]) == {}
+    rows = [
+        {"round": 0, **whole},
+        {"round": 0, **whole},
+        {"round": 1, "round_decode_bytes": 9000, "round_decode_tokens": 3},
+    ]
+    assert decode_per_token(rows) == [6000, 3000]
