@@ -27,19 +27,16 @@ def prefill_per_token(ok: list[dict[str, Any]]) -> list[float]:
     return out
 
 
-def decode_per_token(ok: list[dict[str, Any]]) -> list[float]:
+def decode_per_token(ok: list[dict[str, Any]], key: str = "round_decode_bytes") -> list[float]:
     """Sent bytes per output token in decode, per round: the round's bytes from its last first
-    token to its last token over the tokens streamed in that window (runs before it: none)."""
+    token to its last token over the tokens streamed in that window (runs before it: none);
+    with `key` round_decode_rx_bytes, the bytes received in the same window."""
     out = []
     for k in sorted({r["round"] for r in ok}):
         first = next(r for r in ok if r["round"] == k)
         tokens = first.get("round_decode_tokens")
-        if (
-            isinstance(tokens, (int, float))
-            and tokens > 0
-            and isinstance(first.get("round_decode_bytes"), (int, float))
-        ):
-            out.append(first["round_decode_bytes"] / tokens)
+        if isinstance(tokens, (int, float)) and tokens > 0 and isinstance(first.get(key), (int, float)):
+            out.append(first[key] / tokens)
     return out
 
 
@@ -73,6 +70,8 @@ class TestSummary:
     decode_gbps: Stats | None
     errors: list[str]
     vllm: dict[str, Any]  # the same requests in vllm bench serve's terms (ms; lists left to result_<test>.json)
+    #: what the host received per output token in the same decode windows (a run that sampled rx)
+    decode_rx_bytes_per_token: Stats | None = None
 
     @property
     def ttft(self) -> Stats | None:
@@ -227,6 +226,7 @@ def summarize(rows: list[dict[str, Any]]) -> Summary:
             first_token_order=orders,
             prefill_bytes_per_token=_stats(prefill),
             decode_bytes_per_token=_stats(decode_per_token(ok)),
+            decode_rx_bytes_per_token=_stats(decode_per_token(ok, "round_decode_rx_bytes")),
             prefill_gbps=_stats([r["prefill_gbps"] for r in ok if "prefill_gbps" in r]),
             decode_gbps=_stats([r["decode_gbps"] for r in ok if "decode_gbps" in r]),
             errors=[r["error"] for r in mine if r.get("error")],

@@ -44,9 +44,9 @@ def request_windows(sr: traffic.Series, r: RequestResult) -> dict[str, Any]:
 
 
 def round_decode(sr: traffic.Series, results: list[RequestResult]) -> dict[str, float]:
-    """Bytes this host sent from the round's last first token to its last token, and the tokens
-    its requests streamed in that window: only decode runs there (every prefill of the round is
-    done), so their ratio is the round's traffic per output token at its batch."""
+    """Bytes this host sent (and received) from the round's last first token to its last token,
+    and the tokens its requests streamed in that window: only decode runs there (every prefill of
+    the round is done), so their ratio is the round's traffic per output token at its batch."""
     firsts, lasts = [r.first_ns for r in results], [r.last_ns for r in results]
     if not all(firsts) or not all(lasts) or len(sr.times_ns) < 2:
         return {}
@@ -55,7 +55,10 @@ def round_decode(sr: traffic.Series, results: list[RequestResult]) -> dict[str, 
     if b <= a or tokens < 1:
         return {}
     nbytes = traffic.spread(sr.times_ns, sr.deltas["tx"], a, b - a, 1)[0]
-    return {"round_decode_bytes": nbytes, "round_decode_tokens": tokens}
+    out: dict[str, float] = {"round_decode_bytes": nbytes, "round_decode_tokens": tokens}
+    if "rx" in sr.deltas:  # and what it received: the collectives are symmetric, the head's broadcasts not
+        out["round_decode_rx_bytes"] = traffic.spread(sr.times_ns, sr.deltas["rx"], a, b - a, 1)[0]
+    return out
 
 
 def round_prefill(sr: traffic.Series, results: list[RequestResult]) -> dict[str, float]:

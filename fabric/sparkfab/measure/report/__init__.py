@@ -80,6 +80,10 @@ def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, li
                 "a": _plain(ta.decode_bytes_per_token),
                 "b": _plain(tb.decode_bytes_per_token) if tb else None,
                 "estimate": _decode_estimate(batch, gloo) if batch else None,
+                # received in the same windows: the collectives are symmetric, so sent less
+                # received is what only this host sends (the engine head's per-step broadcasts)
+                "a_rx": _plain(ta.decode_rx_bytes_per_token),
+                "b_rx": _plain(tb.decode_rx_bytes_per_token) if tb else None,
             }
         )
     latency = [row for run in (a, b) if run for name in sa for row in [latency_row(run, name)] if row]

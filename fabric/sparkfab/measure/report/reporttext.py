@@ -198,7 +198,7 @@ def sections(
     if any(r["a"] or r["b"] for r in t.get("decode_bytes_per_token", [])):
         out.append(
             table(
-                "Decode traffic per output token (one host, sent, from the round's last first token to its last "
+                "Decode traffic per output token (one host, sent and received, from the round's last first token to its last "
                 "token; the estimate at the test's requests decoding together)",
                 decode_traffic,
             )
@@ -237,8 +237,22 @@ def _traffic_rows(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
         if gloo:
             row["Gloo estimate"] = f"{_g(r['gloo'] * scale)} {unit}" if r.get("gloo") else "-"
             row["measured vs Gloo"] = versus(r, "gloo")
+        if any(x.get("a_rx") for x in rows):
+            row["received vs estimate"] = versus({"a": r.get("a_rx"), "b": r.get("b_rx"), "estimate": r["estimate"]})
+            row["sent - received"] = _sent_less_received(r, unit, scale)
         out.append(row)
     return out
+
+
+def _sent_less_received(r: dict[str, Any], unit: str, scale: float) -> str:
+    """What only this host sends per token (sent less received in the same windows): the
+    collectives send and receive alike, an engine head's broadcasts to its workers do not."""
+    vs = [
+        f"{_signed((sent['mean'] - got['mean']) * scale)} {unit}"
+        for sent, got in ((r["a"], r.get("a_rx")), (r["b"], r.get("b_rx")))
+        if sent and got
+    ]
+    return " / ".join(vs) or "-"
 
 
 #: the longest text one cell of the Markdown report holds (a run's metadata of 50,000 keys is not a table)

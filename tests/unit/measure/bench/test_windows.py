@@ -8,7 +8,9 @@ from sparkfab.measure.counters.traffic import Series
 from sparkfab.measure.endpoint.stream import RequestResult
 
 MS = 1_000_000
-STEADY = Series(times_ns=[k * MS for k in range(11)], brackets_ns=[0] * 11, deltas={"tx": [1000] * 10, "rx": [0] * 10})
+STEADY = Series(
+    times_ns=[k * MS for k in range(11)], brackets_ns=[0] * 11, deltas={"tx": [1000] * 10, "rx": [400] * 10}
+)
 
 
 def _request(index: int, send_ms: int, first_ms: int, last_ms: int) -> RequestResult:
@@ -31,7 +33,9 @@ def test_overlapping_requests_share_the_rounds_totals():
     # the round's prefill: its first send to its last first token; its decode: from there on,
     # with the tokens both requests streamed after it (6..8 of one, 6..10 of the other)
     assert windows.round_prefill(STEADY, rs) == {"round_prefill_bytes": 5000}
-    assert windows.round_decode(STEADY, rs) == {"round_decode_bytes": 5000, "round_decode_tokens": 3 + 5}
+    assert windows.round_decode(STEADY, rs) == {
+        "round_decode_bytes": 5000, "round_decode_tokens": 3 + 5, "round_decode_rx_bytes": 2000,
+    }  # fmt: skip
     recs = windows.records(STEADY, rs, "P-r0.smp")
     assert [(r["index"], r["kind"], r["traffic_file"], r["round_prefill_bytes"]) for r in recs] == [
         (0, "traffic", "P-r0.smp", 5000),
@@ -61,7 +65,7 @@ def test_a_rounds_decode_traffic_is_its_bytes_after_the_last_first_token_over_it
         return RequestResult("D", 0, index, 100, 10, 0, first * ms, last * ms, chunks)
 
     whole = windows.round_decode(sr, [request(0, 10, 60), request(1, 20, 80)])
-    assert whole == {"round_decode_bytes": 60_000, "round_decode_tokens": 10}
+    assert whole == {"round_decode_bytes": 60_000, "round_decode_tokens": 10, "round_decode_rx_bytes": 0}
     assert windows.round_decode(sr, [request(0, 10, 60), RequestResult("D", 0, 1, 100, 10)]) == {}
     rows = [
         {"round": 0, **whole},

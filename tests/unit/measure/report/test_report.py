@@ -186,3 +186,44 @@ def _gbps(run, position):
     from sparkfab.measure.bench.runs import link_gbps
 
     return link_gbps(run, position)
+
+
+def test_decode_traffic_received_beside_sent_names_what_only_the_host_sends(tmp_path):
+    """The collectives send and receive alike; the engine head also broadcasts each step's
+    scheduler output to its workers (vLLM's multi-node executor), which it only sends: the
+    report shows what the host received and sent less received per output token."""
+    from dataclasses import replace
+
+    from sparkfab.measure.bench.records import summarize
+    from sparkfab.measure.bench.runs import SavedRun
+    from sparkfab.measure.estimate import Setup
+    from sparkfab.measure.estimate.gloo import gloo_view
+    from sparkfab.measure.estimate.model import preset
+    from sparkfab.measure.report import tables
+    from sparkfab.measure.report.reporttext import sections
+
+    setup = Setup(preset("glm-5.3"), 4)
+    want = gloo_view(replace(setup, batch=1)).decode_bytes_per_token
+
+    def run(label: str) -> SavedRun:
+        ms = 1_000_000
+        rows = [
+            {
+                "test": "D", "round": rnd, "index": 0, "prompt_tokens_planned": 100, "output_tokens_planned": 11,
+                "send_ns": 0, "first_ns": 10 * ms, "last_ns": 20 * ms,
+                "chunks": [[(10 + k) * ms, 1] for k in range(11)],
+                "prompt_tokens": 100, "completion_tokens": 11, "ttft_s": 0.01, "decode_tps": 1000.0,
+                "round_decode_bytes": (want + 3400) * 10, "round_decode_rx_bytes": want * 10,
+                "round_decode_tokens": 10,
+            }
+            for rnd in range(3)
+        ]  # fmt: skip
+        return SavedRun(tmp_path / label, {"inventory": {"lab": True, "tp": 4}}, rows, summarize(rows), label, 0)
+
+    t = tables(run("200"), run("100e"), setup)
+    (row,) = t["decode_bytes_per_token"]
+    assert row["a_rx"]["mean"] == want and row["a"]["mean"] == want + 3400
+    (section,) = [s for s in sections(t, "200", "100e") if s.title.startswith("Decode traffic")]
+    cells = dict(zip(section.columns, section.rows[0], strict=True))
+    assert cells["received vs estimate"] == "+0.00% / +0.00%"
+    assert cells["sent - received"] == "+0.0034 MB / +0.0034 MB"  # the table's unit: MB at GLM's size
