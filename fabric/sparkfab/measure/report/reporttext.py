@@ -198,8 +198,8 @@ def sections(
     if any(r["a"] or r["b"] for r in t.get("decode_bytes_per_token", [])):
         out.append(
             table(
-                "Decode traffic per output token (one host, sent and received, from the round's last first token to its last "
-                "token; the estimate at the test's requests decoding together)",
+                "Decode traffic per output token (one host, sent and received, from the round's last first token "
+                "to its last token; the estimate at the test's requests decoding together)",
                 decode_traffic,
             )
         )
