@@ -253,13 +253,22 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         assert "at TP2; 200 = 0.4 Gb/s -> 100e = 0.2 Gb/s" in rep.err
         tables = json.loads((tmp_path / "rep/tables.json").read_text())
         l2 = next(r for r in tables["ttft"] if r["test"] == "L2")
-        assert l2["bound_s"] == pytest.approx(8192 * estimate * 8 * (1 / 0.2e9 - 1 / 0.4e9))
+        # the bound is the time of the bytes the lab's link carries: the Gloo bytes per prompt token
+        carried = gloo_prefill_bytes_per_token(Setup(config, 2), 8192)
+        assert l2["bound_bytes_per_token"] == pytest.approx(carried) and carried > estimate
+        assert l2["bound_s"] == pytest.approx(8192 * carried * 8 * (1 / 0.2e9 - 1 / 0.4e9))
         # at 100e the prefill's bytes cross a 0.2 Gb/s wire: TTFT cannot be shorter than the bound
         # (half their wire time at 100e), whatever the load does; the difference of one round at
         # each speed is load's to decide (it came out -0.82 s once on a busy machine)
         assert l2["b"]["mean"] >= l2["bound_s"] > 0, l2
         decode = {r["test"]: r for r in tables["decode_bytes_per_token"]}
         assert decode["L2"]["estimate"] == pytest.approx(per_output) and decode["L2"]["b"]["n"] == 1
+        # what rank 0 received in the same windows: the collectives receive what they send; sent
+        # less received is the head's per-step broadcast to its worker, which only it sends
+        for name in ("L1", "L4"):
+            got = run200["tests"][name]["decode_rx_bytes_per_token"]["mean"]
+            sent = run200["tests"][name]["decode_bytes_per_token"]["mean"]
+            assert abs(got / per_output - 1) < 0.03 and sent > got, (name, sent, got, per_output)
         assert "## Decode traffic per output token" in rep.out
 
         # rank 1 dies under a bench: the bench ends with exit 5 and keeps what it measured,
