@@ -22,7 +22,7 @@ from sparkfab.assets import program
 from sparkfab.facts.remote import Remote
 
 #: the program that gathers them on the host (`assets/gather.py`)
-_PROGRAM = program("gather.py")
+_PROGRAM = "gather.py"
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def prefetch(th: Remote, commands: list[str], files: list[str]) -> Prefetched:
     """Gather `commands` (run side by side) and `files` from `th` in one command."""
     ask = json.dumps({"commands": list(dict.fromkeys(commands)), "files": list(dict.fromkeys(files))})
     try:
-        res = th.run(f"python3 -c {shlex.quote(_PROGRAM)} {shlex.quote(ask)}")
+        res = th.run(f"python3 -c {shlex.quote(program(_PROGRAM))} {shlex.quote(ask)}")
         got = json.loads(res.stdout) if res.rc == 0 else {}
     except (ValueError, RuntimeError, AssertionError):
         got = {}

@@ -16,8 +16,8 @@ from sparkfab.verify.catalog import Check
 from sparkfab.verify.result import FAIL, PASS, Result
 
 #: run on each source rank: a ping and TCP connects to every destination as applications make
-#: them, with the source the kernel picked (`assets/mesh_probe.py`)
-PROBE = program("mesh_probe.py")
+#: them, with the source the kernel picked
+PROBE = "mesh_probe.py"
 MESH_WAIT_S = 3
 TCP_OK = ("connected", "refused")
 
@@ -45,7 +45,7 @@ def _mesh_from(
     dsts = [d for d in inst.hosts if d != src]
     ports = sorted({plan.master_port, inst.port})
     targets = [[plan.host(d).control_address, ports, MESH_WAIT_S] for d in dsts]
-    res = hosts[src].run(f"python3 -c {shlex.quote(PROBE)} {shlex.quote(json.dumps(targets))}")
+    res = hosts[src].run(f"python3 -c {shlex.quote(program(PROBE))} {shlex.quote(json.dumps(targets))}")
     try:
         probes = json.loads(res.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
