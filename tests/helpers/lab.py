@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -106,19 +108,44 @@ def mgmt_ip(cluster: str, host: str) -> str:
     return str(_machine(cluster, host).node.mgmt_ip)
 
 
+#: the clusters the running lab test declares with its `xdist_group` mark (tests/lab/conftest.py
+#: sets it; None outside the lab tier): the lab tier runs on two pytest-xdist workers grouped by
+#: that mark, so a test that boots a lab it did not declare could meet a lab of the same name
+declared: frozenset[str] | None = None
+
+
+@contextlib.contextmanager
+def _only_holder(cluster: str):
+    """Hold this machine's lock on the cluster's name for the block: a lab is found and torn
+    down by its name, so a second test process (another worker, another run) waits here instead
+    of tearing down a lab it did not create."""
+    folder = Path("/run/lock") if os.access("/run/lock", os.W_OK) else Path(tempfile.gettempdir())
+    with open(folder / f"sparkfab-test-lab-{cluster}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def lab(inventory: str, cluster: str, engine: str = "collective", *extra: str):
     """A lab for the block; it serves the collective workload (seconds to start) unless
     `engine="vllm"` asks for the real one; `extra`: more of `lab up`'s options."""
     from sparkfab.lab import build
 
-    build.down(cluster)
-    res = sparkfab("lab", "up", inventory, "--engine", engine, *extra)
-    assert res.code == 0, res.err
-    try:
-        yield res
-    finally:
+    assert declared is None or cluster in declared, (
+        f"this test boots lab {cluster!r} but its xdist_group mark says {sorted(declared)}: "
+        "mark it with pytest.mark.xdist_group(<cluster>) so that no other worker boots that name beside it"
+    )
+    with _only_holder(cluster):
         build.down(cluster)
+        res = sparkfab("lab", "up", inventory, "--engine", engine, *extra)
+        assert res.code == 0, res.err
+        try:
+            yield res
+        finally:
+            build.down(cluster)
 
 
 def become_password_file(folder: Path) -> Path:

@@ -54,6 +54,7 @@ def _changed(err: str) -> int:
     return int(line.split("changed=")[1].split()[0])
 
 
+@pytest.mark.xdist_group("ring4")
 @pytest.mark.parametrize("inventory,cluster,hosts", [("inventory/ring4.yml", "ring4", 4)])
 def test_full_cycle(inventory, cluster, hosts):
     """lab up -> apply -> apply (changed=0) -> serve -> linkspeed 100e -> 200 -> lab down, nothing
@@ -97,6 +98,7 @@ def test_full_cycle(inventory, cluster, hosts):
     assert _leftovers(cluster) == []
 
 
+@pytest.mark.xdist_group("ring4")
 def test_check_diff_on_a_fresh_lab_changes_nothing():
     with lab("inventory/ring4.yml", "ring4"):
         res = sparkfab("apply", "inventory/ring4.yml", "--lab", "--check", "--diff", "-q")
@@ -111,6 +113,7 @@ def test_check_diff_on_a_fresh_lab_changes_nothing():
         assert probe.stdout.split() == ["0"], probe.stdout  # no netplan file, no /etc/sparkfab, no address
 
 
+@pytest.mark.xdist_group("pair1")
 def test_a_site_runs_the_collection_with_plain_ansible_playbook(tmp_path):
     """Without the CLI, as a site would: the collection `sparkfab collection` builds, installed
     by ansible-galaxy into an empty collections path; its playbook run by its fully qualified
@@ -167,6 +170,7 @@ def test_a_site_runs_the_collection_with_plain_ansible_playbook(tmp_path):
         assert ssh("pair1", "spark-a", f"cat {nccl}").stdout == want
 
 
+@pytest.mark.xdist_group("ring4")
 def test_unreachable_host_is_named_and_others_are_applied():
 
     with lab("inventory/ring4.yml", "ring4"):
@@ -186,6 +190,7 @@ def test_unreachable_host_is_named_and_others_are_applied():
         assert "nothing listens on port 22" in ssh_rows[0]["detail"], ssh_rows
 
 
+@pytest.mark.xdist_group("tri3")
 def test_dry_run_creates_nothing():
     from sparkfab.lab import build
 
@@ -199,6 +204,7 @@ def test_dry_run_creates_nothing():
     assert build.leftovers("tri3") == []
 
 
+@pytest.mark.xdist_group("pair2")
 def test_down_after_a_crash_finds_everything_by_name():
     from sparkfab.paths import lab_dir
 
@@ -207,6 +213,7 @@ def test_down_after_a_crash_finds_everything_by_name():
     assert _leftovers("pair2") == []
 
 
+@pytest.mark.xdist_group("sw8")
 def test_verify_names_swapped_and_cut_cables(tmp_path):
     inv = "inventory/switch8-crs804-200.yml"
     with lab(inv, "sw8"):
@@ -254,6 +261,7 @@ def test_verify_names_swapped_and_cut_cables(tmp_path):
         _verify(inv)
 
 
+@pytest.mark.xdist_group("ring4")
 def test_sampling_veths_during_a_collective_shows_bursts(tmp_path):
     """In the lab: 1 ms samples of one Spark's fabric netdevs while a gloo all-reduce runs."""
     import subprocess
@@ -318,9 +326,12 @@ def _cable_set(cables) -> set[frozenset[str]]:
 @pytest.mark.parametrize(
     "inventory,cluster",
     [
-        ("inventory/ring4.yml", "ring4"),
-        ("inventory/triangle.yml", "tri3"),
-        ("inventory/switch8-crs804-200.yml", "sw8"),
+        pytest.param(inv, cluster, marks=pytest.mark.xdist_group(cluster))
+        for inv, cluster in (
+            ("inventory/ring4.yml", "ring4"),
+            ("inventory/triangle.yml", "tri3"),
+            ("inventory/switch8-crs804-200.yml", "sw8"),
+        )
     ],
 )
 def test_discover_from_management_addresses(tmp_path, inventory, cluster):
@@ -360,6 +371,7 @@ def test_discover_from_management_addresses(tmp_path, inventory, cluster):
     assert load_plan(str(out)).instances[0].hosts == tuple(announced[h] for h in hosts)
 
 
+@pytest.mark.xdist_group("ring4")
 def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
     import yaml
 
@@ -415,6 +427,7 @@ def test_discover_after_a_swap_and_with_a_dead_spark(tmp_path):
         assert yaml.safe_load(limited.read_text())["all"]["vars"]["sparkfab"]["cables"] == original
 
 
+@pytest.mark.xdist_group("pair1")
 def test_netplan_is_not_reapplied_under_a_running_engine(tmp_path):
     """Re-applying netplan changes the RoCE GID tables and kills a live engine: refuse."""
     inv = tmp_path / "pair.yml"
@@ -432,6 +445,7 @@ def test_netplan_is_not_reapplied_under_a_running_engine(tmp_path):
         assert "8000" in ssh("pair1", "spark-a", "cat /sys/class/net/enp1s0f1np1/mtu").stdout
 
 
+@pytest.mark.xdist_group("pair2")
 def test_rate_shapes_a_cable():
     inv = "inventory/pair-2cables.yml"
     with lab(inv, "pair2"):
@@ -441,6 +455,7 @@ def test_rate_shapes_a_cable():
         assert "tbf" in qdisc and "rate 1Gbit" in qdisc
 
 
+@pytest.mark.xdist_group("pair2")
 def test_a_flip_is_all_or_nothing_with_a_silent_or_a_failing_spark():
     """linkspeed with one Spark silent on the network: every host is checked first, so the other
     keeps its NCCL environment and its engine, the lab's rate and the recorded speed stay (and
@@ -499,6 +514,7 @@ def test_a_flip_is_all_or_nothing_with_a_silent_or_a_failing_spark():
         assert ssh(cluster, "spark-a", env).stdout == before and recorded.read_text().strip() == "200"
 
 
+@pytest.mark.xdist_group("pair1")
 def test_secrets_reach_the_engine_from_a_root_only_file(tmp_path, monkeypatch):
     """A secret named on the instance travels from apply's environment into a 0600 root file on
     each Spark and from there into the engine's environment, and into no rendered file and

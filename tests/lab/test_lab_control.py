@@ -53,7 +53,13 @@ def _fails(report: dict) -> list[dict]:
 
 # an odd ring and an even one (ties forward); a ring of six is rendered and routed in
 # tests/unit/render (test_ring6_fabric_control_plane_reaches_everyone)
-@pytest.mark.parametrize("n", [5, pytest.param(8, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "n",
+    [
+        pytest.param(5, marks=pytest.mark.xdist_group("fring5")),
+        pytest.param(8, marks=[pytest.mark.slow, pytest.mark.xdist_group("fring8")]),
+    ],
+)
 def test_fabric_control_plane_connects_on_rings(tmp_path, n):
     from sparkfab.resolve import load_plan
 
@@ -74,6 +80,7 @@ def test_fabric_control_plane_connects_on_rings(tmp_path, n):
                 assert r["detail"].startswith(f"source {plan.host(r['host']).control_address},"), r
 
 
+@pytest.mark.xdist_group("fring5")
 def test_docker_forward_policy_before_and_after_apply(tmp_path):
     """Each lab Spark runs Docker from boot: its FORWARD policy DROP is there before apply and
     kills relayed control traffic until apply adds the fabric pairs to DOCKER-USER; a Docker
@@ -113,6 +120,7 @@ def test_docker_forward_policy_before_and_after_apply(tmp_path):
         assert still.code == 0 and " changed=0 " in still.err, still.out + still.err
 
 
+@pytest.mark.xdist_group("pair1")
 def test_foreign_netplan_file_is_refused_then_taken_over(tmp_path):
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
@@ -159,6 +167,7 @@ MAC_MATCH = """network:
 """
 
 
+@pytest.mark.xdist_group("pair1")
 def test_a_match_by_mac_goes_to_networkd_as_the_permanent_address_and_apply_refuses_it(tmp_path):
     """A netplan definition that matches by hardware (NVIDIA's guide matches by driver, an owner's
     file often by MAC address) configures the fabric netdev under an id that is not its name, from

@@ -35,6 +35,7 @@ def _verify(inv: str) -> tuple[int, list[dict]]:
     return res.code, [r for r in report["results"] if r["status"] == "fail"]
 
 
+@pytest.mark.xdist_group("pair1")
 def test_a_run_that_died_before_netplan_apply_is_finished_by_the_next(tmp_path):
     """The file in place, never applied (Ctrl-C or a lost host between the two tasks): the file
     is unchanged for the next run, which applies it because the addresses are not there."""
@@ -53,6 +54,7 @@ def test_a_run_that_died_before_netplan_apply_is_finished_by_the_next(tmp_path):
         assert code == 0, fails
 
 
+@pytest.mark.xdist_group("ring4")
 def test_kernel_state_taken_away_is_put_back_and_checked_first(tmp_path):
     inv = str(REPO / "inventory/ring4.yml")
     with lab(inv, "ring4"):
@@ -79,6 +81,7 @@ def test_kernel_state_taken_away_is_put_back_and_checked_first(tmp_path):
         assert settled.code == 0 and _changed(settled.err) == 0, settled.err
 
 
+@pytest.mark.xdist_group("pair1")
 def test_two_operators_at_once_one_is_refused(tmp_path):
     """A flip while an apply runs: the second is refused at once, naming the first."""
     inv = str(REPO / "inventory/pair-1cable.yml")
@@ -98,6 +101,7 @@ def test_two_operators_at_once_one_is_refused(tmp_path):
         assert code == 0, fails
 
 
+@pytest.mark.xdist_group("pair2")
 def test_ctrl_c_during_an_apply_ends_the_whole_run_and_the_next_apply_converges():
     """Ctrl-C while apply runs: the per-host table so far, exit 130, no ansible-playbook or worker
     of the run left on this machine; the next apply finishes the job and verify is green."""
@@ -159,6 +163,7 @@ def _until_ssh_answers(cluster: str, host: str, seconds: float) -> tuple[float, 
             time.sleep(0.2)
 
 
+@pytest.mark.xdist_group("pair1")
 def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
@@ -199,6 +204,7 @@ def test_serve_status_a_dead_rank_fails_verify_and_start_twice_is_one_engine():
         assert took < 120, f"serve start waited {took:.0f} s for an engine that had exited"
 
 
+@pytest.mark.xdist_group("pair1")
 def test_a_changed_host_key_is_refused_by_apply_as_by_verify():
     """ansible-runner turns host-key checking off unless told: apply must refuse a Spark whose
     key changed (a reinstall, or another machine at its address), with the command that accepts it."""
@@ -220,6 +226,7 @@ def test_a_changed_host_key_is_refused_by_apply_as_by_verify():
         assert code == 4 and any(f["host"] == "spark-b" and f["check"] == "ssh" for f in fails), fails
 
 
+@pytest.mark.xdist_group("pair1")
 def test_a_flip_that_ended_after_it_stopped_serving_is_finished_by_the_next():
     """A flip stops serving, then starts it at the new speed; one that ends in between (Ctrl-C,
     a lost controller) leaves the engines stopped and says so on each host (a mark in /run), so
@@ -275,6 +282,7 @@ def _answered(cluster: str, host: str, task: str) -> bool:
     return False
 
 
+@pytest.mark.xdist_group("pair1")
 def test_a_spark_that_goes_silent_mid_apply_is_dropped_within_a_minute():
     """A Spark whose network goes silent while apply runs (its connection open, its packets
     dropped): the run names it unreachable after the keepalives (5 s x 6), not after Mitogen's
@@ -307,6 +315,7 @@ def test_a_spark_that_goes_silent_mid_apply_is_dropped_within_a_minute():
         assert again.code == 0, again.err
 
 
+@pytest.mark.xdist_group("pair1")
 def test_tags_choose_what_an_apply_configures():
     """`apply --tags` and `--skip-tags` as an Ansible user means them: with each kind of
     configuration taken away on a Spark by hand, `--tags nccl` puts back the NCCL environment

@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
-pytestmark = [pytest.mark.lab, requires_lab]
+pytestmark = [pytest.mark.xdist_group("pair1"), pytest.mark.lab, requires_lab]
 
 INV = "inventory/pair-1cable.yml"
 UNIT = "sparkfab-exporter.service"

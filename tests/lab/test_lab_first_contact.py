@@ -36,7 +36,13 @@ def _sonic_pair(tmp_path) -> str:
     return switched_pair(tmp_path, "fcsonic", "sonic", "sonic", ("1/1", "3/1"), "192.168.242.0/23")
 
 
-@pytest.mark.parametrize("layout", ["ring4", "sonic"])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        pytest.param("ring4", marks=pytest.mark.xdist_group("ring4")),
+        pytest.param("sonic", marks=pytest.mark.xdist_group("fcsonic")),
+    ],
+)
 def test_discover_needs_nothing_installed_and_changes_nothing(tmp_path, layout):
     inv, cluster = ("inventory/ring4.yml", "ring4") if layout == "ring4" else (_sonic_pair(tmp_path), "fcsonic")
     written = yaml.safe_load((REPO / inv).read_text())  # REPO / an absolute path is that path

@@ -31,7 +31,13 @@ def _printable(text: str) -> bool:
     return all(line.isprintable() for line in text.splitlines())
 
 
-@pytest.mark.parametrize("layout", ["ring4", "switch"])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        pytest.param("ring4", marks=pytest.mark.xdist_group("ring4")),
+        pytest.param("switch", marks=pytest.mark.xdist_group("fcsonic")),
+    ],
+)
 def test_hostile_frames_end_in_a_verdict_escaped_and_named(tmp_path, layout):
     inv, cluster = ("inventory/ring4.yml", "ring4") if layout == "ring4" else (_sonic_pair(tmp_path), "fcsonic")
     hosts = list(yaml.safe_load((REPO / inv).read_text())["all"]["hosts"])

@@ -10,7 +10,7 @@ import pytest
 from tests.helpers.inventories import two_instances
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
-pytestmark = [pytest.mark.lab, requires_lab]
+pytestmark = [pytest.mark.xdist_group("twoinst"), pytest.mark.lab, requires_lab]
 
 CLUSTER = "twoinst"
 

@@ -38,6 +38,7 @@ def _checks(report: dict, host: str) -> dict[str, int]:
 TEXT: dict = {"capture_output": True, "text": True, "timeout": 30}
 
 
+@pytest.mark.xdist_group("pair1")
 def test_a_spark_is_a_booted_machine_with_its_own_init_and_docker():
     inv = str(REPO / "inventory/pair-1cable.yml")
     with lab(inv, "pair1"):
@@ -77,6 +78,7 @@ def test_a_spark_is_a_booted_machine_with_its_own_init_and_docker():
         assert not seen["spark-a"] & seen["spark-b"]
 
 
+@pytest.mark.xdist_group("ring4")
 def test_reboot_keeps_the_fabric_without_apply():
     """A relay of the ring reboots: its kernel state is gone (the lab makes its namespace anew) and
     everything comes back from what apply persisted: netplan (addresses, routes with their source,
@@ -131,6 +133,7 @@ def test_reboot_keeps_the_fabric_without_apply():
         assert after.pop("engine") == 1 and after == {k: v for k, v in before.items() if k != "engine"}
 
 
+@pytest.mark.xdist_group("pair100")
 def test_a_100g_lab_is_held_to_100g_and_fails_a_200g_expectation(tmp_path):
     """link_speed 100 on direct cables means 100G (QSFP28) cables: the lab's Sparks present
     100 Gb/s, verify expects it; the same lab read as a 200G cluster fails every rate check."""

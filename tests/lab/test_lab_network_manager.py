@@ -20,7 +20,7 @@ import yaml
 from tests.conftest import REPO
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
-pytestmark = [pytest.mark.lab, requires_lab]
+pytestmark = [pytest.mark.xdist_group("nmring"), pytest.mark.lab, requires_lab]
 CLUSTER = "nmring"
 
 

@@ -19,7 +19,7 @@ from sparkfab.lab.spec import shipped_hostname
 from tests.conftest import REPO
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
-pytestmark = [pytest.mark.lab, requires_lab]
+pytestmark = [pytest.mark.xdist_group("pair1"), pytest.mark.lab, requires_lab]
 INV, CLUSTER = str(REPO / "inventory/pair-1cable.yml"), "pair1"
 
 

@@ -13,7 +13,7 @@ from tests.conftest import REPO
 from tests.helpers.inventories import CX7
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
-pytestmark = [pytest.mark.lab, requires_lab]
+pytestmark = [pytest.mark.xdist_group("preflight"), pytest.mark.lab, requires_lab]
 
 CLUSTER = "preflight"
 

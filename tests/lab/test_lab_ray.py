@@ -23,6 +23,7 @@ from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
 
 VLLM_PY = Path(os.environ.get("SPARKFAB_VLLM_PYTHON") or REPO / ".venv-vllm/bin/python")
 pytestmark = [
+    pytest.mark.xdist_group("rayp"),
     pytest.mark.lab,
     pytest.mark.slow,
     requires_lab,
@@ -50,6 +51,7 @@ def _started(text: str) -> float:
     return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() + float("0." + frac)
 
 
+@pytest.mark.alone
 def test_ray_head_first_and_a_worker_that_waits_for_a_late_head(tmp_path):
     inv = _inventory(tmp_path)
     with lab(inv, CLUSTER, "vllm", "--keep-ray"):

@@ -15,7 +15,7 @@ from sparkfab.paths import lab_dir
 from tests.helpers.inventories import CX7
 from tests.helpers.lab import lab, machine_init, requires_lab, sparkfab, ssh
 
-pytestmark = [pytest.mark.lab, requires_lab]
+pytestmark = [pytest.mark.xdist_group("ring4"), pytest.mark.lab, requires_lab]
 
 INV, CLUSTER = "inventory/ring4.yml", "ring4"
 HOSTS = ("spark-329f", "spark-355d", "spark-c049", "spark-3d38")

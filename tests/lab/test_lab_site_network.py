@@ -33,6 +33,7 @@ def _failed(res) -> set[tuple[str, str, str, str]]:
     }
 
 
+@pytest.mark.xdist_group("pair1")
 def test_twins_share_one_wire_and_each_address_is_answered_by_its_own_netdev():
     """On one cable each twin hears its own twin and both far twins; verify and discover see one
     cable; a ping from each twin's address reaches the far twin of its root through its own
@@ -82,6 +83,7 @@ def test_twins_share_one_wire_and_each_address_is_answered_by_its_own_netdev():
         assert lab_exec("--net-only", "spark-a", "--", "cat", "/proc/1/comm") == Path("/proc/1/comm").read_text()
 
 
+@pytest.mark.xdist_group("sw8x100")
 def test_a_crs812_at_4x100g_is_discovered_verified_and_a_swap_named(tmp_path):
     """A CRS812 in 4x100G names its legs qsfp56-dd-<cage>-1/-3/-5/-7: discover places every
     Spark's port on the example's lane (merged into the inventory, and from addresses alone
@@ -111,6 +113,7 @@ def test_a_crs812_at_4x100g_is_discovered_verified_and_a_swap_named(tmp_path):
         }
 
 
+@pytest.mark.xdist_group("pair2")
 def test_sparks_as_shipped_preflight_discover_validate_apply_verify(tmp_path):
     """Sparks as they arrive (lldpd announcing MACs as port ids, no perftest, no nccl-tests, no key
     from one Spark to another), nothing prepared by hand: preflight names what is missing and
@@ -161,6 +164,7 @@ def test_sparks_as_shipped_preflight_discover_validate_apply_verify(tmp_path):
         assert '"type": "ifname"' in ssh(cluster, "spark-a", "lldpcli -f json show neighbors").stdout
 
 
+@pytest.mark.xdist_group("cum2")
 def test_a_cumulus_switch_names_its_breakout_legs_swpNsM(tmp_path):
     """The second profile: a generic 400G switch running Cumulus Linux, its legs swp1s0 and swp1s1,
     its hostname its system name: discover merges the cables, verify is green."""

@@ -19,7 +19,7 @@ from sparkfab.paths import lab_dir
 from tests.conftest import REPO
 from tests.helpers.lab import in_machine, lab, requires_lab, sparkfab
 
-pytestmark = [pytest.mark.lab, requires_lab]
+pytestmark = [pytest.mark.xdist_group("splitring"), pytest.mark.lab, requires_lab]
 
 
 def test_a_site_inventory_runs_the_lab_cycle(tmp_path, monkeypatch):

@@ -136,6 +136,8 @@ def _kv_capacity_is_fits(cluster: str, head: str, instance: str, tp: int) -> Non
     assert abs(mine - logged) <= 0.02 * logged, (mine, logged)
 
 
+@pytest.mark.xdist_group("pair1")
+@pytest.mark.alone
 def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
     from sparkfab.measure.estimate import Setup, bytes_per_token
     from sparkfab.measure.estimate.gloo import gloo_prefill_bytes_per_token, gloo_view
@@ -297,6 +299,8 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         assert _engines(CLUSTER) == []
 
 
+@pytest.mark.xdist_group("ring4")
+@pytest.mark.alone
 def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
     """The four-Spark ring of the write-up at TP4: Gloo over the control addresses routed around
     the ring (the rendered firewall admits the master port), one prefill measured on rank 0."""
@@ -342,6 +346,8 @@ def test_real_vllm_tp4_on_the_switchless_ring(tmp_path):
         )
 
 
+@pytest.mark.xdist_group("sw8")
+@pytest.mark.alone
 def test_real_vllm_tp8_behind_the_switch(tmp_path):
     """The paper's cluster: eight Sparks behind a CRS804 at TP8. The push's cycle on the switch
     (every host's steps as the run goes, a second apply that changes nothing, MTU 9000, verify
