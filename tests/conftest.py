@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: vLLM's own checks of every launch take seconds to start: the tests that are about them turn
 #: them on (tests/slow/test_oracle.py); everything else relies on the flag table
 os.environ.setdefault("SPARKFAB_ORACLE", "off")
+#: and where a test turns it on, it asks a fresh engine process unless the test is about the warm
+#: server (tests/slow/test_oracle.py), which stops the server it started: no test leaves one behind
+os.environ.setdefault("SPARKFAB_ORACLE_IDLE_S", "0")
 #: the state of real clusters (/var/lib/sparkfab/<cluster> as root) is never the tests': every
 #: verb a test runs keeps its state in a folder of this run's own, removed when it ends
 if "SPARKFAB_STATE_DIR" not in os.environ:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sparkfab import paths
 from sparkfab.errors import UsageError
 from sparkfab.paths import LabPaths
 from sparkfab.plan import Plan
@@ -148,11 +149,14 @@ def control_dir(workdir: Path) -> Path:
     directory in /tmp named after it."""
     if len(str(workdir)) + len("/cm-") + 40 < 100:
         return workdir
-    short = (
-        Path(tempfile.gettempdir()) / f"sparkfab-{os.getuid()}" / hashlib.sha1(str(workdir).encode()).hexdigest()[:8]
-    )
-    short.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(short.parent, 0o700)
+    private = paths.private_tmp()
+    if private is None:
+        raise UsageError(
+            f"{tempfile.gettempdir()}/sparkfab-{os.getuid()} is not a directory of this user's alone: "
+            "ssh's multiplexed sockets cannot go there (remove it, or give sparkfab a shorter state path)"
+        )
+    short = private / hashlib.sha1(str(workdir).encode()).hexdigest()[:8]
+    short.mkdir(mode=0o700, exist_ok=True)
     return short
 
 

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -40,6 +42,21 @@ def state_dir(cluster: str) -> Path:
         "/var/lib/sparkfab" if os.geteuid() == 0 else str(Path.home() / ".local/state/sparkfab")
     )
     return Path(base) / cluster
+
+
+def private_tmp() -> Path | None:
+    """This user's short directory for Unix sockets (a socket's path holds 108 bytes at most):
+    `sparkfab-<uid>` in the temporary directory, made 0700 if missing; None where it is not a
+    directory of this user's that only this user can enter (another user could listen there)."""
+    d = Path(tempfile.gettempdir()) / f"sparkfab-{os.getuid()}"
+    try:
+        d.mkdir(mode=0o700, exist_ok=True)
+        st = d.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return d
 
 
 def lab_dir(cluster: str) -> Path:

@@ -131,3 +131,49 @@ def test_several_inventories_start_each_engines_parser_once(on, cli):
     # the verdicts are kept: each inventory alone now starts no parser
     again = cli("validate", files[0])
     assert again.code == 0 and "own parser is checking" not in again.err
+
+
+def test_a_new_inventory_is_judged_by_the_warm_engine_as_a_fresh_one_judges_it(on, cli, monkeypatch):
+    """The first validate that asks vLLM starts a server that keeps vLLM imported; the next
+    validate of another new inventory is answered by that same process (the kernel names the
+    socket's peer), with the verdict a fresh vLLM process gives. Stopping it ends the process
+    and takes its socket away."""
+    import os
+    import socket
+    import struct
+    import time
+
+    spec = engines.engine("vllm")
+    monkeypatch.setenv("SPARKFAB_ORACLE_IDLE_S", "300")
+    path = oracle.warm_socket(spec, oracle.engine_python(spec))
+    assert path is not None
+    try:
+        first = cli("validate", str(_ring4(on, "first", flags={"max-num-seqs": 8})))
+        assert first.code == 0 and "own parser is checking 4 launch(es)" in first.err, first.err
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(str(path))
+            pid = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+        refused = cli("validate", str(_ring4(on, "second", flags={"enable-auto-tool-choice": True})))
+        assert refused.code == 2 and "--enable-auto-tool-choice requires --tool-call-parser" in refused.err
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(str(path))
+            assert struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0] == pid
+        # a fresh vLLM process (no server, another cache) says the same of the same launches
+        monkeypatch.setenv("SPARKFAB_ORACLE_IDLE_S", "0")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(on / "cache-fresh"))
+        fresh = cli("validate", str(_ring4(on, "second", flags={"enable-auto-tool-choice": True})))
+        assert fresh.code == 2
+        said = [ln for ln in refused.err.splitlines() if "refuses the launch" in ln]
+        assert said and said == [ln for ln in fresh.err.splitlines() if "refuses the launch" in ln]
+    finally:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(on / "cache"))
+        stopped = oracle.stop_warm(spec)
+    assert stopped == pid
+    deadline, gone = time.monotonic() + 10, False
+    while not gone and time.monotonic() < deadline:
+        try:  # this test ran validate in its own process: the server is its child until reaped
+            gone = os.waitpid(pid, os.WNOHANG)[0] == pid
+        except ChildProcessError:
+            gone = not os.path.exists(f"/proc/{pid}")
+        time.sleep(0.05)
+    assert gone and not path.exists()

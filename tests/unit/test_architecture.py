@@ -43,7 +43,7 @@ LAYERS = (
     ),
 )
 #: the modules at the package's top: what every layer shares, and the front door
-TOP_LEVEL = 14
+TOP_LEVEL = 13
 LONG = 400
 REASON = "Longer than 400 lines because"
 

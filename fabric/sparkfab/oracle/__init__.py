@@ -12,6 +12,10 @@ each verdict is kept under `~/.cache/sparkfab/oracle`, keyed by what it depends 
 the argv, the checkpoint's config.json). Without an install here, validate relies on the flag
 table (`engines.flags`, already applied while resolving) and says that it did.
 `SPARKFAB_ORACLE=off` turns the oracle off (the unit tests do).
+
+A launch no verdict covers (a new inventory, a changed flag) is asked of a server that keeps the
+engine imported (`oracle.warm`): the first ask starts it and pays the import once; later asks
+within `SPARKFAB_ORACLE_IDLE_S` are answered without importing the engine again.
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ from typing import Any
 from sparkfab import modelcheck
 from sparkfab.engines import Engine, flags
 from sparkfab.errors import InventoryError, Problem
+from sparkfab.oracle import warm
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import launch, volumes
 
 #: the checkout sparkfab runs from, where scripts/setup.sh makes the engines' venvs (a wheel carries none)
-_CHECKOUT = Path(__file__).resolve().parents[2]
-ASSETS = Path(__file__).with_name("assets")
+_CHECKOUT = Path(__file__).resolve().parents[3]
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TIMEOUT_S = 600
 
 
@@ -166,24 +171,48 @@ def _keep(store: Path, answers: dict[str, dict[str, Any]], notes: list[str]) -> 
         notes.append(f"the engine's verdicts were not kept ({store}: {exc.strerror or exc}): the next run asks again")
 
 
+def _env() -> dict[str, str]:
+    return {**os.environ, "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")}
+
+
 def _ask(spec: Engine, py: Path, items: list[_Launch]) -> list[dict[str, Any]]:
+    """Each launch's answer from the engine's checks: its warm server where it can keep one,
+    else (or where the server could not answer) one run of the oracle for these launches."""
     assert spec.oracle is not None
     request = {"launches": [{"argv": list(i.argv), "model_dir": i.model_dir} for i in items]}
-    env = {**os.environ, "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")}
-    res = subprocess.run(
-        [str(py), str(ASSETS / spec.oracle.asset), "check"],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=TIMEOUT_S,
-    )
-    lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
-    if res.returncode != 0 or not lines:
-        tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [f"exit {res.returncode}"]
-        raise RuntimeError(f"{spec.title}'s checks in {py} did not run: {tail[0][:300]}")
-    answer = json.loads(lines[-1])
+    path = warm_socket(spec, py) if warm.idle_s() > 0 else None
+    answer = warm.ask(py, ASSETS / spec.oracle.asset, path, request, _env(), TIMEOUT_S) if path else None
+    if answer is None:
+        res = subprocess.run(
+            [str(py), str(ASSETS / spec.oracle.asset), "check"],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=TIMEOUT_S,
+        )
+        lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
+        if res.returncode != 0 or not lines:
+            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+            raise RuntimeError(f"{spec.title}'s checks in {py} did not run: {tail[0][:300]}")
+        answer = json.loads(lines[-1])
     return [{**r, "version": answer["version"]} for r in answer["results"]]
+
+
+def warm_socket(spec: Engine, py: Path) -> Path | None:
+    """Where the engine's warm server listens: one per install, oracle code and verdict cache
+    (a reinstall or a changed oracle never answers from an older server)."""
+    assert spec.oracle is not None
+    code = b"".join((ASSETS / name).read_bytes() for name in (spec.oracle.asset, "oracle_cli.py"))
+    key = json.dumps([str(cache_dir()), _identity(py, spec.oracle.dist), hashlib.sha256(code).hexdigest()])
+    return warm.socket_path(spec.name, key)
+
+
+def stop_warm(spec: Engine) -> int | None:
+    """Stop the engine's warm server for this install and cache; its pid, or None where none listens."""
+    py = engine_python(spec)
+    path = warm_socket(spec, py) if py is not None else None
+    return warm.stop(path) if path is not None else None
 
 
 def judge(plan: Plan, say: Any = None, known: Known | None = None) -> Judgement:
