@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,7 +151,7 @@ def control_dir(workdir: Path) -> Path:
     private = paths.private_tmp()
     if private is None:
         raise UsageError(
-            f"{tempfile.gettempdir()}/sparkfab-{os.getuid()} is not a directory of this user's alone: "
+            f"{paths.TMP_ROOT}/sparkfab-{os.getuid()} is not a directory of this user's alone: "
             "ssh's multiplexed sockets cannot go there (remove it, or give sparkfab a shorter state path)"
         )
     short = private / hashlib.sha1(str(workdir).encode()).hexdigest()[:8]

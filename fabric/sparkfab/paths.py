@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -44,11 +43,16 @@ def state_dir(cluster: str) -> Path:
     return Path(base) / cluster
 
 
+#: where `private_tmp` makes its directory
+TMP_ROOT = "/tmp"
+
+
 def private_tmp() -> Path | None:
     """This user's short directory for Unix sockets (a socket's path holds 108 bytes at most):
-    `sparkfab-<uid>` in the temporary directory, made 0700 if missing; None where it is not a
-    directory of this user's that only this user can enter (another user could listen there)."""
-    d = Path(tempfile.gettempdir()) / f"sparkfab-{os.getuid()}"
+    `/tmp/sparkfab-<uid>`, made 0700 if missing; None where it is not a directory of this user's
+    that only this user can enter (another user could listen there). Not under `$TMPDIR`: every
+    process of the user must find the same sockets, and a TMPDIR may be a run's own, or long."""
+    d = Path(TMP_ROOT) / f"sparkfab-{os.getuid()}"
     try:
         d.mkdir(mode=0o700, exist_ok=True)
         st = d.lstat()

@@ -116,6 +116,8 @@ def serve(
         failed = ""
     except Exception as exc:  # said to every client, which then asks the engine without a server
         failed = f"{type(exc).__name__}: {last_line(str(exc))}"
+        sys.stderr.write(f"the engine's checks could not start: {failed}\n")
+        sys.stderr.flush()
     srv.settimeout(idle_s)
     try:
         while True:

@@ -76,6 +76,7 @@ def ask(
                     stdout=log,
                     stderr=log,
                     env=env,
+                    cwd="/",  # it holds no directory of this run's (a mount to unmount, a folder to remove)
                     start_new_session=True,  # it outlives this run, and this run's Ctrl-C
                 )
             deadline = time.monotonic() + LISTEN_S
