@@ -12,6 +12,12 @@ SCALE = 500
 #: link-speed mode -> the shaped rate of every fabric veth, Mbit/s: the rate the mode stands for
 #: (100e: 100 Gb/s, an exact half of 200, not the 109 Gb/s one root measured), divided by SCALE
 RATE_MBIT: dict[LinkSpeed, int] = {m: round(s.nominal_gbps * 1000 / SCALE) for m, s in SPEEDS.items()}
+#: the token bucket of every shaped end, bytes: two frames at the largest jumbo MTU (9216, and
+#: its Ethernet header), the least that passes any frame the netdev may send (tbf drops a frame
+#: larger than its bucket) and sends two back to back. A cable serialises every frame at its
+#: rate; a bucket of 128 KiB (the lab's until #59) let 2.6 ms of data through at the veth's speed
+#: after every gap of the ring.
+BURST_BYTES = 2 * (9216 + 14)
 
 
 def rate_text(mode: LinkSpeed) -> str:

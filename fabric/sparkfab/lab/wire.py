@@ -20,7 +20,7 @@ from pathlib import Path
 from sparkfab import proc
 from sparkfab.errors import UsageError
 from sparkfab.lab.links import BOOT_MTU, make_veth, netns
-from sparkfab.lab.rates import RATE_MBIT, rate_text
+from sparkfab.lab.rates import BURST_BYTES, RATE_MBIT, rate_text
 from sparkfab.lab.spec import LabSpec, Node, Veth
 from sparkfab.lab.state import LabState
 from sparkfab.spark import LinkSpeed
@@ -291,7 +291,7 @@ def _shape(*shaped: tuple[Veth, str]) -> None:
         with netns(ns_name) as ns:
             for ifname, tc_rate in todo:
                 idx = ns.link_lookup(ifname=ifname)[0]
-                ns.tc("replace", "tbf", index=idx, handle="1:", rate=tc_rate, burst=131072, latency="50ms")
+                ns.tc("replace", "tbf", index=idx, handle="1:", rate=tc_rate, burst=BURST_BYTES, latency="50ms")
 
 
 def docker(spec: LabSpec, host: str) -> list[str]:

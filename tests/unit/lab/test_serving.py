@@ -218,16 +218,17 @@ def test_a_lab_decode_pass_is_its_all_reduces_and_the_scores_all_gather():
     from dataclasses import replace
 
     from sparkfab.measure.estimate import Setup
-    from sparkfab.measure.estimate.gloo import GLOO_STEP_BYTES, gloo_view
+    from sparkfab.measure.estimate.gloo import GLOO_PAYLOAD_OVERHEAD, GLOO_STEP_BYTES, gloo_view
     from sparkfab.measure.estimate.model import ModelSpec
 
     s = Setup(ModelSpec("lab", hidden=1024, layers=2, vocab=400, heads=16), 8)
-    reduce1 = 2048 * 1.75 * 1.0025 + 14 * GLOO_STEP_BYTES
-    gather1 = 896 * 7 / 8 * 1.0025 + 7 * GLOO_STEP_BYTES
+    headers = 1 + GLOO_PAYLOAD_OVERHEAD
+    reduce1 = 2048 * 1.75 * headers + 14 * GLOO_STEP_BYTES
+    gather1 = 896 * 7 / 8 * headers + 7 * GLOO_STEP_BYTES
     assert gloo_view(s).decode_bytes_per_token == pytest.approx(5 * reduce1 + gather1)
     assert gloo_view(s).decode_bytes_per_token_formula == pytest.approx(5 * 2048 * 1.75 + 896 * 7 / 8)
-    reduce2 = 4096 * 1.75 * 1.0025 + 14 * GLOO_STEP_BYTES
-    gather2 = 1792 * 7 / 8 * 1.0025 + 7 * GLOO_STEP_BYTES
+    reduce2 = 4096 * 1.75 * headers + 14 * GLOO_STEP_BYTES
+    gather2 = 1792 * 7 / 8 * headers + 7 * GLOO_STEP_BYTES
     assert gloo_view(replace(s, batch=2)).decode_bytes_per_token == pytest.approx((5 * reduce2 + gather2) / 2)
 
 

@@ -1,11 +1,14 @@
 """The lab engine's traffic: Gloo over TCP (torch's Gloo process group) on the lab's veths.
 
-Measured on lab veths (MTU 9000) with torch.distributed at TP2 and TP4 (`benchmarks/gloo_bytes.py`),
-a Gloo all-reduce of S bytes sends S * f * 1.0025 + 2(N-1) * 790 bytes per rank: the ring's
-payload exactly, 0.25 % of headers, and about 790 bytes per ring step (TCP/IP headers, the
-acknowledgements a rank sends for what it receives, Gloo's message header). For a prefill that
-is the paper's formula within 0.3 %; for decode (S = H * b per token) the fixed part is of the
-same order as the payload. A decode pass also all-gathers the token scores (`logits_bytes`), and
+Measured on lab veths (MTU 9000) with torch.distributed at TP2 and TP4 (`benchmarks/gloo_bytes.py`,
+`benchmarks/results/gloo_bytes_2core.txt`), a Gloo all-reduce of S bytes sends
+S * f * 1.0104 + 2(N-1) * 790 bytes per rank: the ring's payload exactly, 1.04 % of headers (a
+TCP/IP and Ethernet header on every 8,948-byte segment, and the acknowledgements a rank sends for
+what it receives), and about 790 bytes per ring step (Gloo's message header, a short message's
+segment and acknowledgement). The headers are the wire's: the lab's shaper cuts TCP's 64 KB
+segments into frames as a cable carries them (0.25 % while its 128 KiB bucket passed them
+whole, before #59). For a prefill that is the paper's formula plus 1.0 %; for decode
+(S = H * b per token) the fixed part is of the same order as the payload. A decode pass also all-gathers the token scores (`logits_bytes`), and
 so does the prefill's one pass for each request's first token: on a short prompt that pass's
 fixed bytes are a visible share (128 tokens at TP8: 2.7 %, `gloo_prefill_bytes_per_token`).
 """
@@ -24,7 +27,7 @@ from sparkfab.measure.estimate import (
 #: Gloo over TCP, measured (see the docstring above): bytes per ring step beyond the payload,
 #: and the share of headers on large messages.
 GLOO_STEP_BYTES = 790
-GLOO_PAYLOAD_OVERHEAD = 0.0025
+GLOO_PAYLOAD_OVERHEAD = 0.0104
 
 
 def gloo_bytes_per_allreduce(nbytes: float, n: int) -> float:
