@@ -8,9 +8,10 @@ what it receives), and about 790 bytes per ring step (Gloo's message header, a s
 segment and acknowledgement). The headers are the wire's: the lab's shaper cuts TCP's 64 KB
 segments into frames as a cable carries them (0.25 % while its 128 KiB bucket passed them
 whole, before #59). For a prefill that is the paper's formula plus 1.0 %; for decode
-(S = H * b per token) the fixed part is of the same order as the payload. A decode pass also all-gathers the token scores (`logits_bytes`), and
-so does the prefill's one pass for each request's first token: on a short prompt that pass's
-fixed bytes are a visible share (128 tokens at TP8: 2.7 %, `gloo_prefill_bytes_per_token`).
+(S = H * b per token) the fixed part is of the same order as the payload. A decode pass also
+all-gathers the token scores (`logits_bytes`), and so does the prefill's one pass for each
+request's first token: on a short prompt that pass's fixed bytes are a visible share (128 tokens
+at TP8: 2.7 % beyond the headers, `gloo_prefill_bytes_per_token`).
 """
 
 from __future__ import annotations
