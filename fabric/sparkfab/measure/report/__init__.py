@@ -56,6 +56,15 @@ def tables(a: SavedRun, b: SavedRun | None, setup: Setup | None) -> dict[str, li
             )
             row["bound_bytes_per_token"] = carried
             row["bound_s"] = extra_time(ta.prompt_tokens * ta.requests * carried, speed_a, speed_b)
+        if x and y and speed_b and tb and ta.prefill_bytes_per_token and tb.prefill_bytes_per_token:
+            # the increase split by a measurement: the time the link needs for the bytes it
+            # carried in each mode (the round's prefill bytes at the mode's rate), and the rest
+            # of TTFT, when this host's link was idle (compute, scheduling, waiting on peers)
+            tokens = ta.prompt_tokens * ta.requests
+            wire_a = ta.prefill_bytes_per_token.mean * tokens * 8 / (speed_a * 1e9)
+            wire_b = tb.prefill_bytes_per_token.mean * tokens * 8 / (speed_b * 1e9)
+            row["wire_s"] = {"a": wire_a, "b": wire_b}
+            row["rest_s"] = {"a": x["mean"] - wire_a, "b": y["mean"] - wire_b}
         if x and y:
             row["verdict"] = ttft_verdict(row)
         ttft.append(row)

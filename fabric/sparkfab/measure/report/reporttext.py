@@ -68,6 +68,12 @@ def ttft_verdict(row: dict[str, Any]) -> str:
     lo, hi = increase_range(x, y)
     mean = row["increase_s"]
     rests = f"increase {_signed(mean)} s, p10-p90 range {_signed(lo)}..{_signed(hi)} s, bound {_g(bound)} s"
+    wire, rest = row.get("wire_s"), row.get("rest_s")
+    if wire and rest:
+        rests += (
+            f"; of the increase, the measured bytes at the two rates {_signed(wire['b'] - wire['a'])} s, "
+            f"the rest of TTFT {_signed(rest['b'] - rest['a'])} s"
+        )
     if hi < bound:
         half = " (below half of it)" if hi < bound / 2 else ""
         return f"within the bound{half}: {mean / bound:.2f}x ({rests})"

@@ -3,6 +3,8 @@ prints a difference with its own sign."""
 
 from __future__ import annotations
 
+import pytest
+
 from sparkfab.measure.bench.runs import dist
 from sparkfab.measure.report.reporttext import _signed, verdict
 
@@ -181,6 +183,41 @@ def test_a_lab_runs_bound_counts_the_bytes_its_link_carries(tmp_path):
     spark_a, spark_b = (_prefill_run(tmp_path, n, False, gloo, 128) for n in ("s200", "s100e"))
     (row,) = tables(spark_a, spark_b, setup)["ttft"]
     assert row["bound_bytes_per_token"] == bytes_per_token(setup)
+
+
+def test_an_increase_is_split_into_the_bytes_time_and_the_rest(tmp_path):
+    """The verdict says how much of the increase the link's measured bytes take at the two rates
+    and how much the rest of TTFT changed (the main job's L4 at ea0b8bb: +0.0404 s and +0.0345
+    s of +0.0749 s), so that an increase above the bound names where it lies."""
+    from sparkfab.measure.bench.records import summarize
+    from sparkfab.measure.bench.runs import SavedRun
+    from sparkfab.measure.report import tables
+
+    def run(label, ttfts, per_token):
+        rows = [
+            {
+                "test": "P", "round": i, "index": 0, "prompt_tokens_planned": 1000, "output_tokens_planned": 2,
+                "send_ns": 0, "first_ns": int(t * 1e9), "last_ns": int(t * 1e9) + 1, "prompt_tokens": 1000,
+                "completion_tokens": 2, "ttft_s": t, "decode_tps": 10.0, "round_prefill_bytes": per_token * 1000,
+                "chunks": [[int(t * 1e9), 1], [int(t * 1e9) + 1, 1]],
+            }
+            for i, t in enumerate(ttfts)
+        ]  # fmt: skip
+        meta = {"inventory": {"lab": True, "tp": 2, "link_gbps": 0.4 if label == "200" else 0.2}}
+        return SavedRun(tmp_path / label, meta, rows, summarize(rows), label, 0)
+
+    # 10 kB per token, 1,000 tokens: 0.2 s of the link at 0.4 Gb/s, 0.4 s at 0.2 Gb/s
+    a = run("200", [1.00, 1.01, 0.99, 1.00, 1.00], 10_000)
+    b = run("100e", [1.30, 1.31, 1.29, 1.30, 1.30], 10_000)
+    (row,) = tables(a, b, None)["ttft"]
+    assert row["wire_s"] == pytest.approx({"a": 0.2, "b": 0.4})
+    assert row["rest_s"]["b"] - row["rest_s"]["a"] == pytest.approx(0.1)  # 0.3 s more, 0.2 s of it the bytes
+    row["bound_s"] = 0.2
+    from sparkfab.measure.report.reporttext import ttft_verdict
+
+    said = ttft_verdict(row)
+    assert said.startswith("above the bound: 1.50x")
+    assert "the measured bytes at the two rates +0.2 s, the rest of TTFT +0.1 s" in said
 
 
 def _gbps(run, position):
