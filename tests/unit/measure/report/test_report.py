@@ -187,7 +187,7 @@ def test_a_lab_runs_bound_counts_the_bytes_its_link_carries(tmp_path):
 
 def test_an_increase_is_split_into_the_bytes_time_and_the_rest(tmp_path):
     """The verdict says how much of the increase the link's measured bytes take at the two rates
-    and how much the rest of TTFT changed (the main job's L4 at ea0b8bb: +0.0404 s and +0.0345
+    and how much the rest of TTFT changed (the main job's L4 at 7e51f4e: +0.0404 s and +0.0345
     s of +0.0749 s), so that an increase above the bound names where it lies."""
     from sparkfab.measure.bench.records import summarize
     from sparkfab.measure.bench.runs import SavedRun
