@@ -70,7 +70,6 @@ COVERED = {
     "sparkfab.measure.bench.records": "tests/unit/measure/bench/test_bench.py",
     "sparkfab.measure.report.reporttext": "tests/unit/measure/report/test_report.py",
     "sparkfab.measure.bench.runs": "tests/unit/measure/report/test_report.py",
-    "sparkfab.oracle": "tests/slow/test_oracle.py",
     "sparkfab.plan": "tests/unit/resolve/test_resolve.py",  # the resolved plan, built by load_plan
     "sparkfab.push.env": "tests/unit/push/test_processes.py",
     "sparkfab.render.control": "tests/unit/resolve/test_control_routes.py",

@@ -199,12 +199,19 @@ def _ask(spec: Engine, py: Path, items: list[_Launch]) -> list[dict[str, Any]]:
     return [{**r, "version": answer["version"]} for r in answer["results"]]
 
 
+#: the environment the engines' checks read (vLLM's and SGLang's settings, Hugging Face's cache
+#: and hub): a server started under other values is another server
+ENGINE_ENV = ("VLLM_", "SGLANG_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_")
+
+
 def warm_socket(spec: Engine, py: Path) -> Path | None:
-    """Where the engine's warm server listens: one per install, oracle code and verdict cache
-    (a reinstall or a changed oracle never answers from an older server)."""
+    """Where the engine's warm server listens: one per install, oracle code, verdict cache and
+    engine environment (a reinstall, a changed oracle or another HF_HOME never answers from an
+    older server)."""
     assert spec.oracle is not None
     code = b"".join((ASSETS / name).read_bytes() for name in (spec.oracle.asset, "oracle_cli.py"))
-    key = json.dumps([str(cache_dir()), _identity(py, spec.oracle.dist), hashlib.sha256(code).hexdigest()])
+    env = sorted((k, v) for k, v in _env().items() if k.startswith(ENGINE_ENV))
+    key = json.dumps([str(cache_dir()), _identity(py, spec.oracle.dist), hashlib.sha256(code).hexdigest(), env])
     return warm.socket_path(spec.name, key)
 
 
