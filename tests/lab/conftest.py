@@ -6,16 +6,35 @@ checked where the lab boots (`tests.helpers.lab.lab`), so it cannot go stale."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from _pytest.nodeid import NodeId
 
 from tests.helpers import lab
 
 
 @pytest.fixture(autouse=True)
 def _declared_labs(request: pytest.FixtureRequest):
-    names = set()
-    for mark in request.node.iter_markers("xdist_group"):
-        names.add(mark.kwargs.get("name", mark.args[0] if mark.args else ""))
-    lab.declared = frozenset(names)
+    lab.declared = frozenset(_group_names(request.node))
     yield
     lab.declared = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The group in each lab test's id, as `--dist loadgroup` reads it (`<id>@<group>`).
+    pytest-xdist 3.8 writes it to `item._nodeid`, which pytest 9 no longer reads (a node keeps
+    its id in `_id`), so without this every test was its own group and two workers could take
+    tests of one lab name at once (the lab's lock made the second wait)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    lab_dir = Path(__file__).parent
+    for item in items:
+        names = sorted(_group_names(item))
+        if names and "@" not in item.nodeid and lab_dir in Path(str(item.path)).parents:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")  # type: ignore[attr-defined]
+
+
+def _group_names(item: pytest.Item) -> set[str]:
+    return {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
