@@ -15,6 +15,7 @@ import pytest
 from tests.helpers.cli import run as sparkfab
 
 __all__ = [
+    "holding",
     "in_machine",
     "lab",
     "lab_ready",
@@ -115,7 +116,7 @@ declared: frozenset[str] | None = None
 
 
 @contextlib.contextmanager
-def _only_holder(cluster: str):
+def holding(cluster: str):
     """Hold this machine's lock on the cluster's name for the block: a lab is found and torn
     down by its name, so a second test process (another worker, another run) waits here instead
     of tearing down a lab it did not create."""
@@ -138,7 +139,7 @@ def lab(inventory: str, cluster: str, engine: str = "collective", *extra: str):
         f"this test boots lab {cluster!r} but its xdist_group mark says {sorted(declared)}: "
         "mark it with pytest.mark.xdist_group(<cluster>) so that no other worker boots that name beside it"
     )
-    with _only_holder(cluster):
+    with holding(cluster):
         build.down(cluster)
         res = sparkfab("lab", "up", inventory, "--engine", engine, *extra)
         assert res.code == 0, res.err

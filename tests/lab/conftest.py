@@ -2,11 +2,11 @@
 `pytest.mark.xdist_group(<cluster>)`. scripts/test.sh runs the tier on two pytest-xdist workers
 with `--dist loadgroup`, which keeps the tests of one cluster name on one worker; a lab is built
 and torn down by its name, so two at once of one name would tear each other down. The mark is
-checked where the lab boots (`tests.helpers.lab.lab`), so it cannot go stale."""
+checked where the lab boots (`tests.helpers.lab.lab`), so it cannot go stale. A lab test outside
+this folder (tests/slow's installed lab cycle) carries the same mark and holds the same lock
+(`tests.helpers.lab.holding`)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from _pytest.nodeid import NodeId
@@ -29,10 +29,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     tests of one lab name at once (the lab's lock made the second wait)."""
     if not getattr(config.option, "loadgroup", False):
         return
-    lab_dir = Path(__file__).parent
     for item in items:
         names = sorted(_group_names(item))
-        if names and "@" not in item.nodeid and lab_dir in Path(str(item.path)).parents:
+        if names and "@" not in item.nodeid and item.get_closest_marker("lab") is not None:
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")  # type: ignore[attr-defined]
 
 

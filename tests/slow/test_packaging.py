@@ -14,7 +14,7 @@ import yaml
 
 from tests.conftest import EXAMPLES, REPO
 from tests.helpers.bench import run_dir_files
-from tests.helpers.lab import lab_ready
+from tests.helpers.lab import holding, lab_ready
 
 pytestmark = pytest.mark.slow
 
@@ -247,6 +247,7 @@ def test_an_ansible_install_on_python_312_keeps_its_ansible_core_and_the_core_ve
 
 
 @pytest.mark.lab
+@pytest.mark.xdist_group("pair2")  # beside the lab tier's pair2 tests: one worker, one lock
 @pytest.mark.skipif(lab_ready() is not None, reason=lab_ready() or "")
 def test_a_lab_cycle_runs_on_python_312_with_ansible_core_221(ansible_site_312):
     """An installed sparkfab with its lab extra, from a folder of its own (the shipped content,
@@ -255,6 +256,11 @@ def test_a_lab_cycle_runs_on_python_312_with_ansible_core_221(ansible_site_312):
     bin_dir = Path(str(ansible_site_312["venv"])) / "bin"
     here = {"bin": bin_dir, "cwd": bin_dir.parent.parent}  # a folder without an ansible.cfg
     inv = str(REPO / "inventory/pair-2cables.yml")
+    with holding("pair2"):
+        _lab_cycle(here, inv)
+
+
+def _lab_cycle(here: dict, inv: str) -> None:
     _run(here, "lab", "down", inv)
     try:
         up = _run(here, "lab", "up", inv, "--engine", "collective")
