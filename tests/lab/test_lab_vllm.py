@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkfab.lab import image
 from tests.conftest import REPO
 from tests.helpers import prometheus
 from tests.helpers.lab import lab, requires_lab, sparkfab, ssh
@@ -149,6 +151,14 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         assert sparkfab("apply", INV, "--lab", "-q").code == 0
         started = sparkfab("serve", "start", INV, "--lab", "-q")
         assert started.code == 0, started.err
+        # warmed before it returned: rank 0 answered a completion (its own log says so), and
+        # serve said how long that took
+        assert re.search(r"spark-a: warmed: \S+ answered its first completion in [\d.]+ s", started.err), started.err
+        log0 = ssh(CLUSTER, "spark-a", "docker logs sparkfab-llama 2>&1").stdout
+        assert '"POST /v1/completions HTTP/1.1" 200' in log0
+        # vLLM's own cache in the lab's compile cache, as in a Spark's home: the model class's
+        # inspection is kept there, and the next start reads it instead of a subprocess
+        assert list((image.compile_cache() / "vllm/modelinfos").glob("*LlamaForCausalLM.json"))
         status = json.loads(sparkfab("lab", "status", INV, "--format", "json").out)
         head = status["serving"]["llama"]
         assert head["engine"] == "vllm" and head["tp"] == 2
@@ -242,6 +252,7 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         flip = sparkfab("linkspeed", INV, "100e", "--lab", "-q")
         assert flip.code == 0, flip.err
         assert "200 Mbit/s (emulated 100 Gb/s at 1:500)" in flip.err and "serving restarted on 2 host(s)" in flip.err
+        assert "spark-a: warmed: " in flip.err, flip.err
         assert "rate 200Mbit" in ssh(CLUSTER, "spark-b", "tc qdisc show dev enp1s0f1np1").stdout
         assert ssh(CLUSTER, "spark-a", started_at).stdout.strip() != before
 

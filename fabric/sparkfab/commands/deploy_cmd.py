@@ -14,7 +14,7 @@ from sparkfab.cluster.limits import files_here, selected
 from sparkfab.cluster.speeds import forget_speeds
 from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_changes, add_target
-from sparkfab.commands.runs import RunOptions, confirm, fail_if, passed_over, run_options, run_with_progress
+from sparkfab.commands.runs import RunOptions, confirm, fail_if, passed_over, run_options, run_with_progress, say_said
 from sparkfab.errors import Exit
 from sparkfab.push import tasks
 from sparkfab.push.run import RunResult
@@ -102,6 +102,7 @@ def _linkspeed(target: Target, args: argparse.Namespace) -> int:
     if args.check:
         return _preview_flip(result, args.mode, flip.was)
     _say(flip.record(target))
+    say_said(result)
     for name, old, new in flip.hca_changes():
         sys.stdout.write(f"{name}: NCCL_IB_HCA ={old} -> ={new}\n")
     restarted = sorted(

@@ -217,6 +217,14 @@ def fail_if(result: RunResult, target: Target) -> None:
         raise DeployError("\n  ".join(["deploy failed on:", *lines]) + f"\n  (artifacts: {result.artifacts})")
 
 
+def say_said(result: RunResult) -> None:
+    """What the run's hosts said in the tasks whose output the verbs show (`tasks.SAID`), a line
+    each under the host's name: how long rank 0's warm-up took."""
+    for h in sorted(result.hosts.values(), key=lambda h: h.host):
+        for line in h.said:
+            _err.print(f"{h.host}: {line}", highlight=False, markup=False)
+
+
 def passed_over(result: RunResult, *tasks: str) -> list[str]:
     """The hosts on which --check passed over a task starting with one of `tasks` (a command's
     task is not run in check mode): where a real run would do it."""

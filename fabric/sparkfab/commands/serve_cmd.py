@@ -14,7 +14,7 @@ from rich.text import Text
 from sparkfab.cluster.limits import files_here, instance_limit, selected
 from sparkfab.cluster.target import Target
 from sparkfab.commands.common import Verb, add_changes, add_format, add_target
-from sparkfab.commands.runs import confirm, fail_if, passed_over, run_options, run_with_progress
+from sparkfab.commands.runs import confirm, fail_if, passed_over, run_options, run_with_progress, say_said
 from sparkfab.errors import Exit
 from sparkfab.push import tasks
 
@@ -52,6 +52,7 @@ def _serve(target: Target, args: argparse.Namespace) -> int:
     confirm(target, args, f"serve {args.action}", selected(target.plan, tree, limit))
     result = run_with_progress("serve.yml", target, tree, opts, {"sparkfab_serve_action": args.action}, limit=limit)
     fail_if(result, target)
+    say_said(result)
     if args.check:
         stop, start = (
             passed_over(result, *tasks.SERVE_STOP),

@@ -139,6 +139,10 @@ class Engine:
     oracle: Oracle | None = None
     #: GET path that answers 200 once the server takes requests
     health_path: str = "/health"
+    #: an OpenAI-compatible server: `serve start` sends it one completion of one token (to the
+    #: first model /v1/models lists) before it returns, so that every rank has run a forward
+    #: pass and the first user's request does not pay for the engine's first one
+    warms: bool = True
     metrics: Metrics | None = None
     #: the variable that bounds the engine's own wait for its workers, and its default (s)
     ready_timeout_env: str | None = None

@@ -17,6 +17,7 @@ class Collective(Engine):
     default_runtime = "process"
     needs_image = False
     per_rank = ("--rank",)
+    warms = False  # no model: its HTTP port answers /health and the collective's own verbs
     #: seconds to start: the lab's engine for tests of the start order and the Ansible path
     lab = LabServing("lab-collective", "process")
 

@@ -34,6 +34,7 @@ from sparkfab.proc import Terminated, signals_held
 from sparkfab.push import collection, processes
 from sparkfab.push.env import config_env, run_env, strategy_env, strategy_vars
 from sparkfab.push.passthrough import PassThrough
+from sparkfab.push.tasks import SAID
 
 
 @contextlib.contextmanager
@@ -80,6 +81,7 @@ class HostResult:
     task: str = ""
     changed_tasks: tuple[str, ...] = ()
     skipped_tasks: tuple[str, ...] = ()  # what --check passes over (a command's task) shows what would run
+    said: tuple[str, ...] = ()  # the last line of each task of `tasks.SAID` that ran (a warm-up's time)
 
     @property
     def state(self) -> str:
@@ -134,7 +136,10 @@ class Collector:
             self._diff(h.host, task, res)
             changed = bool(res.get("changed"))
             tasks = (*h.changed_tasks, task) if changed else h.changed_tasks
-            return replace(h, ok=h.ok + 1, changed=h.changed + changed, changed_tasks=tasks)
+            said = h.said
+            if task.startswith(SAID) and (out := str(res.get("stdout") or "").strip()):
+                said = (*said, out.splitlines()[-1][:300])
+            return replace(h, ok=h.ok + 1, changed=h.changed + changed, changed_tasks=tasks, said=said)
         if kind == "runner_on_failed" and not data.get("ignore_errors"):
             return replace(
                 h, failed=h.failed + 1, failed_task=h.failed_task or task, message=h.message or _failure_text(res)

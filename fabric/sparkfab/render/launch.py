@@ -39,6 +39,7 @@ class Launch:
     health_url: str | None
     secrets: tuple[str, ...] = ()
     health_wait_s: int = 0  # how long serve waits for rank 0's health (the engine's own timeout and more)
+    warm_url: str | None = None  # rank 0's API, which serve warms with one completion (None: not warmed)
 
     @property
     def start_first(self) -> bool:
@@ -113,7 +114,8 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
         )
     )
     env = _env(plan, inst, host, recipe, backend)
-    health = f"http://{inst.master_addr}:{inst.port}{spec.health_path}" if rank.rank == 0 else None
+    api = f"http://{inst.master_addr}:{inst.port}"
+    health = f"{api}{spec.health_path}" if rank.rank == 0 else None
     secrets = tuple(dict.fromkeys((*spec.secrets, *inst.secrets)))
     return Launch(
         inst.name,
@@ -127,6 +129,7 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
         health,
         secrets,
         recipe.health_wait,
+        api if rank.rank == 0 and spec.warms else None,
     )
 
 
