@@ -102,6 +102,7 @@ class Run:
             **self.opt.context,
             "rounds": self.opt.rounds,
             "warmup": self.opt.warmup,
+            "warmup_of": self.tests[0].name if self.tests else None,
             "seed": self.opt.seed,
             "prompt_salt": self.salt,
             "plan": [t.__dict__ for t in self.tests],
@@ -153,9 +154,13 @@ class Run:
             if others := self.dir.written():  # another bench made it between our check and our lock
                 raise UsageError(f"-o {opt.out}: another bench wrote {others[0]} into it first; choose a new directory")
             self.write_meta(server, engine)
-        for test in self.tests:
+        for n, test in enumerate(self.tests):
             before = None
-            for rnd in range(-opt.warmup, opt.rounds):
+            # the warm-up rounds run once, before the first test (as `vllm bench serve
+            # --num-warmups`): on the lab's engine the warm-up of every later test took what its
+            # measured rounds took (benchmarks/results/main_job_2core.txt), one engine's first
+            # requests are what a warm-up is for
+            for rnd in range(-opt.warmup if n == 0 else 0, opt.rounds):
                 if rnd == 0:
                     self.phase(f"{test.name}: reading /metrics before the measured rounds")
                     before = await self.scrape()

@@ -111,7 +111,7 @@ def metadata(run: SavedRun) -> list[tuple[str, str]]:
         ("URL", str(m.get("url", "?"))),
         ("cluster", cluster),
         ("plan", ", ".join(f"{t['name']} {t['requests']}x{t['prompt_tokens']:,}" for t in m.get("plan", []))),
-        ("rounds", f"{m.get('rounds', '?')} (+{m.get('warmup', 0)} warm-up), seed {m.get('seed', '?')}"),
+        ("rounds", f"{m.get('rounds', '?')} (+{_warmup(m)}), seed {m.get('seed', '?')}"),
         ("date", str(m.get("date", "not recorded"))),
         ("sparkfab", str(m.get("sparkfab_version", "?"))),
     ]
@@ -290,3 +290,10 @@ def markdown(
         if i == 0 and runs and assumption:
             out += [f"Estimate: {assumption}", ""]
     return "\n".join(out)
+
+
+def _warmup(meta: dict[str, Any]) -> str:
+    """The run's warm-up: of its first test since #59, of every test before (no `warmup_of`)."""
+    n = meta.get("warmup", 0)
+    of = meta.get("warmup_of")
+    return f"{n} warm-up of {of}" if isinstance(of, str) and n else f"{n} warm-up" + (" each" if n else "")
