@@ -376,6 +376,9 @@ def test_real_vllm_tp8_behind_the_switch(tmp_path):
     hosts = {h.name for h in load_plan(inv).hosts}
     with lab(inv, cluster, engine="vllm") as up:
         assert "8 booted Sparks" in up.err
+        # eight ranks on this machine's cores: the lab's cables run at 1:1000 (`lab.rates`)
+        assert "200 Mbit/s (200 Gb/s at 1:1000)" in up.err, up.err
+        assert "rate 200Mbit" in ssh(cluster, "spark-01", "tc qdisc show dev enp1s0f1np1").stdout
         first = sparkfab("apply", inv, "--lab")
         assert first.code == 0, first.err
         # no terminal here: a line per host and step as the run goes, before the table at its end
@@ -400,6 +403,7 @@ def test_real_vllm_tp8_behind_the_switch(tmp_path):
         res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
         assert res.returncode == 0, res.stderr[-3000:]
         tests = json.loads((tmp_path / "run/summary.json").read_text())["tests"]
+        assert json.loads((tmp_path / "run/run.json").read_text())["inventory"]["link_gbps"] == 0.2
         setup = Setup(from_config(str(tmp_path / "run/model-config.json")), 8)
         long, short = (tests[t]["prefill_bytes_per_token"]["mean"] for t in ("L1", "L4"))
         assert abs(long / bytes_per_token(setup) - 1) < 0.02, (long, bytes_per_token(setup))

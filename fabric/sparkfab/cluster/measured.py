@@ -36,7 +36,7 @@ def context(target: Target, inventory: str, url: str, instance: str | None) -> d
     if target.lab is not None:
         from sparkfab.lab import rates
 
-        ctx.update(lab=True, link_rate=rates.rate_text(mode))
+        ctx.update(lab=True, link_rate=rates.rate_text(mode, target.lab_scale()))
     if len(mine) == 1:
         ctx.update(instance=mine[0].name, tp=mine[0].tp)
     return ctx

@@ -109,8 +109,16 @@ class Target:
         if self.lab is not None:
             from sparkfab.lab import rates
 
-            return rates.rate_gbps(mode)
+            return rates.rate_gbps(mode, self.lab_scale())
         return spark.LINK_GBPS[mode]
+
+    def lab_scale(self) -> int:
+        """A lab's scale: a real link speed over its cables' shaped rate (`lab.rates.scale_for`),
+        as the lab was brought up."""
+        from sparkfab.lab.state import LabState
+
+        assert self.lab is not None
+        return LabState.read(self.lab).spec.scale
 
     def unreachable_why(self, host: str) -> str:
         """What can be seen of `host` where it does not answer: on a lab, what the lab host sees

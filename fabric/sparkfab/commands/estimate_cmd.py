@@ -83,12 +83,14 @@ def _lab(
 
     if not args.inventory:
         raise UsageError("--lab needs --inventory (the cluster whose lab is estimated)")
+    plan = load_plan(args.inventory)
     if not (config or args.model):
-        path = lab_paths(load_plan(args.inventory).cluster).model / "config.json"
+        path = lab_paths(plan.cluster).model / "config.json"
         if not path.is_file():
             raise UsageError(f"--lab: no lab model at {path}: run `sparkfab lab up {args.inventory}` first")
         config = str(path)
-    return from_gbps or rates.rate_gbps("200"), to_gbps or rates.rate_gbps("100e"), config
+    scale = rates.scale_for(plan)  # as `lab up` shapes this inventory's cables
+    return from_gbps or rates.rate_gbps("200", scale), to_gbps or rates.rate_gbps("100e", scale), config
 
 
 def estimate_cmd(args: argparse.Namespace) -> int:

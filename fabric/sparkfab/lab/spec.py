@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import cast
 
 from sparkfab import spark
+from sparkfab.lab import rates
 from sparkfab.lldp import frame as lldp_frame
 from sparkfab.paths import LabPaths, lab_dir
 from sparkfab.plan import Host, Iface, Plan
@@ -110,6 +111,8 @@ class LabSpec:
     switch_bridges: tuple[tuple[str, str, int], ...] = field(default_factory=tuple)  # ns, bridge, mtu
     #: how its Sparks arrive: with lldpd as packaged, or "bare" (`lab.image.SHIPPED`)
     shipped: str = "lldpd"
+    #: a real link speed is this many times its cables' shaped rate (`rates.scale_for`)
+    scale: int = rates.SCALE
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
@@ -252,7 +255,18 @@ def spec(plan: Plan) -> LabSpec:
     nodes.append(Node(WIRES, wires, "wires"))
     bridges = tuple((ns_of[s], SWITCH_BRIDGE, plan.mtu) for s in used)
     bridges += tuple((wires, cable_bridge(k), plan.mtu) for k in sorted({v.cable for v in veths}))
-    return LabSpec(c, lab_id(c), lab_dir(c), str(net), f"{rp}br", str(hosts[-1]), tuple(nodes), tuple(veths), bridges)
+    return LabSpec(
+        c,
+        lab_id(c),
+        lab_dir(c),
+        str(net),
+        f"{rp}br",
+        str(hosts[-1]),
+        tuple(nodes),
+        tuple(veths),
+        bridges,
+        scale=rates.scale_for(plan),
+    )
 
 
 #: the bridge the lab's RouterOS switches put their Spark ports in: one a site would name (the

@@ -20,7 +20,7 @@ from pathlib import Path
 from sparkfab import proc
 from sparkfab.errors import UsageError
 from sparkfab.lab.links import BOOT_MTU, make_veth, netns
-from sparkfab.lab.rates import BURST_BYTES, RATE_MBIT, rate_text
+from sparkfab.lab.rates import BURST_BYTES, rate_mbit, rate_text
 from sparkfab.lab.spec import LabSpec, Node, Veth
 from sparkfab.lab.state import LabState
 from sparkfab.spark import LinkSpeed
@@ -267,16 +267,17 @@ def link_speed(spec: LabSpec, mode: LinkSpeed, hosts: set[str] | None = None) ->
     names = {n.ns: n.name for n in spec.nodes}
     veths = current(spec)
     chosen = [i for i, v in enumerate(veths) if v.kind == "twin" and (hosts is None or names[v.a_ns] in hosts)]
-    _shape(*((veths[i], f"{RATE_MBIT[mode]}mbit") for i in chosen))
+    mbit = rate_mbit(mode, spec.scale)
+    _shape(*((veths[i], f"{mbit}mbit") for i in chosen))
     for i in chosen:
-        veths[i] = replace(veths[i], rate_mbit=RATE_MBIT[mode])
+        veths[i] = replace(veths[i], rate_mbit=mbit)
     _save(spec, veths)
     return link_speed_text(spec, mode, hosts)
 
 
 def link_speed_text(spec: LabSpec, mode: LinkSpeed, hosts: set[str] | None = None) -> str:
     which = "every fabric veth" if hosts is None else f"the fabric veths of {', '.join(sorted(hosts))}"
-    return f"lab {spec.cluster}: {which} shaped to {rate_text(mode)}"
+    return f"lab {spec.cluster}: {which} shaped to {rate_text(mode, spec.scale)}"
 
 
 def _shape(*shaped: tuple[Veth, str]) -> None:

@@ -108,11 +108,27 @@ def test_lab_inventory_swaps_in_the_lab_engine(tmp_path):
 
 
 def test_lab_rates_are_the_link_speeds_scaled_down():
-    from sparkfab.lab.rates import RATE_MBIT, SCALE, rate_gbps, rate_text
+    from sparkfab.lab.rates import SCALE, rate_gbps, rate_mbit, rate_text
 
     assert rate_text("200") == "400 Mbit/s (200 Gb/s at 1:500)"
     assert rate_text("100e") == "200 Mbit/s (emulated 100 Gb/s at 1:500)"
-    assert RATE_MBIT["200"] / RATE_MBIT["100e"] == 2 and rate_gbps("200") * SCALE == 200
+    assert rate_mbit("200") / rate_mbit("100e") == 2 and rate_gbps("200") * SCALE == 200
+    assert rate_text("200", 1000) == "200 Mbit/s (200 Gb/s at 1:1000)" and rate_gbps("100e", 1000) == 0.1
+
+
+@pytest.mark.parametrize(
+    ("inventory", "scale"),
+    [("pair-1cable.yml", 500), ("ring4.yml", 500), ("switch8-crs804-200.yml", 1000)],
+)
+def test_a_labs_scale_grows_with_its_largest_instance(inventory, scale):
+    """Up to four ranks 1:500; eight ranks compute twice as long per token on the same cores, and
+    their cables run at half the rate, so the network stays a share of TTFT (`lab.rates`)."""
+    from sparkfab.lab import rates
+    from sparkfab.lab.spec import spec
+
+    plan = load_plan(str(REPO / "inventory" / inventory))
+    assert rates.scale_for(plan) == scale
+    assert spec(plan).scale == scale
 
 
 def test_lab_engine_says_how_to_get_vllm(monkeypatch, tmp_path):
