@@ -15,12 +15,12 @@
 #   The lab Sparks' root filesystem (as root, where mmdebstrap is): built here, not at the first
 #   `lab up`, and cached in /var/lib/sparkfab/lab-images.
 # Independent steps run at once, each into a log of its own (shown where one fails): the Debian
-# packages; vLLM's and SGLang's environments; then sparkfab's (its C loop needs gcc from the
-# packages) and the lab image (mmdebstrap, and sparkfab to build it). Python packages are
-# installed with uv from the locks in requirements/ (every package pinned, its hashes checked:
-# scripts/lock.sh writes them, scripts/newest.sh tries the newest), which fetches and installs in
-# parallel and links from its cache. Each step is skipped when what it makes is there (stamps,
-# which change with the locks), so a second setup takes seconds.
+# packages; vLLM's and SGLang's environments; sparkfab's environment; then sparkfab itself (its C
+# loop needs gcc from the packages) and the lab image (mmdebstrap, and sparkfab to build it).
+# Python packages are installed with uv from the locks in requirements/ (every package pinned,
+# its hashes checked: scripts/lock.sh writes them, scripts/newest.sh tries the newest), which
+# fetches and installs in parallel and links from its cache. Each step is skipped when what it
+# makes is there (stamps, which change with the locks), so a second setup takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,9 +70,12 @@ main_env_needed() {
 }
 
 main_env() {
-  # the lock holds torch's CPU build, pip (the packaging tests build wheels with it) and uv; then
-  # sparkfab itself, editable, from the checkout
+  # the lock holds torch's CPU build, pip (the packaging tests build wheels with it) and uv: no
+  # package of it is built here, so it syncs while the Debian packages install
   sync_env .venv sparkfab.txt
+}
+main_install() {
+  # sparkfab itself, editable, from the checkout: its C loop needs gcc and the Python headers
   "$UV" pip install --python .venv/bin/python --no-deps -e .
   touch "$main_stamp"
 }
@@ -152,12 +155,17 @@ uv_settings
 if [ "${SPARKFAB_NO_VLLM:-0}" != 1 ] && { [ ! -f "$vstamp" ] || [ ! -f "$sstamp" ]; }; then
   start engine-environments engine_envs
 fi
+main_needed=0
+if main_env_needed; then
+  main_needed=1
+  start sparkfab-environment main_env
+fi
 if [ -n "${pids[debian-packages]:-}" ]; then
   finish debian-packages  # sparkfab's C loop needs gcc and the Python headers
 fi
-if main_env_needed; then
-  start sparkfab-environment main_env
+if [ "$main_needed" = 1 ]; then
   finish sparkfab-environment
+  [ "${#failed[@]}" != 0 ] || { start sparkfab-install main_install; finish sparkfab-install; }
 fi
 if [ "$(id -u)" = 0 ] && command -v mmdebstrap >/dev/null && [ "${#failed[@]}" = 0 ] \
    && [ "${SPARKFAB_NO_LAB_IMAGE:-0}" != 1 ]; then
