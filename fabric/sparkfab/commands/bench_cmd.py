@@ -37,7 +37,10 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--rounds", type=at.integer(1, 1000), default=3, help="measured rounds of each test (3)")
     p.add_argument(
-        "--warmup", type=at.integer(0, 100), default=1, help="rounds of the first test before the run, not measured (1)"
+        "--warmup",
+        type=at.integer(0, 100),
+        default=1,
+        help="rounds before a test larger than every test before it, not measured (1)",
     )
     p.add_argument(
         "--seed", type=at.integer(0, 2**63 - 1), default=0, help="seed of the prompts' padding (each run salts it)"
@@ -205,7 +208,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
         remote_read=_remote_read(args),
         metadata=dict(args.metadata),
     )
-    total = sum(t.requests for t in tests) * args.rounds + tests[0].requests * args.warmup
+    total = sum(t.requests for t in tests) * args.rounds + sum(t.requests for t in plans.warmed(tests)) * args.warmup
     with Progress(transient=True, disable=args.quiet) as progress:
         task = progress.add_task("requests", total=total)
         live = progress.console.is_terminal and not args.quiet

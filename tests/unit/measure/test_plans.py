@@ -18,6 +18,13 @@ def test_the_papers_plan_the_labs_and_a_selection():
     assert {t.output_tokens for t in plans.select("P1,P2", output_tokens=64)} == {64}
 
 
+def test_the_tests_warmed_up_before_are_each_larger_than_all_before_them():
+    assert [t.name for t in plans.warmed(plans.select("lab"))] == ["L1", "L2"]  # L3 2 x 4,096 is not larger
+    assert [t.name for t in plans.warmed(plans.select(None))] == ["P1", "P2", "P3", "P5"]
+    assert [t.name for t in plans.warmed(plans.select("L2,L1,L4"))] == ["L2"]
+    assert plans.warmed([]) == []
+
+
 def test_a_plan_file_and_what_it_may_not_hold(tmp_path):
     good = tmp_path / "plan.yml"
     good.write_text("- {name: short, requests: 2, prompt_tokens: 512, output_tokens: 8}\n")

@@ -33,7 +33,7 @@ from sparkfab.measure.endpoint import http
 from sparkfab.measure.endpoint.access import Access
 from sparkfab.measure.endpoint.prompts import PromptMaker, ServerInfo, probe
 from sparkfab.measure.endpoint.stream import RequestResult, stream_completion
-from sparkfab.measure.plans import Test
+from sparkfab.measure.plans import Test, warmed
 
 #: how long a server's metadata and metrics endpoints (/version, /v1/models, /metrics) have to
 #: answer whole: they answer in milliseconds, and a bench must not wait on them
@@ -102,7 +102,7 @@ class Run:
             **self.opt.context,
             "rounds": self.opt.rounds,
             "warmup": self.opt.warmup,
-            "warmup_of": self.tests[0].name if self.tests else None,
+            "warmup_of": [t.name for t in warmed(self.tests)],
             "seed": self.opt.seed,
             "prompt_salt": self.salt,
             "plan": [t.__dict__ for t in self.tests],
@@ -154,13 +154,10 @@ class Run:
             if others := self.dir.written():  # another bench made it between our check and our lock
                 raise UsageError(f"-o {opt.out}: another bench wrote {others[0]} into it first; choose a new directory")
             self.write_meta(server, engine)
-        for n, test in enumerate(self.tests):
+        warm = {t.name for t in warmed(self.tests)}  # before a test larger than any before it
+        for test in self.tests:
             before = None
-            # the warm-up rounds run once, before the first test (as `vllm bench serve
-            # --num-warmups`): on the lab's engine the warm-up of every later test took what its
-            # measured rounds took (benchmarks/results/main_job_2core.txt), one engine's first
-            # requests are what a warm-up is for
-            for rnd in range(-opt.warmup if n == 0 else 0, opt.rounds):
+            for rnd in range(-opt.warmup if test.name in warm else 0, opt.rounds):
                 if rnd == 0:
                     self.phase(f"{test.name}: reading /metrics before the measured rounds")
                     before = await self.scrape()

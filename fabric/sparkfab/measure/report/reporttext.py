@@ -293,7 +293,10 @@ def markdown(
 
 
 def _warmup(meta: dict[str, Any]) -> str:
-    """The run's warm-up: of its first test since #59, of every test before (no `warmup_of`)."""
+    """The run's warm-up: before the tests it names since #59, before every test earlier (no
+    `warmup_of`)."""
     n = meta.get("warmup", 0)
     of = meta.get("warmup_of")
-    return f"{n} warm-up of {of}" if isinstance(of, str) and n else f"{n} warm-up" + (" each" if n else "")
+    if isinstance(of, list) and n:
+        return f"{n} warm-up before {', '.join(str(x) for x in of)}"
+    return f"{n} warm-up" + (" each" if n else "")

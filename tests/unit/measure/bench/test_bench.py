@@ -319,6 +319,28 @@ def test_bench_says_which_test_round_and_step_it_is_at(cli, tmp_path, double):
     assert quiet.code == 0 and "bench: " not in quiet.err
 
 
+def test_warm_up_rounds_come_before_each_test_larger_than_those_before_it(cli, tmp_path, double):
+    """A warm-up round runs before the first test and before each test whose round holds more
+    prompt tokens than any before it; the others start measured. requests.jsonl, run.json and the
+    report say which."""
+    url = double("--prefill-s-per-token", "1e-6", "--token-interval-s", "0.001")
+    rows = [
+        {"name": "A", "requests": 1, "prompt_tokens": 200, "output_tokens": 2},
+        {"name": "B", "requests": 1, "prompt_tokens": 800, "output_tokens": 2},
+        {"name": "C", "requests": 2, "prompt_tokens": 300, "output_tokens": 2},  # 600: not larger
+        {"name": "D", "requests": 1, "prompt_tokens": 100, "output_tokens": 2},
+    ]
+    res = bench(cli, url, plan(tmp_path, rows), "--rounds", "2", "--warmup", "1", "-o", str(tmp_path / "run"))
+    assert res.code == 0, res.err
+    sent = [json.loads(x) for x in (tmp_path / "run/requests.jsonl").read_text().splitlines()]
+    warm = [(r["test"], r["round"]) for r in sent if r.get("kind") != "traffic" and r["warmup"]]
+    assert warm == [("A", -1), ("B", -1)]
+    assert {(r["test"], r["round"]) for r in sent if not r["warmup"]} == {(t, n) for t in "ABCD" for n in (0, 1)}
+    assert json.loads((tmp_path / "run/run.json").read_text())["warmup_of"] == ["A", "B"]
+    rep = cli("report", str(tmp_path / "run"), "-o", str(tmp_path / "rep"))
+    assert rep.code == 0 and "2 (+1 warm-up before A, B)" in rep.out, rep.out
+
+
 def test_a_full_disk_under_the_run_names_the_run_directory(double, cli, tmp_path, monkeypatch):
     """The first write into the run is its lock's; on a full disk (ENOSPC from a write, which
     carries no file name) the error names -o, not only the OS's words."""
