@@ -5,9 +5,9 @@
 # (the hardware checks included), serve vLLM's CPU build at TP4 in each Spark's Docker through the
 # same launch scripts a Spark runs, estimate, bench at 200, flip to emulated 100, verify, bench
 # again, report side by side with a verdict per test, tear down. Needs root (namespaces, machines).
-# About 12 minutes on 2 cores once setup is done (12 min 6 s at 08bb1e3, 5 rounds per test and
-# mode; ROUNDS=2 takes about 8); the first lab up also builds the lab's image.
-# With inventory/switch8-crs804-200.yml: the paper's 8 Sparks at TP8, about 18 minutes.
+# About 8 minutes on 2 cores once setup is done (8 min 20 s at 78cbf43, 5 rounds per test and
+# mode); the first lab up also builds the lab's image (setup does, on a fresh machine: 115 s).
+# With inventory/switch8-crs804-200.yml: the paper's 8 Sparks at TP8, about 17 minutes.
 # Usage: scripts/demo.sh [INVENTORY] [REPORT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
