@@ -49,7 +49,7 @@ def warmed(tests: list[Test]) -> list[Test]:
     test's before it (the first among them). An engine's first pass at a size pays for what it
     sets up for that size, once; a test no larger than one before it finds the engine warm. On
     the lab's engine at TP4 the warm-up of L3 and L4 (after L1 and L2) took what their measured
-    rounds took; at TP8 L2's first round after L1's warm-up only took 4-6 % longer than the rest
+    rounds took; at TP8, warmed up by L1 alone, L2's first round took 4-6 % longer than the rest
     (benchmarks/results/main_job_2core.txt, lab_tp8_switch8_2core.txt)."""
     out, most = [], 0
     for t in tests:

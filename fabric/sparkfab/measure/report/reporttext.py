@@ -297,6 +297,7 @@ def _warmup(meta: dict[str, Any]) -> str:
     `warmup_of`)."""
     n = meta.get("warmup", 0)
     of = meta.get("warmup_of")
+    of = [of] if isinstance(of, str) else of  # a run between 78cbf43 and c71805f names one test
     if isinstance(of, list) and n:
         return f"{n} warm-up before {', '.join(str(x) for x in of)}"
     return f"{n} warm-up" + (" each" if n else "")

@@ -265,3 +265,14 @@ def test_decode_traffic_received_beside_sent_names_what_only_the_host_sends(tmp_
     cells = dict(zip(section.columns, section.rows[0], strict=True))
     assert cells["received vs estimate"] == "+0.00% / +0.00%"
     assert cells["sent - received"] == "+0.0034 MB / +0.0034 MB"  # the table's unit: MB at GLM's size
+
+
+def test_the_rounds_row_says_which_tests_were_warmed_up_for_runs_of_every_version():
+    """run.json names the warmed tests since #59 (a list; one name between 78cbf43 and c71805f);
+    an older run warmed up before every test."""
+    from sparkfab.measure.report.reporttext import _warmup
+
+    assert _warmup({"warmup": 1, "warmup_of": ["L1", "L2"]}) == "1 warm-up before L1, L2"
+    assert _warmup({"warmup": 1, "warmup_of": "L1"}) == "1 warm-up before L1"
+    assert _warmup({"warmup": 2}) == "2 warm-up each"
+    assert _warmup({"warmup": 0, "warmup_of": []}) == "0 warm-up"
