@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then runs the whole suite.
 # Unit and golden tests run anywhere; lab tests (network namespaces, booted machines) need root.
-# A plain `pytest` runs only the unit and golden tier (tests/unit, about 75 s on 2 cores, -n auto).
+# A plain `pytest` runs only the unit and golden tier (tests/unit, about 65 s on 2 cores, -n auto).
 #
 # Without arguments, four runs: every tier but `lab`, `timing` and `newest` (scripts/newest.sh,
 # not a gate) on two pytest-xdist workers;

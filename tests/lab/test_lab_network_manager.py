@@ -13,6 +13,7 @@ over) and verify is green."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import yaml
@@ -40,9 +41,21 @@ def _nm(host: str) -> str:
     return ssh(CLUSTER, host, "systemctl show NetworkManager -p MainPID -p ActiveEnterTimestampMonotonic").stdout
 
 
-def _green(inventory: str) -> None:
-    checked = sparkfab("verify", inventory, "--lab", "--format", "json")
-    assert checked.code == 0, [r for r in json.loads(checked.out)["results"] if r["status"] == "fail"]
+def _green(inventory: str, within_s: float = 0.0) -> float:
+    """verify is green, at once or within `within_s` (NetworkManager on every Spark converging after
+    a reboot); how long it took. A failure says what NetworkManager shows on every Spark."""
+    began = time.monotonic()
+    while True:
+        checked = sparkfab("verify", inventory, "--lab", "--format", "json")
+        if checked.code == 0:
+            return time.monotonic() - began
+        if time.monotonic() - began >= within_s:
+            break
+        time.sleep(5)
+    failed = [r for r in json.loads(checked.out)["results"] if r["status"] == "fail"]
+    hosts = list(yaml.safe_load((REPO / "inventory/ring4.yml").read_text())["all"]["hosts"])
+    states = {h: ssh(CLUSTER, h, "nmcli -t -f DEVICE,STATE,CONNECTION device; ip -br -4 addr").stdout for h in hosts}
+    raise AssertionError(f"verify not green after {within_s:g} s: {failed[:6]}\nNetworkManager: {states}")
 
 
 def test_apply_reboot_and_verify_under_network_manager(tmp_path):
@@ -85,7 +98,10 @@ def test_apply_reboot_and_verify_under_network_manager(tmp_path):
         # a reboot: NetworkManager brings the fabric back from netplan's profiles, no apply
         rebooted = sparkfab("lab", "reboot", nm, hosts[1])
         assert rebooted.code == 0 and "addresses and routes back" in rebooted.err, rebooted.err
-        _green(nm)
+        # green once NetworkManager has settled everywhere: in CI under a second worker's lab, a
+        # Spark the reboot did not touch (spark-3d38, the cable to spark-329f) once lacked its
+        # fabric address at the first verify; alone it is green at once
+        print(f"verify green {_green(nm, within_s=90):.1f} s after the reboot")
         again = sparkfab("apply", nm, "--lab")
         assert again.code == 0 and "changed=0" in again.err, again.err[-2000:]
 
