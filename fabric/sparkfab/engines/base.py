@@ -143,6 +143,9 @@ class Engine:
     #: first model /v1/models lists) before it returns, so that every rank has run a forward
     #: pass and the first user's request does not pay for the engine's first one
     warms: bool = True
+    #: the variable of the host's secrets file that holds the server's API key, which the warm-up
+    #: sends as a bearer token where it is set (None: the server takes no key from there)
+    api_key_env: str | None = None
     metrics: Metrics | None = None
     #: the variable that bounds the engine's own wait for its workers, and its default (s)
     ready_timeout_env: str | None = None

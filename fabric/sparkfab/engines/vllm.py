@@ -16,6 +16,7 @@ class VLLM(Engine):
     command = ("vllm", "serve")
     server = "vllm serve"
     secrets = ("HF_TOKEN", "VLLM_API_KEY")
+    api_key_env = "VLLM_API_KEY"  # vLLM then requires `Authorization: Bearer KEY` on /v1/*
     secret_flags = MappingProxyType({"api-key": "VLLM_API_KEY", "hf-token": "HF_TOKEN"})
     generated_flags = MappingProxyType(
         {

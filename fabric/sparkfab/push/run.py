@@ -81,7 +81,7 @@ class HostResult:
     task: str = ""
     changed_tasks: tuple[str, ...] = ()
     skipped_tasks: tuple[str, ...] = ()  # what --check passes over (a command's task) shows what would run
-    said: tuple[str, ...] = ()  # the last line of each task of `tasks.SAID` that ran (a warm-up's time)
+    said: tuple[str, ...] = ()  # the message of each task of `tasks.SAID` that ran (a warm-up's time)
 
     @property
     def state(self) -> str:
@@ -137,7 +137,7 @@ class Collector:
             changed = bool(res.get("changed"))
             tasks = (*h.changed_tasks, task) if changed else h.changed_tasks
             said = h.said
-            if task.startswith(SAID) and (out := str(res.get("stdout") or "").strip()):
+            if task.startswith(SAID) and (out := str(res.get("msg") or "").strip()):
                 said = (*said, out.splitlines()[-1][:300])
             return replace(h, ok=h.ok + 1, changed=h.changed + changed, changed_tasks=tasks, said=said)
         if kind == "runner_on_failed" and not data.get("ignore_errors"):

@@ -15,11 +15,11 @@ SERVE_STOP = ("Serve | Stop the engine", "Serve | Remove the engine")
 #: the probe of the engine, which in a flip also checks that the host can write where the flip
 #: writes (linkspeed.yml's first task: a failure there is before any host changed)
 SERVE_PROBE = "Serve | Probe the engine"
-#: serving's warm-up on rank 0: one completion once healthy; its output is what the verb says
+#: serving's warm-up on rank 0: one completion once healthy; its message is what the verb says
 SERVE_WARM = "Serve | Warm the engine"
 #: every task of the files role (roles/sparkfab_files): a kind of file installed
 FILES = "Files |"
-#: tasks whose last line of output the verbs show under the host's name
+#: tasks whose message (the module's `msg`) the verbs show under the host's name
 SAID: tuple[str, ...] = (SERVE_WARM,)
 
 #: what the test holds to the content: each name and the task names it must start

@@ -40,6 +40,7 @@ class Launch:
     secrets: tuple[str, ...] = ()
     health_wait_s: int = 0  # how long serve waits for rank 0's health (the engine's own timeout and more)
     warm_url: str | None = None  # rank 0's API, which serve warms with one completion (None: not warmed)
+    warm_key_env: str | None = None  # the secrets file's variable with the API key the warm-up sends
 
     @property
     def start_first(self) -> bool:
@@ -130,6 +131,7 @@ def launch(plan: Plan, inst: Instance, host: Host, recipe: Recipe) -> Launch:
         secrets,
         recipe.health_wait,
         api if rank.rank == 0 and spec.warms else None,
+        spec.api_key_env if rank.rank == 0 and spec.warms else None,
     )
 
 

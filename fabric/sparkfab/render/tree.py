@@ -128,6 +128,7 @@ def _host_vars(plan: Plan, host: Host, files: tuple[File, ...]) -> File:
             "sparkfab_runtime": lx.runtime,
             "sparkfab_health_url": lx.health_url,
             "sparkfab_warm_url": lx.warm_url,
+            "sparkfab_warm_key_env": lx.warm_key_env,
             "sparkfab_engine_flag_hash": lx.engine_hash,
             "sparkfab_secrets": list(lx.secrets),
         }

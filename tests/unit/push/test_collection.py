@@ -31,7 +31,7 @@ def test_two_roles_with_a_module_of_one_name_are_refused(tmp_path):
     shutil.copytree(REPO / "roles", root / "roles", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "playbooks", root / "playbooks", ignore=shutil.ignore_patterns("__pycache__"))
     twin = root / "roles/sparkfab_serve/library"
-    twin.mkdir()
+    twin.mkdir(exist_ok=True)  # sparkfab_serve has a module of its own (sparkfab_warm)
     shutil.copy(root / "roles/sparkfab_reset/library/sparkfab_reset.py", twin)
     with pytest.raises(ValueError, match=r"would both be plugins/modules/sparkfab_reset\.py"):
         collection.sources(root)
