@@ -59,9 +59,9 @@ msg:
 import json
 import time
 import urllib.error
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 
 
 def secret(path, name):
@@ -81,8 +81,9 @@ def secret(path, name):
 
 def ask(url, timeout, headers, body=None):
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data, {**headers, **({"Content-Type": "application/json"} if data else {})})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
+    if data:
+        headers = {**headers, "Content-Type": "application/json"}
+    with open_url(url, data=data, headers=headers, timeout=timeout, method="POST" if data else "GET") as r:
         return json.load(r)
 
 
@@ -91,7 +92,7 @@ def main():
         argument_spec={
             "url": {"type": "str", "required": True},
             "timeout": {"type": "int", "default": 600},
-            "key_env": {"type": "str"},
+            "key_env": {"type": "str", "no_log": False},  # the variable's name; its value is read here
             "secrets_file": {"type": "path", "default": "/etc/sparkfab/secrets.env"},
         },
         supports_check_mode=True,
@@ -111,7 +112,8 @@ def main():
             headers,
             {"model": model, "prompt": "warm", "max_tokens": 1, "temperature": 0},
         )
-        _ = answer["choices"][0]  # an answer without a choice is no answer
+        if not answer["choices"]:
+            raise ValueError("the answer holds no choice")
     except urllib.error.HTTPError as exc:
         module.fail_json(msg=f"the engine did not answer its first completion: HTTP {exc.code} from {exc.url}")
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
