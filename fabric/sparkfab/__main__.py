@@ -8,7 +8,7 @@ import signal
 import sys
 
 from sparkfab.errors import Exit
-from sparkfab.proc import Terminated, on_sigterm
+from sparkfab.proc import Terminated, interruption, on_sigterm
 
 
 def run() -> int:
@@ -17,8 +17,11 @@ def run() -> int:
         from sparkfab.cli import main
 
         return main()
-    except KeyboardInterrupt as exc:  # before main's own handlers are in place (imports, set-up)
-        ended = isinstance(exc, Terminated)
+    except (KeyboardInterrupt, Exception) as exc:  # before main's own handlers are in place (imports, set-up)
+        signalled = interruption(exc)
+        if signalled is None:
+            raise
+        ended = isinstance(signalled, Terminated)
         sys.stderr.write("sparkfab: terminated\n" if ended else "sparkfab: interrupted\n")
         return Exit.TERMINATED if ended else Exit.INTERRUPTED
 

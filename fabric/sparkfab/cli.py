@@ -39,7 +39,7 @@ from sparkfab.commands import (
 )
 from sparkfab.commands.common import Verb
 from sparkfab.errors import Exit, InventoryError, SparkfabError, Unavailable, readable
-from sparkfab.proc import Terminated, on_sigterm
+from sparkfab.proc import Terminated, interruption, on_sigterm
 
 #: every verb, in the order `sparkfab --help` lists them
 VERBS: tuple[Verb, ...] = (
@@ -154,7 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     others.keep_quiet(_verbosity(words))  # before the verbs' modules load: an import may warn
     try:
         args = parser(_verb(words)).parse_args(words)  # a signal here (a slow start-up) ends it as one later does
-    except KeyboardInterrupt as exc:
+    except (KeyboardInterrupt, Exception) as exc:
+        if interruption(exc) is None:
+            raise
         return _ended(exc)
     # SIGTERM (timeout, systemd, CI runners) ends a verb as Ctrl-C does: outputs half written
     # are removed, locks released, children ended by the code that started them
@@ -208,10 +210,10 @@ def _inventory(args: argparse.Namespace) -> None:
         os.environ["ANSIBLE_VAULT_PASSWORD_FILE"] = os.path.abspath(args.vault_password_file)
 
 
-def _ended(exc: KeyboardInterrupt) -> int:
+def _ended(exc: BaseException) -> int:
     """Ctrl-C (130) or SIGTERM (143), said in a line (an interrupted Ansible run carries which
-    one as its cause)."""
-    ended = isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated)
+    one as its cause; an import that a signal met, Python's RuntimeError around it)."""
+    ended = isinstance(interruption(exc), Terminated)
     sys.stderr.write("sparkfab: terminated\n" if ended else "sparkfab: interrupted\n")
     return Exit.TERMINATED if ended else Exit.INTERRUPTED
 
@@ -245,6 +247,8 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         return _ended(exc)
     except Exception as exc:
+        if interruption(exc) is not None:  # a signal that Python wrapped in an error of its own
+            return _ended(exc)
         with tempfile.NamedTemporaryFile("w", prefix="sparkfab-crash-", suffix=".txt", delete=False) as f:
             traceback.print_exc(file=f)
         sys.stderr.write(f"sparkfab: internal error: {exc!r} (traceback in {f.name})\n")

@@ -125,6 +125,26 @@ class Terminated(KeyboardInterrupt):
     the same clean-up runs: half-written outputs removed, locks released; exit 143."""
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from or during, nearest first (each once)."""
+    seen: list[BaseException] = []
+    at: BaseException | None = exc
+    while at is not None and all(at is not e for e in seen):
+        seen.append(at)
+        at = at.__cause__ or at.__context__
+    return seen
+
+
+def interruption(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM behind `exc`, where a signal caused it: Python wraps an exception
+    raised in some places in one of its own (a class body's `__set_name__` in a RuntimeError,
+    which is where a SIGTERM during an import met the clean-clone run), and an Ansible run ended
+    by a signal says so by its cause. None for an error no signal caused."""
+    raised = _chain(exc)
+    found = [e for e in raised if isinstance(e, KeyboardInterrupt)]
+    return next((e for e in found if isinstance(e, Terminated)), found[0] if found else None)
+
+
 def on_sigterm() -> Callable[[int, object], None]:
     """A SIGTERM handler for this process that raises Terminated. A process forked from it
     without exec (pyroute2's namespace helpers, multiprocessing) inherits the handler but not
