@@ -48,7 +48,7 @@ sparkfab estimate --inventory "$inv" --lab | tee "$out/estimate.txt"
 
 bench() {  # on rank 0's Spark, so that its fabric netdevs' counters are sampled at 1 ms
   sparkfab lab exec "$inv" --net-only "$head" -- sparkfab bench --url "$url" --model "$model" --plan lab --rounds "$rounds" \
-    --idle-seconds 0.5 --inventory "$inv" --lab --counters-host "$head" --source netdev --label "$1" -o "$out/run-$1"
+    --idle-seconds 0.1 --inventory "$inv" --lab --counters-host "$head" --source netdev --label "$1" -o "$out/run-$1"
 }
 step "bench at 200";           bench 200
 step "battery's prefix check (the lab's model has random weights: it fails the checks; they run)"

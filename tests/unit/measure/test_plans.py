@@ -12,7 +12,7 @@ from sparkfab.measure import plans
 def test_the_papers_plan_the_labs_and_a_selection():
     assert [t.name for t in plans.select(None)] == ["P1", "P2", "P3", "P4", "P5", "P6"]
     assert [(t.name, t.requests, t.prompt_tokens, t.output_tokens) for t in plans.select("lab")] == [
-        ("L1", 1, 2048, 16), ("L2", 1, 8192, 16), ("L3", 2, 4096, 16), ("L4", 1, 128, 64),
+        ("L1", 1, 2048, 16), ("L2", 1, 8192, 16), ("L3", 2, 4096, 16), ("L4", 1, 128, 32),
     ]  # fmt: skip
     assert [t.name for t in plans.select("P4, L2")] == ["P4", "L2"]
     assert {t.output_tokens for t in plans.select("P1,P2", output_tokens=64)} == {64}

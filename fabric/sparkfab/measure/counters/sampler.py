@@ -369,13 +369,16 @@ def wait_idle(
     probe_s: float = 0.1,
     clock: Callable[[], float] = time.monotonic,
 ) -> float:
-    """Wait until the link has carried less than below_bps for for_s seconds; return the wait."""
+    """Wait until the link has carried less than below_bps for for_s seconds; return the wait.
+    The quiet time counts from the start of the first quiet probe (its window is quiet time
+    already), so an idle link costs for_s and no probe more."""
     start = clock()
     quiet_since = None
     while clock() - start < timeout_s:
-        if rate_since(counters, probe_s) < below_bps:
-            quiet_since = quiet_since or clock()
-            if clock() - quiet_since >= for_s:
+        window_from = clock()
+        if rate_since(counters, min(probe_s, for_s) if for_s > 0 else probe_s) < below_bps:
+            quiet_since = window_from if quiet_since is None else quiet_since
+            if clock() - quiet_since >= for_s - 1e-9:
                 return clock() - start
         else:
             quiet_since = None

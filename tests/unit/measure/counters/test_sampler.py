@@ -189,6 +189,35 @@ def test_wait_idle(tmp_path):
         t.join()
 
 
+@pytest.mark.parametrize("for_s,probe_s,probes", [(0.5, 0.1, 5), (0.1, 0.1, 1), (0.05, 0.1, 1), (0.3, 0.2, 2)])
+def test_an_idle_link_costs_the_quiet_time_and_no_probe_more(monkeypatch, for_s, probe_s, probes):
+    """The quiet time counts from the start of the first quiet probe: 0.5 s of quiet in probes
+    of 0.1 s is five probes (the main job waited six: 0.6 s before each of 46 rounds)."""
+    now = [100.0]
+    windows: list[float] = []
+
+    def probe(counters, window_s):  # a quiet link: the window passes on the clock
+        windows.append(window_s)
+        now[0] += window_s
+        return 0.0
+
+    monkeypatch.setattr(sampler, "rate_since", probe)
+    waited = sampler.wait_idle([], below_bps=1.0, for_s=for_s, probe_s=probe_s, clock=lambda: now[0])
+    assert len(windows) == probes and waited == pytest.approx(sum(windows)) and waited >= for_s - 1e-9
+
+
+def test_a_busy_probe_starts_the_quiet_time_again(monkeypatch):
+    now = [0.0]
+    rates = iter([0.0, 0.0, 5e6, 0.0, 0.0, 0.0])
+
+    def probe(counters, window_s):
+        now[0] += window_s
+        return next(rates)
+
+    monkeypatch.setattr(sampler, "rate_since", probe)
+    assert sampler.wait_idle([], below_bps=1e6, for_s=0.3, probe_s=0.1, clock=lambda: now[0]) == pytest.approx(0.6)
+
+
 def test_traffic_cli(tmp_path, cli):
     counters = fake_tree(tmp_path, ["rocep1s0f0"])
     w = Writer(counters, 5_000, 200)
