@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,6 +18,9 @@ from sparkfab.errors import Exit, UsageError
 from sparkfab.measure.estimate import Estimate, Measured, Setup, TpRow, estimate
 from sparkfab.measure.estimate import model as models
 from sparkfab.measure.estimate.gloo import gloo_view
+
+if TYPE_CHECKING:
+    from sparkfab.plan import Plan
 
 #: a link speed in Gb/s: from a slow 100 Mb/s link to 100 Tb/s (a bound, so the figures stay finite)
 GBPS = at.number(0.1, 1e5)
@@ -89,8 +93,20 @@ def _lab(
         if not path.is_file():
             raise UsageError(f"--lab: no lab model at {path}: run `sparkfab lab up {args.inventory}` first")
         config = str(path)
-    scale = rates.scale_for(plan)  # as `lab up` shapes this inventory's cables
+    scale = _lab_scale(plan)
     return from_gbps or rates.rate_gbps("200", scale), to_gbps or rates.rate_gbps("100e", scale), config
+
+
+def _lab_scale(plan: Plan) -> int:
+    """The scale of the lab's cables: as the lab up now shaped them (its state), else as `lab up`
+    would shape this inventory's."""
+    from sparkfab.lab import rates
+    from sparkfab.lab.state import LabState
+    from sparkfab.paths import lab_dir, lab_state
+
+    if lab_state(plan.cluster).is_file():
+        return LabState.read(lab_dir(plan.cluster)).spec.scale
+    return rates.scale_for(plan)
 
 
 def estimate_cmd(args: argparse.Namespace) -> int:

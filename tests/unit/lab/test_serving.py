@@ -131,6 +131,44 @@ def test_a_labs_scale_grows_with_its_largest_instance(inventory, scale):
     assert spec(plan).scale == scale
 
 
+def test_estimate_of_a_lab_takes_the_rates_its_cables_were_shaped_to(cli, tmp_path, monkeypatch):
+    """Without a lab up, `estimate --lab` takes the rates `lab up` would shape (switch8: 1:1000);
+    with one up, the scale its state recorded, which a lab brought up before a change of
+    `scale_for` keeps until it is brought up again."""
+    from dataclasses import replace
+
+    from sparkfab.lab.spec import spec
+    from sparkfab.lab.state import LabState
+
+    monkeypatch.setenv("SPARKFAB_LAB_DIR", str(tmp_path))
+    inv = str(REPO / "inventory/switch8-crs804-200.yml")
+    cfg = tmp_path / "config.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 1024,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 16,
+                "vocab_size": 4096,
+            }
+        )
+    )
+
+    def rates() -> tuple[float, float]:
+        res = cli("estimate", "--lab", "--inventory", inv, "--config", str(cfg), "--format", "json")
+        assert res.code == 0, res.err
+        out = json.loads(res.out)
+        return out["from_gbps"], out["to_gbps"]
+
+    assert rates() == (0.2, 0.1)
+    plan = load_plan(inv)
+    sp = replace(spec(plan), scale=500)
+    sp.dir.mkdir(parents=True)
+    LabState(cluster=plan.cluster, inventory=inv, engine="vllm", spec=sp).write()
+    assert rates() == (0.4, 0.2)
+
+
 def test_lab_engine_says_how_to_get_vllm(monkeypatch, tmp_path):
     from sparkfab.errors import LabError
     from sparkfab.lab.serving import of
