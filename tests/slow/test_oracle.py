@@ -133,6 +133,20 @@ def test_several_inventories_start_each_engines_parser_once(on, cli):
     assert again.code == 0 and "own parser is checking" not in again.err
 
 
+def test_an_inventory_that_moved_its_sparks_is_judged_from_the_kept_verdicts(on, cli, monkeypatch):
+    """Another site's ring of the same recipe (every address changed) starts no engine: vLLM
+    judged the same argvs, with the addresses as stand-ins, for the first; a refusal on the moved
+    one is in vLLM's words too."""
+    monkeypatch.setenv("SPARKFAB_ORACLE_IDLE_S", "0")  # no warm server: a second ask would start vLLM again
+    first = cli("validate", str(_ring4(on, "here", flags={"max-num-seqs": 8})))
+    assert first.code == 0 and "own parser is checking 4 launch(es)" in first.err, first.err
+    moved = on / "there.yml"
+    moved.write_text((on / "here.yml").read_text().replace("192.168.", "172.20.").replace("10.0.0.", "10.50.7."))
+    again = cli("validate", str(moved))
+    assert again.code == 0 and "own parser is checking" not in again.err, again.err
+    assert "every launch parsed by vLLM" in again.out + again.err
+
+
 def test_a_new_inventory_is_judged_by_the_warm_engine_as_a_fresh_one_judges_it(on, cli, monkeypatch):
     """The first validate that asks vLLM starts a server that keeps vLLM imported; the next
     validate of another new inventory is answered by that same process (the kernel names the

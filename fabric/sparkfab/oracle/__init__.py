@@ -9,7 +9,9 @@ It runs the engine's oracle asset (`engines.Oracle`: `assets/vllm_oracle.py`,
 names (`SPARKFAB_VLLM_PYTHON`, `SPARKFAB_SGLANG_PYTHON`), else the checkout's venv
 (`.venv-vllm`, `.venv-sglang`; scripts/setup.sh makes them). Engines take seconds to import, so
 each verdict is kept under `~/.cache/sparkfab/oracle`, keyed by what it depends on (that install,
-the argv, the checkpoint's config.json). Without an install here, validate relies on the flag
+the argv, the checkpoint's config.json). The argv is judged with the plan's addresses as stand-ins
+(`oracle.standins`): an inventory that differs from one judged before only in its Sparks'
+addresses finds every verdict kept. Without an install here, validate relies on the flag
 table (`engines.flags`, already applied while resolving) and says that it did.
 `SPARKFAB_ORACLE=off` turns the oracle off (the unit tests do).
 
@@ -25,14 +27,14 @@ import json
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sparkfab import modelcheck
 from sparkfab.engines import Engine, flags
 from sparkfab.errors import InventoryError, Problem
-from sparkfab.oracle import warm
+from sparkfab.oracle import standins, warm
 from sparkfab.plan import Instance, Plan
 from sparkfab.render.launch import launch, volumes
 
@@ -102,13 +104,15 @@ Known = dict[str, dict[str, Any] | None]
 class _Launch:
     instance: str
     rank: int
-    argv: tuple[str, ...]
+    argv: tuple[str, ...]  # as judged: the plan's addresses as stand-ins (`standins`)
     model_dir: str | None
+    addresses: dict[str, str] = field(default_factory=dict)  # stand-in -> the plan's address
 
 
 def _launches(plan: Plan) -> dict[Engine, list[_Launch]]:
     """Every launch of the plan whose engine has an oracle, by engine."""
     out: dict[Engine, list[_Launch]] = {}
+    known = standins.plan_addresses(plan)
     for inst in plan.instances:
         rec = inst.recipe
         if rec is None or rec.engine_spec.oracle is None:
@@ -116,8 +120,9 @@ def _launches(plan: Plan) -> dict[Engine, list[_Launch]]:
         for r in inst.ranks:
             lx = launch(plan, inst, plan.host(r.host), rec)
             found = _checkpoint(inst) if r.rank == 0 else None
+            argv, addresses = standins.stand_in(lx.argv, known)
             out.setdefault(rec.engine_spec, []).append(
-                _Launch(inst.name, r.rank, lx.argv, str(found) if found else None)
+                _Launch(inst.name, r.rank, argv, str(found) if found else None, addresses)
             )
     return out
 
@@ -261,9 +266,8 @@ def _judge(
     for item, found in zip(items, answers, strict=True):
         a = found or {}
         judge = f"{spec.title} {a.get('version')}"
-        verdicts.append(
-            Verdict(item.instance, item.rank, bool(a.get("ok")), str(a.get("error", "")), bool(item.model_dir), judge)
-        )
+        error = standins.said_with_addresses(str(a.get("error", "")), item.addresses)
+        verdicts.append(Verdict(item.instance, item.rank, bool(a.get("ok")), error, bool(item.model_dir), judge))
     return judge, verdicts
 
 
