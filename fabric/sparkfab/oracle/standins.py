@@ -1,4 +1,4 @@
-"""The plan's own addresses in a launch, put in place of stand-ins before an engine judges it.
+"""Stand-ins for the plan's own addresses in a launch, put in their place before an engine judges it.
 
 A launch's argv names the cluster's addresses (vLLM's `--master-addr`, SGLang's
 `--dist-init-addr ADDR:PORT`), so two inventories that differ only in their Sparks' addresses
