@@ -15,8 +15,9 @@
 #   The lab Sparks' root filesystem (as root, where mmdebstrap is): built here, not at the first
 #   `lab up`, and cached in /var/lib/sparkfab/lab-images.
 # Independent steps run at once, each into a log of its own (shown where one fails): the Debian
-# packages; vLLM's and SGLang's environments; sparkfab's environment; then sparkfab itself (its C
-# loop needs gcc from the packages) and the lab image (mmdebstrap, and sparkfab to build it).
+# packages; then, beside the environments below, the lab image (mmdebstrap from the packages, and
+# the checkout's sparkfab on PYTHONPATH); vLLM's and SGLang's environments; sparkfab's environment,
+# then sparkfab itself (its C loop needs gcc from the packages).
 # Python packages are installed with uv from the locks in requirements/ (every package pinned,
 # its hashes checked: scripts/lock.sh writes them, scripts/newest.sh tries the newest), which
 # fetches and installs in parallel and links from its cache. Each step is skipped when what it
@@ -117,7 +118,9 @@ engine_envs() {
 }
 
 lab_image() {
-  .venv/bin/python -c 'from sparkfab.lab import image; print(image.machine_root())'
+  # the image's build needs the standard library only: the checkout's package, in the Python the
+  # environments are made with, so it runs beside their installs instead of after them
+  PYTHONPATH=fabric "$PY" -c 'from sparkfab.lab import image; print(image.machine_root())'
 }
 
 # steps run in the background, each into its own log
@@ -161,15 +164,15 @@ if main_env_needed; then
   start sparkfab-environment main_env
 fi
 if [ -n "${pids[debian-packages]:-}" ]; then
-  finish debian-packages  # sparkfab's C loop needs gcc and the Python headers
-fi
-if [ "$main_needed" = 1 ]; then
-  finish sparkfab-environment
-  [ "${#failed[@]}" != 0 ] || { start sparkfab-install main_install; finish sparkfab-install; }
+  finish debian-packages  # sparkfab's C loop needs gcc and the Python headers, the image mmdebstrap
 fi
 if [ "$(id -u)" = 0 ] && command -v mmdebstrap >/dev/null && [ "${#failed[@]}" = 0 ] \
    && [ "${SPARKFAB_NO_LAB_IMAGE:-0}" != 1 ]; then
   start lab-image lab_image
+fi
+if [ "$main_needed" = 1 ]; then
+  finish sparkfab-environment
+  [ "${#failed[@]}" != 0 ] || { start sparkfab-install main_install; finish sparkfab-install; }
 fi
 for name in "${!pids[@]}"; do
   finish "$name"

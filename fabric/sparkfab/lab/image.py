@@ -262,10 +262,16 @@ def _build(root: Path, packages: list[str], customize: object) -> None:
 
 
 def _prune(keep: str) -> None:
-    """Images of the same kind made of something else (an older sparkfab's), while no lab is up."""
-    from pyroute2 import netns
+    """Images of the same kind made of something else (an older sparkfab's), while no lab is up.
+    Standard library only, as the rest of the build: scripts/setup.sh builds the image with the
+    checkout on PYTHONPATH while sparkfab's environment is still being installed."""
+    from sparkfab.lab import links
 
-    if any(n.startswith("sf-") for n in netns.listnetns()):
+    try:
+        names = os.listdir(links.NETNS_DIR)
+    except OSError:
+        names = []
+    if any(n.startswith("sf-") for n in names):
         return
     digest = keep.split("-")[1]  # every variant of the current image stays
     for old in [*base().glob("spark-*"), *base().glob("container-*"), *base().glob(".*.lock")]:
