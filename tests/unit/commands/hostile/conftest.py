@@ -66,7 +66,7 @@ class _Raw(BaseHTTPRequestHandler):
         self._json({"status": "ok"})
 
     def _trickle(self) -> None:
-        """Headers, then one byte every 0.3 s: each read is quick, the answer never ends."""
+        """Headers, then one byte every 0.1 s: each read is quick, the answer never ends."""
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", "100000")
@@ -74,7 +74,7 @@ class _Raw(BaseHTTPRequestHandler):
         for _ in range(1000):
             self.wfile.write(b" ")
             self.wfile.flush()
-            time.sleep(0.3)
+            time.sleep(0.1)
 
     def _odd_post(self) -> bool:
         """The modes whose answer to a POST is not JSON Python reads, or counts that are wrong."""

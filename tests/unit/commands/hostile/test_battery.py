@@ -12,7 +12,7 @@ CASES = [
     c("battery-closed", "battery --url {url} --model m --checks count", 5, r"cannot reach", server="closed"),
     c(
         "battery-silent",
-        "battery --url {url} --model m --checks count --timeout 1",
+        "battery --url {url} --model m --checks count --timeout 0.5",
         5,
         r"(no answer|timed out|Timeout)",
         server="silent",
@@ -41,9 +41,9 @@ CASES = [
     c("battery-timeout-zero", "battery --url http://127.0.0.1:9 --model m --timeout 0", 2, r"--timeout"),
     c(
         "battery-trickle-chat",
-        "battery --url {url} --model m --checks count --timeout 1",
+        "battery --url {url} --model m --checks count --timeout 0.5",
         5,
-        r"(within 1 s|timed out)",
+        r"(within 0.5 s|timed out)",
         server="trickle-chat",
     ),
     c(

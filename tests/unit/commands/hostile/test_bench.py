@@ -122,7 +122,7 @@ CASES = [
     ),
     bench(
         "bench-silent-server",
-        "--plan {d}/p.yml --timeout 1",
+        "--plan {d}/p.yml --timeout 0.5",
         5,
         r"(no answer|timed out|Timeout)",
         server="silent",
@@ -148,7 +148,7 @@ CASES = [
     ),
     bench(
         "bench-stalled-stream",
-        "--plan {d}/p.yml --rounds 2 --idle-timeout 1",
+        "--plan {d}/p.yml --rounds 2 --idle-timeout 0.5",
         5,
         r"of 2 requests failed",
         server="stall",

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparkfab.errors import UsageError
 from sparkfab.measure.counters import sampler, traffic
 from tests.doubles.sysfs import fake_tree
 
@@ -135,10 +136,24 @@ def _sampler_process(tmp_path: Path, out: Path, impl: str) -> subprocess.Popen[s
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
 
 
+def _until_records(out: Path, n: int, timeout_s: float = 20.0) -> None:
+    """Until the running sampler has written more than n whole records (its start takes a
+    Python's start: 0.3-1 s on a loaded machine)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if len(sampler.read(out).t0) > n:
+                return
+        except (OSError, UsageError):  # not made yet, or its header not whole yet
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{out} held no {n} records within {timeout_s} s")
+
+
 def test_killed_sampler_loses_nothing_written(tmp_path, impl):
     out = tmp_path / "k.smp"
     p = _sampler_process(tmp_path, out, impl)
-    time.sleep(1.5)
+    _until_records(out, 200)
     p.send_signal(signal.SIGKILL)
     p.wait()
     with open(out, "ab") as f:
@@ -152,7 +167,7 @@ def test_sigterm_ends_the_sampler_cleanly(tmp_path, impl):
     within a slice, with every record whole."""
     out = tmp_path / "t.smp"
     p = _sampler_process(tmp_path, out, impl)
-    time.sleep(1.0)
+    _until_records(out, 200)
     sent = time.monotonic()
     p.send_signal(signal.SIGTERM)
     stdout, _ = p.communicate(timeout=10)
