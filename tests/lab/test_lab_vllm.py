@@ -158,7 +158,11 @@ def test_real_vllm_tp2_over_the_lab_fabric(tmp_path, monkeypatch):
         assert '"POST /v1/completions HTTP/1.1" 200' in log0
         # vLLM's own cache in the lab's compile cache, as in a Spark's home: the model class's
         # inspection is kept there, and the next start reads it instead of a subprocess
-        assert list((image.compile_cache() / "vllm/modelinfos").glob("*LlamaForCausalLM.json"))
+        info = next((image.compile_cache() / "vllm/modelinfos").glob("*LlamaForCausalLM.json"))
+        # filled by `lab up` (lab.enginecache) or a lab before: no rank inspected the class again,
+        # which would have written the file anew after the engine's container started
+        began = ssh(CLUSTER, "spark-a", "date -d \"$(docker inspect -f '{{.State.StartedAt}}' sparkfab-llama)\" +%s.%N")
+        assert info.stat().st_mtime < float(began.stdout), (info.stat().st_mtime, began.stdout)
         status = json.loads(sparkfab("lab", "status", INV, "--format", "json").out)
         head = status["serving"]["llama"]
         assert head["engine"] == "vllm" and head["tp"] == 2

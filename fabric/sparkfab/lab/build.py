@@ -16,7 +16,7 @@ from typing import Any
 
 from sparkfab import spark
 from sparkfab.errors import LabError
-from sparkfab.lab import boot, cgroups, daemons, image, keys, links, machine, serving, wire
+from sparkfab.lab import boot, cgroups, daemons, enginecache, image, keys, links, machine, serving, wire
 from sparkfab.lab.links import existing_namespaces
 from sparkfab.lab.serving import LabEngine
 from sparkfab.lab.spec import LabSpec, lab_id, ns_prefix
@@ -64,26 +64,34 @@ def _build(
     t["links_s"] = time.perf_counter() - t0
     keys.make(spec)
     extra = serving.install(spec, engine, tps)
-    line = spark.SPEEDS[mode].line_gbps
-    ms = machine.machines(spec)
-    pids: dict[str, int] = {}
-    for m in ms:
-        machine.prepare(spec, m, root, spec.paths.keys, line)
-        pids[f"{m.node.name}.machine"] = machine.start(spec, m, root, extra)
-    with cf.ThreadPoolExecutor(max_workers=len(ms) or 1) as pool:
-        again = pool.map(lambda m: boot.boot(m, lambda: machine.start(spec, m, root, extra)), ms)
-        for m, pid in zip(ms, list(again), strict=True):
-            if pid is not None:
-                pids[f"{m.node.name}.machine"] = pid
-    t["boot_s"] = time.perf_counter() - t0 - t["links_s"]
-    daemons.wait_sshd(spec)
-    # the switches start announcing once the Sparks are up: a switch's timer is its own (30 s), and
-    # a lab whose first frame came before any Spark listened would only test the wait
-    pids |= daemons.start_switches(spec)
-    if engine.lab.runtime == "docker":  # the lab image into every Spark's Docker
+    fill = enginecache.start(spec, engine)  # beside the boots: what every rank's first start would do
+    try:
+        line = spark.SPEEDS[mode].line_gbps
+        ms = machine.machines(spec)
+        pids: dict[str, int] = {}
+        for m in ms:
+            machine.prepare(spec, m, root, spec.paths.keys, line)
+            pids[f"{m.node.name}.machine"] = machine.start(spec, m, root, extra)
+        with cf.ThreadPoolExecutor(max_workers=len(ms) or 1) as pool:
+            again = pool.map(lambda m: boot.boot(m, lambda: machine.start(spec, m, root, extra)), ms)
+            for m, pid in zip(ms, list(again), strict=True):
+                if pid is not None:
+                    pids[f"{m.node.name}.machine"] = pid
+        t["boot_s"] = time.perf_counter() - t0 - t["links_s"]
+        daemons.wait_sshd(spec)
+        # the switches start announcing once the Sparks are up: a switch's timer is its own (30 s),
+        # and a lab whose first frame came before any Spark listened would only test the wait
+        pids |= daemons.start_switches(spec)
+        if engine.lab.runtime == "docker":  # the lab image into every Spark's Docker
+            t1 = time.perf_counter()
+            serving.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine)
+            t["image_import_s"] = time.perf_counter() - t1
         t1 = time.perf_counter()
-        serving.load_image(spec, [m for m in ms if m.node.kind == "spark"], engine)
-        t["image_import_s"] = time.perf_counter() - t1
+        took = enginecache.finish(fill)
+        if took is not None:
+            t["engine_cache_s"], t["engine_cache_wait_s"] = took, time.perf_counter() - t1
+    finally:
+        enginecache.stop(fill)
     # the state first: the cables' shaping is kept in it
     LabState(cluster=spec.cluster, inventory=inventory, engine=engine.name, spec=spec, pids=pids, timing=t).write()
     wire.link_speed(spec, mode)

@@ -134,7 +134,7 @@ def _checkpoint(inst: Instance) -> Path | None:
     return modelcheck.local_checkpoint(inst.model or rec.model, volumes(rec, inst), runtime)
 
 
-def _identity(py: Path, dist: str) -> str:
+def install_identity(py: Path, dist: str) -> str:
     """What a verdict depends on besides its input: which install of the engine gave it."""
     prefix = py.parent.parent
     dists = sorted(p.name for p in prefix.glob(f"lib/python*/site-packages/{dist}*.dist-info"))
@@ -216,7 +216,7 @@ def warm_socket(spec: Engine, py: Path) -> Path | None:
     assert spec.oracle is not None
     code = b"".join((ASSETS / name).read_bytes() for name in (spec.oracle.asset, "oracle_cli.py"))
     env = sorted((k, v) for k, v in _env().items() if k.startswith(ENGINE_ENV))
-    key = json.dumps([str(cache_dir()), _identity(py, spec.oracle.dist), hashlib.sha256(code).hexdigest(), env])
+    key = json.dumps([str(cache_dir()), install_identity(py, spec.oracle.dist), hashlib.sha256(code).hexdigest(), env])
     return warm.socket_path(spec.name, key)
 
 
@@ -278,7 +278,7 @@ def _answers(
     one run of the engine's checks for all that have none; None where the checks could not run
     (said in `notes`)."""
     assert spec.oracle is not None
-    ident = _identity(py, spec.oracle.dist)
+    ident = install_identity(py, spec.oracle.dist)
     store = cache_dir()
     keys = [_key(ident, i) for i in items]
     found = {k: known.get(k) or _cached(store / f"{k}.json") for k in keys}
