@@ -52,7 +52,6 @@ COVERED = {
     "sparkfab.inventory.problems": "tests/unit/inventory/test_inventory.py",
     "sparkfab.lab.cgroups": "tests/lab/test_lab_machines.py",  # Docker in a booted Spark
     "sparkfab.lab.daemons": "tests/lab/test_lab_hostile_frames.py",
-    "sparkfab.lab.image": "tests/lab/test_lab_machines.py",  # the booted machine root
     "sparkfab.lab.inventory": "tests/unit/lab/test_spec.py",
     "sparkfab.lab.keys": "tests/lab/test_lab.py",
     "sparkfab.lab.links": "tests/lab/test_lab.py",  # pyroute2 in network namespaces

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkfab.errors import UsageError
+from sparkfab.errors import SparkfabError
 from sparkfab.measure.counters import sampler, traffic
 from tests.doubles.sysfs import fake_tree
 
@@ -136,24 +136,26 @@ def _sampler_process(tmp_path: Path, out: Path, impl: str) -> subprocess.Popen[s
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
 
 
-def _until_records(out: Path, n: int, timeout_s: float = 20.0) -> None:
-    """Until the running sampler has written more than n whole records (its start takes a
-    Python's start: 0.3-1 s on a loaded machine)."""
+def _until_records(p: subprocess.Popen[str], out: Path, n: int, timeout_s: float = 20.0) -> None:
+    """Until the running sampler `p` has written more than n whole records (its start takes a
+    Python's start: 0.3-1 s on a loaded machine); a sampler that never gets there is killed."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and p.poll() is None:
         try:
             if len(sampler.read(out).t0) > n:
                 return
-        except (OSError, UsageError):  # not made yet, or its header not whole yet
+        except (OSError, SparkfabError):  # not made yet, or its header not whole yet
             pass
         time.sleep(0.05)
-    raise AssertionError(f"{out} held no {n} records within {timeout_s} s")
+    p.kill()
+    p.wait()
+    raise AssertionError(f"{out} held no {n} records within {timeout_s} s (the sampler: exit {p.returncode})")
 
 
 def test_killed_sampler_loses_nothing_written(tmp_path, impl):
     out = tmp_path / "k.smp"
     p = _sampler_process(tmp_path, out, impl)
-    _until_records(out, 200)
+    _until_records(p, out, 200)
     p.send_signal(signal.SIGKILL)
     p.wait()
     with open(out, "ab") as f:
@@ -167,7 +169,7 @@ def test_sigterm_ends_the_sampler_cleanly(tmp_path, impl):
     within a slice, with every record whole."""
     out = tmp_path / "t.smp"
     p = _sampler_process(tmp_path, out, impl)
-    _until_records(out, 200)
+    _until_records(p, out, 200)
     sent = time.monotonic()
     p.send_signal(signal.SIGTERM)
     stdout, _ = p.communicate(timeout=10)
