@@ -5,9 +5,9 @@
 # (the hardware checks included), serve vLLM's CPU build at TP4 in each Spark's Docker through the
 # same launch scripts a Spark runs, estimate, bench at 200, flip to emulated 100, verify, bench
 # again, report side by side with a verdict per test, tear down. Needs root (namespaces, machines).
-# About 9 to 10 minutes on 2 cores once setup is done (9 min 56 s at 14ef9a2, 5 rounds per test
-# and mode, every cache empty); setup builds the lab's image first (129 s with apt's packages in
-# place; benchmarks/results/main_job_2core.txt).
+# About 8 to 9 minutes on 2 cores once setup is done (8 min 13 s at 6c15061, 5 rounds per test
+# and mode, every cache empty); setup builds the lab's image beside the Python environments (84 s
+# with apt's packages in place; benchmarks/results/main_job_2core.txt).
 # With inventory/switch8-crs804-200.yml: the paper's 8 Sparks at TP8, about 17 minutes.
 # Usage: scripts/demo.sh [INVENTORY] [REPORT_DIR]
 set -euo pipefail
