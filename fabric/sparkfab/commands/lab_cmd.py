@@ -174,7 +174,7 @@ def _up(args: argparse.Namespace, plan: Plan, sp: LabSpec) -> int:
         parts.append(f"container image into every Docker {t['image_import_s']:.1f} s")
     if "engine_cache_s" in t:
         filled, waited = t["engine_cache_s"], t["engine_cache_wait_s"]
-        parts.append(f"engine's cache filled in {filled:.1f} s beside them (waited {waited:.1f} s)")
+        parts.append(f"engine's cache filled in {filled:.1f} s beside the boots (waited {waited:.1f} s)")
     sys.stderr.write(
         f"lab {sp.cluster} up in {t['total_s']:.1f} s ({len(sp.sparks)} booted Sparks, {len(sp.veths)} "
         f"fabric veths; {', '.join(parts)}); serving engine: {engine.name}\n"

@@ -17,7 +17,7 @@ run once in the engine's environment, with the lab recipe's environment and the 
 this machine sees it. It judges nothing here: its verdict is not read, and where it fails or is
 slow the first start inspects as it would have (logged in the lab's `logs/engine-cache.log`).
 A fill that ended well leaves a stamp in the cache, named by the engine's install and the
-model's config: a later lab of the same finds it and fills nothing.
+model's classes: a later lab with the same finds it and fills nothing.
 """
 
 from __future__ import annotations
