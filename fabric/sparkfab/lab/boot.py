@@ -83,18 +83,24 @@ class StoppedSilently(LabError):
 SYSTEMD_BEGAN = "running in system mode"
 #: how often a machine that stopped without a word is started (the first start included)
 STARTS = 3
+#: how long to wait before each start again: in one clean-clone CI run all three starts of a
+#: Spark ended within 4 s (nspawn exit 1 just after systemd's first lines), in a lab booted right
+#: after a lab of the same name went down; whatever that lab left then (its cgroups are removed
+#: as their processes finish dying) was still there at once, so the starts again leave it time
+RESTART_WAIT_S = (1.0, 3.0)
 
 
 def boot(m: machine.Machine, start_again: Callable[[], int]) -> int | None:
     """Wait for `m`'s boot; a machine that stopped before printing anything is started again,
-    up to STARTS starts in all (`start_again` returns the new supervisor's pid). Returns the
-    last such pid, if any."""
+    up to STARTS starts in all, after RESTART_WAIT_S (`start_again` returns the new supervisor's
+    pid). Returns the last such pid, if any."""
     pid = None
-    for _ in range(STARTS - 1):
+    for i in range(STARTS - 1):
         try:
             wait_booted(m)
             return pid
         except StoppedSilently:
+            time.sleep(RESTART_WAIT_S[i])
             pid = start_again()
     wait_booted(m)
     return pid

@@ -115,6 +115,8 @@ def test_a_machine_that_stopped_before_printing_anything_is_started_again(tmp_pa
     stopped with something to say is reported, not started again."""
     m = _stopped(tmp_path, "s4", "")
     started: list[int] = []
+    waited: list[float] = []
+    monkeypatch.setattr(boot.time, "sleep", waited.append)  # no real waits between starts here
 
     def again() -> int:
         p = subprocess.Popen(["sh", "-c", "kill -9 $$"])
@@ -130,6 +132,7 @@ def test_a_machine_that_stopped_before_printing_anything_is_started_again(tmp_pa
     ):
         boot.boot(m, again)
     assert len(started) == boot.STARTS - 1
+    assert waited == list(boot.RESTART_WAIT_S)  # each start again after a pause, longer each time
     # its systemd had begun when nspawn ended: started again too
     m.log.write_text(
         "systemd 252.39-1~deb12u2 running in system mode (+PAM)\nDetected virtualization systemd-nspawn.\n"
