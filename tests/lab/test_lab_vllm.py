@@ -367,9 +367,9 @@ def test_real_vllm_tp8_behind_the_switch(tmp_path):
     """The paper's cluster: eight Sparks behind a CRS804 at TP8. The push's cycle on the switch
     (every host's steps as the run goes, a second apply that changes nothing, MTU 9000, verify
     green with every host reached; ring4's full cycle in test_lab.py does the rest of it), then
-    vLLM's CPU build in each Spark's Docker, one round of a long and a short prompt measured on
+    vLLM's CPU build in each Spark's Docker, two rounds of a long and a short prompt measured on
     rank 0's fabric netdevs: the long one's traffic per prompt token is the paper's TP8 formula
-    (5 all-reduces x 2,048 B x 7/4), the short one's the lab engine's Gloo estimate (the formula,
+    (5 all-reduces x 2,048 B x 7/4), the short one's (its quieter round) the lab engine's Gloo estimate (the formula,
     each ring step's fixed bytes and the first token's scores), each within 2 %; decode as at TP2."""
     from sparkfab.measure.estimate import Setup, bytes_per_token
     from sparkfab.measure.estimate.gloo import gloo_prefill_bytes_per_token, gloo_view
@@ -402,15 +402,20 @@ def test_real_vllm_tp8_behind_the_switch(tmp_path):
         _kv_capacity_is_fits(cluster, s["head"], "glm", 8)
         cmd = [sys.executable, "-m", "sparkfab", "lab", "exec", inv, "--net-only", s["head"], "--"]
         cmd += [sys.executable, "-m", "sparkfab", "bench", "--url", s["url"], "--model", s["model"]]
-        cmd += ["--plan", "L1,L4", "--rounds", "1", "--warmup", "0", "--idle-seconds", "1", "--inventory", inv]
+        cmd += ["--plan", "L1,L4", "--rounds", "2", "--warmup", "0", "--idle-seconds", "1", "--inventory", inv]
         cmd += ["--lab", "--counters-host", s["head"], "--source", "netdev", "-o", str(tmp_path / "run")]
         res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
         assert res.returncode == 0, res.stderr[-3000:]
         tests = json.loads((tmp_path / "run/summary.json").read_text())["tests"]
         assert json.loads((tmp_path / "run/run.json").read_text())["inventory"]["link_gbps"] == 0.2
         setup = Setup(from_config(str(tmp_path / "run/model-config.json")), 8)
-        long, short = (tests[t]["prefill_bytes_per_token"]["mean"] for t in ("L1", "L4"))
+        long = tests["L1"]["prefill_bytes_per_token"]["mean"]
         assert abs(long / bytes_per_token(setup) - 1) < 0.02, (long, bytes_per_token(setup))
+        # a 128-token prefill sends 2.4 MB from rank 0: five jumbo frames more (a retransmission
+        # through the shaper, a frame of another flow) are 2 %, and one round of CI's once carried
+        # +2.04 %. Anything else on the link only adds bytes: the quieter of two rounds is the
+        # engine's own
+        short = tests["L4"]["prefill_bytes_per_token"]["min"]
         assert abs(short / gloo_prefill_bytes_per_token(setup, 128) - 1) < 0.02, short
         # decode: rank 0 also broadcasts each step's call to the seven other nodes (MessageQueue)
         per_output = tests["L4"]["decode_bytes_per_token"]["mean"] / gloo_view(setup).decode_bytes_per_token
