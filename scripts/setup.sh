@@ -181,5 +181,10 @@ if [ "${#failed[@]}" != 0 ]; then
   echo "setup: failed: ${failed[*]} (logs in $logs)" >&2
   exit 1
 fi
+# the checkout's own bytecode, as UV_COMPILE_BYTECODE gives the environments theirs: an editable
+# install leaves it to the first import, which every process that cannot write it (this
+# machine's PYTHONDONTWRITEBYTECODE=1, a read-only checkout) paid again at each start
+.venv/bin/python -m compileall -q -j 0 fabric/sparkfab tests benchmarks scripts >&2 \
+  || echo "setup: some of the checkout's Python files do not compile (python -m compileall fabric tests)" >&2
 rm -rf "$logs"
 echo "setup: ready (.venv/bin/sparkfab, .venv-vllm for vLLM $VLLM_VERSION, .venv-sglang for SGLang's parser)" >&2
