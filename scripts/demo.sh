@@ -5,7 +5,7 @@
 # (the hardware checks included), serve vLLM's CPU build at TP4 in each Spark's Docker through the
 # same launch scripts a Spark runs, estimate, bench at 200, flip to emulated 100, verify, bench
 # again, report side by side with a verdict per test, tear down. Needs root (namespaces, machines).
-# About 8 to 9 minutes on 2 cores once setup is done (8 min 25 s at 807b9a3, 5 rounds per test
+# About 8 to 9 minutes on 2 cores once setup is done (8 min 25 s at 1dd7371, 5 rounds per test
 # and mode, every cache empty); setup builds the lab's image beside the Python environments (84-106 s
 # with apt's packages in place; benchmarks/results/main_job_2core.txt).
 # With inventory/switch8-crs804-200.yml: the paper's 8 Sparks at TP8, about 17 minutes.
