@@ -369,8 +369,9 @@ def test_real_vllm_tp8_behind_the_switch(tmp_path):
     green with every host reached; ring4's full cycle in test_lab.py does the rest of it), then
     vLLM's CPU build in each Spark's Docker, two rounds of a long and a short prompt measured on
     rank 0's fabric netdevs: the long one's traffic per prompt token is the paper's TP8 formula
-    (5 all-reduces x 2,048 B x 7/4), the short one's (its quieter round) the lab engine's Gloo estimate (the formula,
-    each ring step's fixed bytes and the first token's scores), each within 2 %; decode as at TP2."""
+    (5 all-reduces x 2,048 B x 7/4), the short one's (its quieter round) the lab engine's Gloo
+    estimate (the formula, each ring step's fixed bytes and the first token's scores), each
+    within 2 %; decode as at TP2."""
     from sparkfab.measure.estimate import Setup, bytes_per_token
     from sparkfab.measure.estimate.gloo import gloo_prefill_bytes_per_token, gloo_view
     from sparkfab.measure.estimate.model import from_config

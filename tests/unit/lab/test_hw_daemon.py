@@ -29,14 +29,16 @@ ip addr add 10.92.0.1 peer 10.92.0.2 dev sfhw1
 ip link add sfhw2 type veth peer name sfhw2p
 """
 
-READ = """
-import importlib.util, json, sys
-from importlib.machinery import SourceFileLoader
-loader = SourceFileLoader("hw", sys.argv[1])
-hw = importlib.util.module_from_spec(importlib.util.spec_from_loader("hw", loader))
-loader.exec_module(hw)
-print(json.dumps({str(k): v for k, v in hw.ipv4_addresses().items()}))
-"""
+#: the daemon's reading inside the namespace, through this file's own loader
+READ = "import json, sys; sys.path.insert(0, sys.argv[1]); from test_hw_daemon import read; print(json.dumps(read()))"
+
+
+def read() -> dict[str, list[str]]:
+    """The daemon's `ipv4_addresses()`, loaded from its file (it has no .py suffix)."""
+    loader = SourceFileLoader("sparkfab_lab_hw", str(DAEMON))
+    hw = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(hw)
+    return {str(k): v for k, v in hw.ipv4_addresses().items()}
 
 
 def _ip_view(listing: str) -> dict[str, list[str]]:
@@ -45,13 +47,10 @@ def _ip_view(listing: str) -> dict[str, list[str]]:
 
 
 def test_one_dump_reads_what_ip_lists_here():
-    loader = SourceFileLoader("sparkfab_lab_hw", str(DAEMON))
-    hw = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(hw)
     # another test may add or remove an address meanwhile: compare between two listings that agree
     for _ in range(5):
         before = _ip_view(subprocess.run(["ip", "-j", "-4", "addr", "show"], capture_output=True, text=True).stdout)
-        ours = {str(k): v for k, v in hw.ipv4_addresses().items()}
+        ours = read()
         after = _ip_view(subprocess.run(["ip", "-j", "-4", "addr", "show"], capture_output=True, text=True).stdout)
         if before == after:
             break
@@ -60,7 +59,7 @@ def test_one_dump_reads_what_ip_lists_here():
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="a namespace of its own needs root")
 def test_two_addresses_on_one_netdev_and_a_peer_address_read_as_ip_reads_them():
-    script = f"{SETUP}\nip -j -4 addr show\necho ---\n{sys.executable} -c '{READ}' {DAEMON}\n"
+    script = f"{SETUP}\nip -j -4 addr show\necho ---\n{sys.executable} -c '{READ}' {Path(__file__).parent}\n"
     res = subprocess.run(["unshare", "--net", "sh", "-c", script], capture_output=True, text=True, timeout=30)
     assert res.returncode == 0, res.stderr
     listing, ours = res.stdout.split("---\n")
